@@ -1,0 +1,189 @@
+"""The one hook model both config dialects load into, and the immutable hook table.
+
+A :class:`Hook` is plain frozen data: what runs (its handler), when (event, filters), how it is
+read (dialect) and where it came from (scope, file, index). The table is a snapshot: the loader
+builds a new one and swaps it; an event in flight keeps the one it started with.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Final, Literal
+
+import msgspec
+
+Dialect = Literal["toml", "json", "python"]
+Scope = Literal["global", "workspace", "extra", "api"]
+OnError = Literal["warn", "block", "allow"]
+
+#: blitz default (HK-02).
+TOML_DEFAULT_TIMEOUT_S: Final = 30.0
+#: everruns defaults and limits.
+JSON_DEFAULT_TIMEOUT_MS: Final = 5000
+JSON_MIN_TIMEOUT_MS: Final = 100
+JSON_MAX_TIMEOUT_MS: Final = 30000
+
+
+class CommandHandler(msgspec.Struct, frozen=True, tag="command"):
+    """``bash -c <command>`` in the workspace."""
+
+    command: str
+
+
+class ArgsHandler(msgspec.Struct, frozen=True, tag="args"):
+    """A program run directly, no shell."""
+
+    args: tuple[str, ...]
+
+
+class HttpHandler(msgspec.Struct, frozen=True, tag="http"):
+    """POST the event JSON to ``url``; a 2xx body is read like stdout."""
+
+    url: str
+    headers: tuple[tuple[str, str], ...] = ()
+    allowed_env_vars: tuple[str, ...] = ()
+
+
+class PromptHandler(msgspec.Struct, frozen=True, tag="prompt"):
+    """A model judges the event against ``prompt``."""
+
+    prompt: str
+    model: str | None = None
+
+
+#: An in-process hook: called with the event as plain data, returns a reply dict (the TOML
+#: dialect's reply fields), a string (plain stdout), or None (no opinion).
+PythonHookFunc = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any] | str | None]]
+
+
+class PythonHandler(msgspec.Struct, frozen=True, tag="python"):
+    """An async Python callable registered through the engine API."""
+
+    func: Any  # PythonHookFunc; typed Any so the Struct stays plain data
+
+
+Handler = CommandHandler | ArgsHandler | HttpHandler | PromptHandler | PythonHandler
+
+
+class JsonMatcher(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The JSON dialect's restricted matcher (yolop spec: Events)."""
+
+    tool_name: str | None = None
+    tool_name_glob: str | None = None
+    args_jsonpath: str | None = None
+    match_regex: str | None = None
+    deny_regex: str | None = None
+
+
+class Hook(msgspec.Struct, frozen=True, kw_only=True):
+    #: Unique within a table: JSON ``user:<id>``, TOML ``<id>`` or ``<scope>:<event>[<index>]``.
+    id: str
+    #: What people read in messages ("hook <name> failed ...").
+    name: str
+    #: Canonical event this hook fires on.
+    event: str
+    #: The event name as written in the config (``turn_end``, ``pre_tool_use`` ...).
+    config_event: str
+    dialect: Dialect
+    scope: Scope
+    #: The file the hook came from ("" for API-registered hooks).
+    source: str
+    #: Position within its file's list for its event (TOML) or its ``hooks`` array (JSON).
+    index: int
+    handler: Handler
+    timeout_s: float
+    #: TOML: tool-name glob (Go path.Match); None or "" matches all.
+    match: str | None = None
+    #: TOML: permission rule text (``shell(git push)`` ...).
+    if_rule: str | None = None
+    #: JSON: restricted matcher.
+    matcher: JsonMatcher | None = None
+    #: TOML: a failure blocks.
+    fail_closed: bool = False
+    #: JSON: what an error means.
+    on_error: OnError = "warn"
+    #: JSON: extra environment applied last.
+    env: tuple[tuple[str, str], ...] = ()
+    description: str | None = None
+    #: The id as written in the config, if it had one.
+    explicit_id: str | None = None
+
+    @property
+    def kind(self) -> str:
+        tag = type(self.handler).__struct_config__.tag
+        return str(tag)
+
+    @property
+    def runs(self) -> str:
+        """A one-line description of what the hook runs."""
+        h = self.handler
+        if isinstance(h, CommandHandler):
+            return h.command
+        if isinstance(h, ArgsHandler):
+            return " ".join(h.args)
+        if isinstance(h, HttpHandler):
+            return f"POST {h.url}"
+        if isinstance(h, PromptHandler):
+            return f"prompt: {h.prompt}" + (f" (model {h.model})" if h.model else "")
+        return f"python: {getattr(h.func, '__qualname__', repr(h.func))}"
+
+
+class ConfigProblem(msgspec.Struct, frozen=True):
+    """One thing wrong with a config file, located as precisely as we can."""
+
+    file: str
+    message: str
+    event: str | None = None
+    index: int | None = None
+    field: str | None = None
+    #: "error" stops a strict (TOML) load; "warning" is a skipped JSON entry or file.
+    severity: Literal["error", "warning"] = "error"
+
+    def __str__(self) -> str:
+        where = ""
+        if self.event is not None:
+            where = self.event
+            if self.index is not None:
+                where += f"[{self.index}]"
+        if self.field:
+            where = f"{where}.{self.field}" if where else self.field
+        return f"{self.file}: {where}: {self.message}" if where else f"{self.file}: {self.message}"
+
+
+class TrustInfo(msgspec.Struct, frozen=True):
+    """Trust state of a workspace's hooks."""
+
+    state: Literal["none", "new", "trusted", "changed", "declined"]
+    workspace: str
+    digest: str = ""
+    files: tuple[str, ...] = ()
+
+
+class HookTable(msgspec.Struct, frozen=True):
+    """An immutable snapshot of every effective hook, in run order, plus how it was built."""
+
+    hooks: tuple[Hook, ...] = ()
+    #: Workspace hooks held back because their content is not trusted.
+    untrusted: tuple[Hook, ...] = ()
+    problems: tuple[ConfigProblem, ...] = ()
+    trust: TrustInfo | None = None
+    disabled_contributions: tuple[str, ...] = ()
+    global_dir: str = ""
+    workspace: str = ""
+    files: tuple[str, ...] = ()
+    generation: int = 0
+
+    def for_event(self, event: str) -> tuple[Hook, ...]:
+        return tuple(h for h in self.hooks if h.event == event)
+
+    @property
+    def errors(self) -> tuple[ConfigProblem, ...]:
+        return tuple(p for p in self.problems if p.severity == "error")
+
+
+class ConfigError(Exception):
+    """A strict config load failed; ``problems`` says where and why."""
+
+    def __init__(self, problems: tuple[ConfigProblem, ...] | list[ConfigProblem]) -> None:
+        self.problems = tuple(problems)
+        super().__init__("\n".join(str(p) for p in self.problems))

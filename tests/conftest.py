@@ -1,0 +1,76 @@
+"""Shared fixtures: every test is checked for leftover processes.
+
+Each test session exports a unique marker in the environment; hook processes inherit it (both
+dialects pass the user's environment on), so a process that escaped its group with ``setsid``
+and was re-parented away from us is still found by scanning ``/proc`` for the marker.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from collections.abc import Iterator
+
+import psutil
+import pytest
+
+MARKER_VAR = "TRIOHOOKS_TEST_MARKER"
+MARKER = uuid.uuid4().hex
+os.environ[MARKER_VAR] = MARKER
+
+
+def _marked_processes() -> list[psutil.Process]:
+    me = os.getpid()
+    found: list[psutil.Process] = []
+    for proc in psutil.process_iter(["pid", "status"]):
+        if proc.pid == me or proc.info["status"] == psutil.STATUS_ZOMBIE:
+            continue
+        try:
+            if proc.environ().get(MARKER_VAR) == MARKER:
+                found.append(proc)
+        except (psutil.Error, OSError):
+            continue
+    return found
+
+
+def _live_children() -> list[psutil.Process]:
+    alive = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE:
+                alive.append(child)
+        except psutil.NoSuchProcess:
+            continue
+    return alive
+
+
+def leftover_processes(grace: float = 1.0) -> list[psutil.Process]:
+    """Processes this test run started that are still alive after ``grace`` seconds."""
+    deadline = time.monotonic() + grace
+    while True:
+        left = {p.pid: p for p in _live_children() + _marked_processes()}
+        if not left or time.monotonic() >= deadline:
+            return list(left.values())
+        time.sleep(0.02)
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_processes(request: pytest.FixtureRequest) -> Iterator[None]:
+    before = {p.pid for p in _live_children() + _marked_processes()}
+    yield
+    if request.node.get_closest_marker("allow_leaks"):
+        return
+    left = [p for p in leftover_processes() if p.pid not in before]
+    if left:
+        desc = []
+        for p in left:
+            try:
+                desc.append(f"{p.pid} {' '.join(p.cmdline())[:80]}")
+            except psutil.Error:
+                desc.append(str(p.pid))
+            try:
+                p.kill()
+            except psutil.Error:
+                pass
+        pytest.fail("test left processes behind:\n  " + "\n  ".join(desc))
