@@ -107,6 +107,9 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
     description: str | None = None
     #: The id as written in the config, if it had one.
     explicit_id: str | None = None
+    #: Built once at load time so matching on the hot path does no parsing.
+    compiled_if: Any = None
+    compiled_matcher: Any = None
 
     @property
     def kind(self) -> str:
@@ -171,6 +174,8 @@ class HookTable(msgspec.Struct, frozen=True):
     global_dir: str = ""
     workspace: str = ""
     files: tuple[str, ...] = ()
+    #: TOML ``[judge]`` settings for the built-in prompt-hook judge.
+    judge: tuple[tuple[str, str], ...] = ()
     generation: int = 0
 
     def for_event(self, event: str) -> tuple[Hook, ...]:

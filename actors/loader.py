@@ -1,0 +1,112 @@
+"""The loader actor: reads config once at start, publishes immutable hook-table snapshots, and
+rebuilds on request (self-configuration asks after a write). No file watcher.
+
+A rebuild that finds errors keeps the last good table and reports why. Readers take
+``loader.table`` once per event and keep that snapshot to the end of the event; a swap is a single
+attribute assignment, so no reader ever sees half a table.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import msgspec
+import trio
+
+from runtime._config import load_table
+from runtime._model import ConfigError, ConfigProblem, HookTable
+
+log = logging.getLogger("triohooks.loader")
+
+
+class RebuildReport(msgspec.Struct, frozen=True):
+    """What a rebuild did: ``applied`` is False when errors kept the previous table."""
+
+    applied: bool
+    generation: int
+    hooks: int
+    problems: tuple[ConfigProblem, ...] = ()
+
+
+class Loader:
+    def __init__(
+        self,
+        *,
+        workspace: Path | None,
+        config_dir: Path | None = None,
+        extra_configs: Sequence[Path] = (),
+        trust_override: bool = False,
+    ) -> None:
+        self.workspace = workspace
+        self.config_dir = config_dir
+        self.extra_configs = tuple(extra_configs)
+        self.trust_override = trust_override
+        self.table = HookTable()
+        self._generation = 0
+        self._requests_send, self._requests_recv = trio.open_memory_channel[
+            trio.MemorySendChannel[RebuildReport]
+        ](16)
+
+    def _build(self) -> HookTable:
+        return load_table(
+            workspace=self.workspace,
+            config_dir=self.config_dir,
+            extra_configs=self.extra_configs,
+            trust_override=self.trust_override,
+            generation=self._generation + 1,
+        )
+
+    async def load_initial(self) -> HookTable:
+        """Read config for the first time. Raises :class:`ConfigError` when a file has errors.
+
+        A checkpoint (the files are read in a worker thread); cancellable.
+        """
+        table = await trio.to_thread.run_sync(self._build)
+        if table.errors:
+            raise ConfigError(table.errors)
+        for problem in table.problems:
+            log.warning("%s", problem)
+        self._generation = table.generation
+        self.table = table
+        return table
+
+    async def _rebuild_now(self) -> RebuildReport:
+        table = await trio.to_thread.run_sync(self._build)
+        if table.errors:
+            log.error(
+                "config rebuild failed; keeping the previous table:\n%s",
+                "\n".join(str(p) for p in table.errors),
+            )
+            return RebuildReport(False, self._generation, len(self.table.hooks), table.problems)
+        self._generation = table.generation
+        self.table = table
+        return RebuildReport(True, table.generation, len(table.hooks), table.problems)
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """The actor loop: one rebuild at a time, in request order. Runs until cancelled."""
+        task_status.started()
+        async with self._requests_recv:
+            async for reply in self._requests_recv:
+                try:
+                    report = await self._rebuild_now()
+                except Exception as exc:  # a bug in loading must not kill the engine
+                    log.exception("config rebuild crashed")
+                    report = RebuildReport(
+                        False,
+                        self._generation,
+                        len(self.table.hooks),
+                        (ConfigProblem("<rebuild>", f"internal error: {exc!r}"),),
+                    )
+                reply.send_nowait(report)
+
+    async def rebuild(self) -> RebuildReport:
+        """Ask the loader to re-read config and wait for the result.
+
+        A checkpoint. Needs :meth:`serve` running; on cancel the rebuild may still happen.
+        """
+        reply_send, reply_recv = trio.open_memory_channel[RebuildReport](1)
+        await self._requests_send.send(reply_send)
+        async with reply_recv:
+            return await reply_recv.receive()

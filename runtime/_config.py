@@ -1,0 +1,162 @@
+"""Building the hook table: finding the config files of every scope, reading each in its
+dialect, applying trust, and putting the hooks in run order.
+
+Run order (DESIGN §3, §5): global scope, then ``--config`` files, then the workspace; within a
+scope the TOML file's hooks before the JSON file's, file order within. JSON-dialect hooks are
+merged across scopes the yolop way first. This module reads files synchronously; the loader
+actor calls it from a worker thread. It must not run hooks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from ._json_dialect import JsonFile, merge_json_scopes, parse_json_bytes
+from ._model import (
+    CommandHandler,
+    ConfigProblem,
+    Handler,
+    Hook,
+    HookTable,
+    Scope,
+    TrustInfo,
+)
+from ._paths import global_config_dir, global_config_files, workspace_config_files
+from ._toml_dialect import parse_toml_text
+from ._trust import trust_digest, trust_state
+
+
+class _ScopeFiles:
+    def __init__(self, scope: Scope) -> None:
+        self.scope = scope
+        self.toml_hooks: list[Hook] = []
+        self.json_files: list[JsonFile] = []
+        self.read: list[str] = []
+
+
+def _read_toml(
+    path: Path,
+    scope: Scope,
+    into: _ScopeFiles,
+    problems: list[ConfigProblem],
+    judge: dict[str, str],
+    *,
+    required: bool,
+) -> None:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        if required:
+            problems.append(ConfigProblem(str(path), "file not found"))
+        return
+    except (OSError, UnicodeDecodeError) as exc:
+        problems.append(ConfigProblem(str(path), f"cannot read: {exc}"))
+        return
+    into.read.append(str(path))
+    parsed = parse_toml_text(text, file=str(path), scope=scope)
+    into.toml_hooks.extend(parsed.hooks)
+    problems.extend(parsed.problems)
+    judge.update(parsed.judge)
+
+
+def _read_json(
+    path: Path, scope: Scope, into: _ScopeFiles, problems: list[ConfigProblem], *, required: bool
+) -> None:
+    try:
+        data = path.read_bytes()
+    except FileNotFoundError:
+        # The yolop spec: a missing file is silent (a named --config file is not).
+        if required:
+            problems.append(ConfigProblem(str(path), "file not found"))
+        return
+    except OSError as exc:
+        problems.append(
+            ConfigProblem(str(path), f"cannot read, skipped: {exc}", severity="warning")
+        )
+        return
+    into.read.append(str(path))
+    parsed = parse_json_bytes(data, file=str(path), scope=scope)
+    problems.extend(parsed.problems)
+    into.json_files.append(parsed)
+
+
+def _read_scope(
+    files: Sequence[Path],
+    scope: Scope,
+    problems: list[ConfigProblem],
+    judge: dict[str, str],
+    *,
+    required: bool,
+) -> _ScopeFiles:
+    out = _ScopeFiles(scope)
+    for path in files:
+        if path.suffix == ".toml":
+            _read_toml(path, scope, out, problems, judge, required=required)
+        elif path.suffix == ".json":
+            _read_json(path, scope, out, problems, required=required)
+        else:
+            problems.append(
+                ConfigProblem(str(path), "unknown config type: the name must end in .toml or .json")
+            )
+    return out
+
+
+def _handlers(scope: _ScopeFiles) -> list[Handler]:
+    handlers: list[Handler] = [h.handler for h in scope.toml_hooks]
+    handlers += [CommandHandler(s.command) for jf in scope.json_files for _, s in jf.specs]
+    return handlers
+
+
+def load_table(
+    *,
+    workspace: Path | None,
+    config_dir: Path | None = None,
+    extra_configs: Sequence[Path] = (),
+    trust_override: bool = False,
+    generation: int = 0,
+) -> HookTable:
+    """Read every scope and build the table. Never raises for bad config: problems are listed
+    (``severity="error"`` for the strict TOML dialect; the caller decides whether to start)."""
+    config_dir = config_dir if config_dir is not None else global_config_dir()
+    problems: list[ConfigProblem] = []
+    judge: dict[str, str] = {}
+    scopes = [
+        _read_scope(global_config_files(config_dir), "global", problems, judge, required=False),
+        _read_scope(list(extra_configs), "extra", problems, judge, required=True),
+    ]
+    trust: TrustInfo | None = None
+    untrusted: list[Hook] = []
+    if workspace is not None:
+        ws_files = workspace_config_files(workspace)
+        ws_judge: dict[str, str] = {}
+        ws = _read_scope(ws_files, "workspace", problems, ws_judge, required=False)
+        digest, files = trust_digest(ws_files, _handlers(ws), workspace)
+        trust = trust_state(config_dir, workspace, digest, files)
+        if trust_override and trust.state != "none":
+            trust = TrustInfo("trusted", trust.workspace, trust.digest, trust.files)
+        if trust.state in ("none", "trusted"):
+            scopes.append(ws)
+            judge.update(ws_judge)
+        else:
+            # Untrusted content must not even disable the user's own hooks: it is left out whole.
+            json_hooks, _ = merge_json_scopes(ws.json_files)
+            untrusted = ws.toml_hooks + json_hooks
+
+    json_hooks, contributions = merge_json_scopes([jf for s in scopes for jf in s.json_files])
+    hooks: list[Hook] = []
+    for scope in scopes:
+        hooks.extend(scope.toml_hooks)
+        hooks.extend(h for h in json_hooks if h.scope == scope.scope)
+    return HookTable(
+        hooks=tuple(hooks),
+        untrusted=tuple(untrusted),
+        problems=tuple(problems),
+        trust=trust,
+        disabled_contributions=tuple(contributions),
+        global_dir=str(config_dir),
+        workspace=str(workspace) if workspace is not None else "",
+        files=tuple(f for s in scopes for f in s.read),
+        judge=tuple(sorted(judge.items())),
+        generation=generation,
+    )

@@ -1,0 +1,125 @@
+"""``triohooks doctor``: what would go wrong before it does (blitz HK-40).
+
+Owns the static checks: every command hook's first word (an args hook's first element) resolves
+on PATH, as a shell builtin or keyword, or as an executable file; http and prompt hooks are
+listed with their url / model; the workspace's trust state; config problems. Pure reading: it
+must not run any hook.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Final
+
+import msgspec
+
+from ._model import ArgsHandler, CommandHandler, Hook, HookTable, HttpHandler, PromptHandler
+
+#: Words bash resolves itself: keywords and builtins (``compgen -k``, ``compgen -b``).
+SHELL_WORDS: Final = frozenset(
+    """
+    ! [[ ]] { } ( case coproc do done elif else esac fi for function if in select then time
+    until while . : [ alias bg bind break builtin caller cd command compgen complete compopt
+    continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash help
+    history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly
+    return set shift shopt source suspend test times trap true type typeset ulimit umask unalias
+    unset wait
+    """.split()
+)
+_SKIP_CHARS: Final = frozenset("$;|&")
+
+
+class DoctorLine(msgspec.Struct, frozen=True):
+    """One finding: ``ok`` lines inform, the others are problems (exit 1)."""
+
+    ok: bool
+    text: str
+
+
+def first_word(hook: Hook) -> str | None:
+    """The program a command/args hook starts, or None when it can't be told statically."""
+    h = hook.handler
+    if isinstance(h, ArgsHandler):
+        return h.args[0]
+    if not isinstance(h, CommandHandler):
+        return None
+    words = h.command.split()
+    # Leading VAR=value assignments are not the program.
+    while words and "=" in words[0] and not words[0].startswith(("=", "/", ".")):
+        name = words[0].split("=", 1)[0]
+        if not name.replace("_", "a").isalnum():
+            break
+        words = words[1:]
+    if not words:
+        return None
+    word = words[0]
+    # `(cmd` / `{` etc. start a compound command; a quoted word is read without its quotes.
+    return word.strip("'\"")
+
+
+def resolve(word: str, workspace: Path) -> str | None:
+    """Why ``word`` does not resolve, or None when it does."""
+    if word in SHELL_WORDS:
+        return None
+    if "/" in word:
+        path = Path(word).expanduser()
+        if not path.is_absolute():
+            path = workspace / path
+        if not path.exists():
+            return f"{word}: no such file"
+        if not path.is_file() or not os.access(path, os.X_OK):
+            return f"{word}: not an executable file"
+        return None
+    if shutil.which(word) is None:
+        return f"{word}: not found on PATH"
+    return None
+
+
+def _check(hook: Hook, workspace: Path) -> Iterator[DoctorLine]:
+    where = f"{hook.event} {hook.id} ({hook.source or hook.scope})"
+    h = hook.handler
+    if isinstance(h, HttpHandler):
+        yield DoctorLine(True, f"{where}: http hook POSTs to {h.url}")
+        return
+    if isinstance(h, PromptHandler):
+        model = h.model or "the engine's judge"
+        yield DoctorLine(True, f"{where}: prompt hook judged by {model}")
+        return
+    word = first_word(hook)
+    if word is None:
+        yield DoctorLine(True, f"{where}: program not checked (no plain first word)")
+        return
+    if _SKIP_CHARS & set(word):
+        yield DoctorLine(True, f"{where}: {word!r} not checked (contains $;|&)")
+        return
+    problem = resolve(word, workspace)
+    if problem is None:
+        yield DoctorLine(True, f"{where}: {word} ok")
+    else:
+        yield DoctorLine(False, f"{where}: {problem}")
+
+
+def diagnose(table: HookTable) -> list[DoctorLine]:
+    """Every finding for ``table``, problems and information, in hook order."""
+    workspace = Path(table.workspace or ".")
+    # A skipped JSON entry is as broken as a TOML error: both are problems here.
+    lines: list[DoctorLine] = [DoctorLine(False, f"config: {p}") for p in table.problems]
+    for hook in table.hooks:
+        lines.extend(_check(hook, workspace))
+    trust = table.trust
+    if trust is not None and trust.state not in ("none", "trusted"):
+        lines.append(
+            DoctorLine(
+                False,
+                f"workspace hooks are {trust.state}: {len(table.untrusted)} hook(s) will not run "
+                f"until you run `triohooks trust --workspace {trust.workspace}`",
+            )
+        )
+        for hook in table.untrusted:
+            lines.extend(_check(hook, workspace))
+    elif trust is not None and trust.state == "trusted":
+        lines.append(DoctorLine(True, "workspace hooks are trusted"))
+    return lines

@@ -1,0 +1,804 @@
+"""``if = "<permission rule>"`` on TOML-dialect tool hooks (blitz HK-64): parse and check.
+
+This module owns the rule grammar and the decision "does this tool call concern the rule?".
+It must not run hooks, read config files or know about events; the caller skips a hook only
+when :func:`rule_applies` says False. **Soundness rule**: the filter saves a spawn, it never
+skips a guard — every doubt (a shell parse we are not sure of, a missing or odd argument, an
+unknown tool carrying a path) answers True, "run the hook".
+
+Grammar — one rule per ``if`` (no ``a || b``: write two hooks), surrounding blanks ignored:
+
+- ``shell(<pattern>)``: the call runs a shell script or argv and *some* simple command of it
+  (see :mod:`runtime._shell`: pipelines, lists, subshells, substitutions, ``bash -c``,
+  wrappers...) matches ``<pattern>``. Words are normalised before matching, so quoting cannot
+  dodge a rule (``'git'``, ``"git"``, ``g\\it``, ``$'\\x67it'`` are ``git``), and a program
+  given by path also matches by its base name (``/usr/bin/git log`` matches ``git log``).
+  Pattern forms:
+
+  * words alone (no ``*``/``?``): that command with any arguments — ``git log`` matches
+    ``git log --oneline`` but not ``git logs``. The pattern is split like a shell would
+    (``shell(git commit -m "a b")``). A pattern program given by path compares by base name.
+  * with ``*``/``?``: a glob over the whole command (its words joined by one space); ``*``
+    matches anything including spaces, ``?`` one character, ``[`` is literal, no escapes. A
+    trailing `` *`` also matches the bare command (``git push *`` matches ``git push``).
+  * ``re:<regex>``: an RE2 regex that must match the whole command (words joined by spaces).
+
+  A dynamic word (``$x``, ``$(...)``, an unquoted glob) may become any words: a pattern matches
+  if it could match *some* expansion (words form: the pattern may match from that word on;
+  glob form: the static words before it are a viable prefix; regex form: always). The same for
+  an open tail (``xargs rm``, ``find -exec rm {} +``).
+
+- ``read(<glob>)``, ``write(<glob>)``, ``delete(<glob>)``: the call's path(s). Globs are
+  relative to the workspace (``**`` = any number of directories, ``*``/``?`` stay within one
+  name, ``[...]`` a class); one with no ``/`` matches at any depth (like ``.gitignore``:
+  ``read(.env)`` covers ``config/.env``); an absolute (or ``~``) glob matches absolute paths. A
+  call path is matched made relative to the workspace when inside it (lexically and after
+  resolving symlinks), and absolute always; a glob matching a parent directory covers what is
+  under it, and a call naming an existing directory matches when a covered file could lie below.
+- ``web(<host glob>)``: the host of the call's ``url`` (case-insensitive; ``*`` crosses dots;
+  ``*.example.com`` also matches ``example.com``).
+- ``skill(<glob>)``, ``agent(<glob>)``: the skill / subagent named by the call.
+- a bare tool name (``write_file``): the call's tool, case-insensitive, also by its last
+  namespace segment (``mcp__fs__write_file``). A bare kind word (``shell``, ``read``, ...) means
+  any call of that kind.
+
+Which calls each kind looks at (tool names are compared lowercased, ``-`` as ``_``, and by their
+last ``.``/``__``/``:``/``/`` segment):
+
+- shell: tools in :data:`SHELL_TOOLS`, and any other call whose args carry a ``command`` /
+  ``cmd`` / ``script`` (a string is a bash script; a list of strings an argv, e.g. Codex's
+  ``["bash", "-lc", "..."]``) unless the tool is a known file tool (``str_replace_based_edit_tool``
+  has ``command="view"``). A shell tool without a usable script: run. A non-shell call never
+  matches a shell rule.
+- read/write/delete: tools in :data:`READ_TOOLS`, :data:`WRITE_TOOLS`, :data:`DELETE_TOOLS`
+  (moves and patches are write *and* delete; multi-purpose editors are read *and* write). Paths
+  come from :data:`PATH_KEYS` (strings or lists of strings) and, for patch tools, from the
+  patch text (``*** Update File: x``, ``+++ b/x``). A tool of the kind without a path we can
+  read: run. A tool of a *different* known kind: no. An unknown tool that carries a path: matched
+  as if it were of the kind (in doubt, match).
+- web: :data:`WEB_TOOLS` and any call carrying a ``url``; a web tool without a url: run.
+- skill / agent: :data:`SKILL_TOOLS` / :data:`AGENT_TOOLS`; the name from the first present key
+  of :data:`SKILL_KEYS` / :data:`AGENT_KEYS`; missing: run.
+
+Speed: parsing a script is cached (LRU on its text) in :mod:`runtime._shell`; command globs are
+translated to backtracking-safe stdlib patterns (atomic groups, like ``fnmatch``), user ``re:``
+regexes compile with RE2 (linear time), path and host globs with RE2 too.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posixpath
+import re
+import shlex
+from collections.abc import Iterable, Mapping
+from typing import Any, Final, Literal
+from urllib.parse import urlsplit
+
+import msgspec
+import re2
+
+from ._shell import ParsedScript, SimpleCommand, parse_argv, parse_script
+
+Kind = Literal["shell", "read", "write", "delete", "web", "skill", "agent", "tool"]
+Form = Literal["any", "words", "glob", "regex"]
+
+KINDS: Final = ("shell", "read", "write", "delete", "web", "skill", "agent")
+_KIND_BY_NAME: Final[dict[str, Kind]] = {
+    "shell": "shell",
+    "read": "read",
+    "write": "write",
+    "delete": "delete",
+    "web": "web",
+    "skill": "skill",
+    "agent": "agent",
+}
+
+
+class IfRuleError(ValueError):
+    """The rule text does not parse; the message says what is wrong."""
+
+
+class IfRule(msgspec.Struct, frozen=True, gc=False):
+    """One parsed ``if`` rule: plain, hashable data (compiled patterns live in module caches)."""
+
+    #: The rule as written.
+    text: str
+    kind: Kind
+    #: ``any`` (a bare kind word), shell ``words``/``glob``/``regex``, or ``glob`` for the rest
+    #: (``tool`` rules: ``words`` with the tool name).
+    form: Form
+    #: The normalised pattern: glob / regex source / tool name.
+    pattern: str = ""
+    #: The words of a shell ``words`` pattern.
+    words: tuple[str, ...] = ()
+
+
+# --- tool classification ----------------------------------------------------------------------
+
+SHELL_TOOLS: Final = frozenset(
+    {
+        "bash",
+        "shell",
+        "sh",
+        "zsh",
+        "exec",
+        "exec_command",
+        "execute_command",
+        "run_command",
+        "run_shell_command",
+        "shell_command",
+        "local_shell",
+        "terminal",
+        "run_terminal_cmd",
+        "run_in_terminal",
+        "bash_tool",
+    }
+)
+READ_TOOLS: Final = frozenset(
+    {
+        "read",
+        "read_file",
+        "readfile",
+        "read_many_files",
+        "view",
+        "view_file",
+        "view_image",
+        "cat",
+        "open",
+        "open_file",
+        "get_file_contents",
+        "notebookread",
+        "notebook_read",
+        "grep",
+        "glob",
+        "ls",
+        "list_dir",
+        "list_directory",
+        "list_files",
+        "search_files",
+        "find_files",
+        "file_search",
+        "str_replace_based_edit_tool",
+        "str_replace_editor",
+        "text_editor",
+    }
+)
+WRITE_TOOLS: Final = frozenset(
+    {
+        "write",
+        "write_file",
+        "writefile",
+        "create",
+        "create_file",
+        "edit",
+        "edit_file",
+        "multiedit",
+        "multi_edit",
+        "str_replace",
+        "str_replace_based_edit_tool",
+        "str_replace_editor",
+        "text_editor",
+        "insert",
+        "append",
+        "append_file",
+        "replace",
+        "replace_in_file",
+        "apply_patch",
+        "patch",
+        "apply_diff",
+        "notebookedit",
+        "notebook_edit",
+        "move",
+        "move_file",
+        "rename",
+        "rename_file",
+        "copy",
+        "copy_file",
+        "mkdir",
+        "create_directory",
+    }
+)
+DELETE_TOOLS: Final = frozenset(
+    {
+        "delete",
+        "delete_file",
+        "delete_path",
+        "remove",
+        "remove_file",
+        "rm",
+        "unlink",
+        "trash",
+        "move",
+        "move_file",
+        "rename",
+        "rename_file",
+        "apply_patch",
+        "patch",
+        "apply_diff",
+    }
+)
+WEB_TOOLS: Final = frozenset(
+    {
+        "web",
+        "web_fetch",
+        "webfetch",
+        "fetch",
+        "fetch_url",
+        "http",
+        "http_request",
+        "http_get",
+        "browse",
+        "browser",
+        "open_url",
+        "navigate",
+        "web_search",
+        "websearch",
+    }
+)
+SKILL_TOOLS: Final = frozenset({"skill", "load_skill", "use_skill", "run_skill", "invoke_skill"})
+AGENT_TOOLS: Final = frozenset(
+    {
+        "agent",
+        "task",
+        "subagent",
+        "spawn_agent",
+        "run_agent",
+        "launch_agent",
+        "dispatch_agent",
+        "delegate",
+        "new_task",
+    }
+)
+_KIND_TOOLS: Final[dict[str, frozenset[str]]] = {
+    "shell": SHELL_TOOLS,
+    "read": READ_TOOLS,
+    "write": WRITE_TOOLS,
+    "delete": DELETE_TOOLS,
+    "web": WEB_TOOLS,
+    "skill": SKILL_TOOLS,
+    "agent": AGENT_TOOLS,
+}
+_FILE_TOOLS: Final = READ_TOOLS | WRITE_TOOLS | DELETE_TOOLS
+_PATCH_TOOLS: Final = frozenset({"apply_patch", "patch", "apply_diff"})
+
+SHELL_KEYS: Final = ("command", "cmd", "script")
+PATH_KEYS: Final = (
+    "path",
+    "file_path",
+    "filepath",
+    "filename",
+    "file",
+    "notebook_path",
+    "target_file",
+    "target",
+    "source",
+    "destination",
+    "dest",
+    "old_path",
+    "new_path",
+    "from",
+    "to",
+    "dir",
+    "directory",
+    "dir_path",
+    "paths",
+    "files",
+    "file_paths",
+    "target_files",
+)
+PATCH_KEYS: Final = ("input", "patch", "diff", "content")
+URL_KEYS: Final = ("url", "uri", "href", "link", "urls")
+SKILL_KEYS: Final = ("skill", "skill_name", "name", "id", "command")
+AGENT_KEYS: Final = ("subagent_type", "agent", "agent_type", "agent_name", "subagent", "name")
+
+_NAMESPACE_SPLIT: Final = re.compile(r"\.|__|:|/")
+
+
+@functools.lru_cache(maxsize=512)
+def _tool_names(tool: str) -> tuple[str, ...]:
+    """The tool's name lowercased, and its last namespace segment (``mcp__fs__read_file``)."""
+    name = tool.lower().replace("-", "_")
+    last = _NAMESPACE_SPLIT.split(name)[-1]
+    return (name, last) if last and last != name else (name,)
+
+
+def _tool_kinds(tool: str) -> frozenset[str]:
+    names = _tool_names(tool)
+    return frozenset(k for k, tools in _KIND_TOOLS.items() if any(n in tools for n in names))
+
+
+# --- parsing ----------------------------------------------------------------------------------
+
+_RULE: Final = re.compile(r"([A-Za-z_][\w.:-]*)\s*(?:\((.*)\))?", re.DOTALL)
+
+
+def parse_if_rule(text: str) -> IfRule:
+    """Parse one ``if`` rule; raises :class:`IfRuleError` saying what is wrong."""
+    stripped = text.strip()
+    if not stripped:
+        raise IfRuleError("empty rule")
+    m = _RULE.fullmatch(stripped)
+    if m is None:
+        raise IfRuleError(
+            f"cannot read rule {text!r}: expected kind(pattern) with kind one of "
+            f"{', '.join(KINDS)}, or a tool name"
+        )
+    name, inner = m.group(1), m.group(2)
+    if inner is None:
+        if name in KINDS:
+            return IfRule(text, _KIND_BY_NAME[name], "any")
+        return IfRule(text, "tool", "words", pattern=name.lower().replace("-", "_"))
+    if name not in KINDS:
+        raise IfRuleError(
+            f"unknown rule kind {name!r} in {text!r}: expected one of {', '.join(KINDS)}"
+        )
+    inner = inner.strip()
+    if not inner:
+        raise IfRuleError(f"empty pattern in {text!r}")
+    if not _balanced(inner):
+        raise IfRuleError(f"unbalanced parentheses in {text!r} (one rule per `if`)")
+    if name == "shell":
+        return _parse_shell(text, inner)
+    if inner.startswith("re:"):
+        raise IfRuleError(f"re: patterns are only for shell(...) rules, not in {text!r}")
+    if name in ("read", "write", "delete"):
+        pattern = _normalise_path_glob(inner)
+        _checked(text, _path_regex, pattern)
+    elif name == "web":
+        pattern = inner.lower()
+        _checked(text, _host_regex, pattern)
+    else:
+        pattern = inner
+        _checked(text, _name_regex, pattern)
+    return IfRule(text, _KIND_BY_NAME[name], "glob", pattern=pattern)
+
+
+def _balanced(inner: str) -> bool:
+    depth = 0
+    for ch in inner:
+        depth += (ch == "(") - (ch == ")")
+        if depth < 0:
+            return False
+    return depth == 0
+
+
+def _parse_shell(text: str, inner: str) -> IfRule:
+    if inner.startswith("re:"):
+        source = inner[3:]
+        if not source:
+            raise IfRuleError(f"empty regex in {text!r}")
+        _checked(text, _user_regex, source)
+        return IfRule(text, "shell", "regex", pattern=source)
+    try:
+        words = tuple(shlex.split(inner))
+    except ValueError as exc:
+        raise IfRuleError(f"cannot split shell pattern in {text!r}: {exc}") from None
+    if not words:
+        raise IfRuleError(f"empty shell pattern in {text!r}")
+    pattern = " ".join(words)
+    if "*" in pattern or "?" in pattern:
+        _checked(text, _command_glob, pattern)
+        return IfRule(text, "shell", "glob", pattern=pattern)
+    return IfRule(text, "shell", "words", pattern=pattern, words=words)
+
+
+# --- compiled pattern caches ------------------------------------------------------------------
+
+_RE2_OPTIONS: Final = re2.Options()
+_RE2_OPTIONS.log_errors = False
+
+
+def _re2(source: str) -> Any:
+    try:
+        return re2.compile(source, _RE2_OPTIONS)
+    except re2.error as exc:
+        detail = exc.args[0] if exc.args else exc
+        if isinstance(detail, bytes):
+            detail = detail.decode(errors="replace")
+        raise IfRuleError(f"bad pattern: {detail}") from None
+
+
+def _checked(text: str, compile_: Any, pattern: str) -> None:
+    """Compile ``pattern`` now (filling the cache), naming the rule in any error."""
+    try:
+        compile_(pattern)
+    except IfRuleError as exc:
+        raise IfRuleError(f"{exc} in {text!r}") from None
+
+
+@functools.lru_cache(maxsize=256)
+def _user_regex(source: str) -> Any:
+    return _re2(source)
+
+
+class _CommandGlob(msgspec.Struct, frozen=True, gc=False):
+    """A compiled shell glob: full-match patterns plus the tokens for prefix checks."""
+
+    full: tuple[re.Pattern[str], ...]
+    #: The glob as tokens: "*" any run, "?" one char, else a literal char.
+    tokens: tuple[str, ...]
+
+
+def _atomic_glob(glob: str) -> re.Pattern[str]:
+    """``*``/``?`` glob -> a stdlib regex that cannot backtrack catastrophically (as fnmatch)."""
+    pieces = glob.split("*")
+
+    def lit(piece: str) -> str:
+        return ".".join(re.escape(part) for part in piece.split("?"))
+
+    if len(pieces) == 1:
+        return re.compile(f"(?s:{lit(glob)})\\Z")
+    body = lit(pieces[0])
+    for middle in pieces[1:-1]:
+        body += f"(?>.*?{lit(middle)})"
+    body += f".*{lit(pieces[-1])}"
+    return re.compile(f"(?s:{body})\\Z")
+
+
+@functools.lru_cache(maxsize=256)
+def _command_glob(glob: str) -> _CommandGlob:
+    full = [_atomic_glob(glob)]
+    if glob.endswith(" *"):
+        full.append(_atomic_glob(glob[:-2]))
+    return _CommandGlob(tuple(full), tuple(glob))
+
+
+def _glob_to_regex(glob: str, *, star: str, qmark: str, classes: bool) -> str:
+    out: list[str] = []
+    i, n = 0, len(glob)
+    while i < n:
+        c = glob[i]
+        if c == "*" and glob.startswith("**", i) and star != ".*":
+            at_start = i == 0 or glob[i - 1] == "/"
+            at_end = i + 2 == n or glob[i + 2] == "/"
+            if at_start and at_end:
+                if i + 2 == n:
+                    out.append(".*")
+                    i += 2
+                else:
+                    out.append("(?:.*/)?")
+                    i += 3
+                continue
+            out.append(star)
+            i += 2
+            continue
+        if c == "*":
+            out.append(star)
+        elif c == "?":
+            out.append(qmark)
+        elif c == "[" and classes:
+            end = glob.find("]", i + 2 if glob.startswith(("[!", "[^"), i) else i + 1)
+            if end < 0:
+                raise IfRuleError(f"unclosed [ in glob {glob!r}")
+            body = glob[i + 1 : end]
+            if body.startswith(("!", "^")):
+                body = "^" + body[1:]
+            out.append("[" + body.replace("\\", "\\\\") + "]")
+            i = end + 1
+            continue
+        else:
+            out.append(re.escape(c))
+        i += 1
+    return "".join(out)
+
+
+def _normalise_path_glob(glob: str) -> str:
+    glob = os.path.expanduser(glob)
+    if glob.startswith("/"):
+        return posixpath.normpath(glob) if "**" not in glob else glob
+    while glob.startswith("./"):
+        glob = glob[2:]
+    glob = glob.rstrip("/") or "."
+    if "/" not in glob:
+        glob = "**/" + glob
+    return glob
+
+
+@functools.lru_cache(maxsize=256)
+def _path_regex(glob: str) -> Any:
+    """The glob, or a parent directory of the path matching it (covers what is under it)."""
+    source = _glob_to_regex(glob, star="[^/]*", qmark="[^/]", classes=True)
+    return _re2(f"(?:{source})(?:/.*)?")
+
+
+@functools.lru_cache(maxsize=256)
+def _host_regex(glob: str) -> Any:
+    source = _glob_to_regex(glob, star=".*", qmark=".", classes=True)
+    if glob.startswith("*."):
+        source = f"(?:{source}|{re.escape(glob[2:])})"
+    return _re2(source)
+
+
+@functools.lru_cache(maxsize=256)
+def _name_regex(glob: str) -> Any:
+    return _re2("(?i)" + _glob_to_regex(glob, star=".*", qmark=".", classes=True))
+
+
+# --- checking ---------------------------------------------------------------------------------
+
+
+def rule_applies(rule: IfRule, *, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
+    """True when the hook must run for this call (the call concerns the rule, or we can't tell)."""
+    if rule.kind == "tool":
+        return rule.pattern in _tool_names(tool)
+    if rule.kind == "shell":
+        return _shell_applies(rule, tool, args)
+    if rule.kind in ("read", "write", "delete"):
+        return _path_applies(rule, tool, args, workspace)
+    if rule.kind == "web":
+        return _web_applies(rule, tool, args)
+    return _named_applies(rule, tool, args)
+
+
+def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
+    names = _tool_names(tool)
+    is_shell = any(n in SHELL_TOOLS for n in names)
+    if not is_shell and any(n in _FILE_TOOLS for n in names):
+        return False
+    found = False
+    for key in SHELL_KEYS:
+        if key not in args:
+            continue
+        value = args[key]
+        if isinstance(value, str):
+            parsed = parse_script(value)
+        elif isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+            parsed = parse_argv(value)
+        else:
+            if is_shell:
+                return True  # a shell call whose script we cannot read
+            continue
+        found = True
+        if _script_matches(rule, parsed):
+            return True
+    return is_shell and not found
+
+
+def _script_matches(rule: IfRule, parsed: ParsedScript) -> bool:
+    if parsed.uncertain or rule.form == "any":
+        return True
+    return any(_command_matches(rule, cmd) for cmd in parsed.commands)
+
+
+def _command_matches(rule: IfRule, cmd: SimpleCommand) -> bool:
+    words = cmd.words
+    variants = [words]
+    name = cmd.name
+    if "/" in name:
+        base = posixpath.basename(name)
+        if base:
+            variants.append((base, *words[1:]))
+    for variant in variants:
+        if rule.form == "words":
+            if _words_match(rule.words, variant, cmd.open_tail):
+                return True
+        elif rule.form == "glob":
+            if _glob_match(_command_glob(rule.pattern), variant, cmd.open_tail):
+                return True
+        elif any(w is None for w in variant) or cmd.open_tail:
+            return True  # a regex against a partly unknown command: could match
+        elif _user_regex(rule.pattern).fullmatch(" ".join(variant)):  # type: ignore[arg-type]
+            return True
+    return False
+
+
+def _words_match(pattern: tuple[str, ...], words: tuple[str | None, ...], open_tail: bool) -> bool:
+    p0 = pattern[0]
+    name = words[0]
+    assert name is not None
+    if not (name == p0 or ("/" in p0 and posixpath.basename(p0) == posixpath.basename(name))):
+        return False
+    for i, expected in enumerate(pattern[1:], start=1):
+        if i >= len(words):
+            return open_tail
+        word = words[i]
+        if word is None:
+            return True  # may expand to the rest of the pattern
+        if word != expected:
+            return False
+    return True
+
+
+def _glob_match(glob: _CommandGlob, words: tuple[str | None, ...], open_tail: bool) -> bool:
+    static: list[str] = []
+    dynamic = open_tail
+    for word in words:
+        if word is None:
+            dynamic = True
+            break
+        static.append(word)
+    prefix = " ".join(static)
+    if any(r.match(prefix) for r in glob.full):
+        return True
+    if not dynamic:
+        return False
+    return _glob_viable(glob.tokens, prefix + " ")
+
+
+def _glob_viable(tokens: tuple[str, ...], prefix: str) -> bool:
+    """Whether some string starting with ``prefix`` matches the glob (an NFA walk)."""
+    n = len(tokens)
+
+    def close(states: set[int]) -> set[int]:
+        todo = list(states)
+        while todo:
+            pos = todo.pop()
+            if pos < n and tokens[pos] == "*" and pos + 1 not in states:
+                states.add(pos + 1)
+                todo.append(pos + 1)
+        return states
+
+    states = close({0})
+    for ch in prefix:
+        nxt: set[int] = set()
+        for pos in states:
+            if pos >= n:
+                continue
+            tok = tokens[pos]
+            if tok == "*":
+                nxt.add(pos)
+            elif tok in ("?", ch):
+                nxt.add(pos + 1)
+        if not nxt:
+            return False
+        states = close(nxt)
+    return True
+
+
+# paths
+
+
+def _path_applies(rule: IfRule, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
+    kinds = _tool_kinds(tool)
+    mine = rule.kind in kinds
+    if kinds and not mine:
+        return False
+    paths = _call_paths(args, patch=bool(_PATCH_TOOLS.intersection(_tool_names(tool))))
+    if paths is None:
+        return True  # a path we cannot read
+    if not paths:
+        return mine  # a tool of the kind with no path (grep over the workspace...): run
+    if rule.form == "any":
+        return True
+    return any(_path_matches(rule.pattern, p, workspace) for p in paths)
+
+
+_PATCH_PATH: Final = re.compile(
+    r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |(?:---|\+\+\+) (?:[ab]/)?)(.+?)\s*$",
+    re.MULTILINE,
+)
+
+
+def _call_paths(args: Mapping[str, Any], *, patch: bool) -> list[str] | None:
+    """Every path the call names; ``None`` when one of them is not a string."""
+    paths: list[str] = []
+    for key in PATH_KEYS:
+        if key not in args:
+            continue
+        value = args[key]
+        if isinstance(value, str):
+            paths.append(value)
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            paths.extend(value)
+        else:
+            return None
+    if patch:
+        for key in PATCH_KEYS:
+            value = args.get(key)
+            if isinstance(value, str):
+                found = [p for p in _PATCH_PATH.findall(value) if p != "/dev/null"]
+                if not found:
+                    return None
+                paths.extend(found)
+    return paths
+
+
+def _path_matches(glob: str, path: str, workspace: str) -> bool:
+    if not path:
+        return True
+    regex = _path_regex(glob)
+    for form, is_dir in _path_forms(path, workspace, absolute=glob.startswith("/")):
+        if regex.fullmatch(form) or (is_dir and _dir_may_hold(glob, form)):
+            return True
+    return False
+
+
+@functools.lru_cache(maxsize=64)
+def _roots(workspace: str) -> tuple[str, ...]:
+    """The workspace, lexically and with symlinks resolved."""
+    ws = posixpath.normpath(os.path.abspath(workspace))
+    return tuple(dict.fromkeys((ws, os.path.realpath(ws))))
+
+
+def _path_forms(path: str, workspace: str, *, absolute: bool) -> list[tuple[str, bool]]:
+    """The forms of ``path`` a glob is matched against, each with "is an existing directory".
+
+    Relative globs see the path relative to the workspace (lexical and symlink-resolved); a
+    directory *containing* the workspace is seen as the workspace root ("." — it may hold
+    anything). Absolute globs see both absolute forms.
+    """
+    roots = _roots(workspace)
+    lexical = posixpath.normpath(posixpath.join(roots[0], os.path.expanduser(path)))
+    real = os.path.realpath(lexical)
+    is_dir = os.path.isdir(real)
+    fulls = (lexical,) if real == lexical else (lexical, real)
+    if absolute:
+        return [(full, is_dir) for full in fulls]
+    forms: list[tuple[str, bool]] = []
+    for full in fulls:
+        for root in roots:
+            if full == root or (is_dir and root.startswith(full.rstrip("/") + "/")):
+                forms.append((".", is_dir))
+            elif full.startswith(root + "/"):
+                forms.append((full[len(root) + 1 :], is_dir))
+    return forms
+
+
+def _dir_may_hold(glob: str, directory: str) -> bool:
+    """Conservatively: could a path the glob matches lie below ``directory``?"""
+    if directory in (".", "/"):
+        return True
+    literal = re.split(r"[*?\[]", glob, maxsplit=1)[0]
+    inside = directory.rstrip("/") + "/"
+    return literal.startswith(inside) or inside.startswith(literal)
+
+
+# web, skill, agent
+
+
+def _web_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
+    kinds = _tool_kinds(tool)
+    mine = "web" in kinds
+    if kinds and not mine:
+        return False
+    urls = _strings(args, URL_KEYS)
+    if urls is None:
+        return True
+    if not urls:
+        return mine
+    if rule.form == "any":
+        return True
+    regex = _host_regex(rule.pattern)
+    for url in urls:
+        try:
+            host = urlsplit(url if "//" in url else "//" + url).hostname
+        except ValueError:
+            return True
+        if not host or regex.fullmatch(host.rstrip(".")):
+            return True
+    return False
+
+
+def _named_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
+    kinds = _tool_kinds(tool)
+    if rule.kind not in kinds:
+        return False
+    if rule.form == "any":
+        return True
+    keys = SKILL_KEYS if rule.kind == "skill" else AGENT_KEYS
+    names = _strings(args, keys, first=True)
+    if not names:
+        return True
+    regex = _name_regex(rule.pattern)
+    return any(regex.fullmatch(n) for n in names)
+
+
+def _strings(
+    args: Mapping[str, Any], keys: Iterable[str], *, first: bool = False
+) -> list[str] | None:
+    found: list[str] = []
+    for key in keys:
+        if key not in args:
+            continue
+        value = args[key]
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            found.extend(value)
+        else:
+            return None
+        if first:
+            break
+    return found

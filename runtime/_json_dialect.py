@@ -1,0 +1,285 @@
+"""The JSON ("everruns") config dialect: hooks.json files, read leniently, and the yolop merge.
+
+Owns validating ``UserHookSpec`` entries (every rule of the upstream schema: limits, matcher
+shape, RE2, timeouts) and merging scopes (``disabled``, id replacement, append-only id-less
+hooks, ``disabled_contributions``). A bad file or entry is a warning and is skipped; it never
+stops the other scope. It must not decide trust or run anything.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, Final
+
+import msgspec
+
+from ._events import JSON_ALIASES
+from ._matching import MatcherError, compile_matcher
+from ._model import (
+    JSON_DEFAULT_TIMEOUT_MS,
+    JSON_MAX_TIMEOUT_MS,
+    JSON_MIN_TIMEOUT_MS,
+    CommandHandler,
+    ConfigProblem,
+    Hook,
+    JsonMatcher,
+    Scope,
+)
+
+MAX_HOOKS_PER_FILE: Final = 64
+MAX_FILE_BYTES: Final = 256 * 1024
+MAX_COMMAND_BYTES: Final = 16 * 1024
+MAX_ENV_VARS: Final = 16
+MAX_MATCHER_FIELD_BYTES: Final = 2048
+_HOOK_KEYS: Final = frozenset(
+    {"id", "event", "matcher", "executor", "timeout_ms", "on_error", "description"}
+)
+_EXECUTOR_KEYS: Final = frozenset({"type", "command", "env"})
+_MATCHER_KEYS: Final = frozenset(JsonMatcher.__struct_fields__)
+_TOOL_EVENTS: Final = frozenset({"pre_tool_use", "post_tool_use"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+
+
+class EntryError(ValueError):
+    """One hook entry is invalid; ``field`` is the dotted path of the bad field."""
+
+    def __init__(self, field: str | None, message: str) -> None:
+        super().__init__(message)
+        self.field = field
+
+
+class JsonHookSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """A validated ``UserHookSpec`` (before ids are resolved and scopes merged)."""
+
+    id: str | None
+    event: str
+    matcher: JsonMatcher | None
+    command: str
+    env: tuple[tuple[str, str], ...]
+    timeout_ms: int
+    on_error: str
+    description: str | None
+    #: Built at validation so a bad regex is caught at load time.
+    compiled_matcher: Any = None
+
+
+def validate_hook_spec(raw: object) -> JsonHookSpec:
+    """Validate one hook entry; raises :class:`EntryError` saying what is wrong and where."""
+    if not isinstance(raw, dict):
+        raise EntryError(None, "a hook must be a JSON object")
+    for key in raw:
+        if key not in _HOOK_KEYS:
+            raise EntryError(key, f"unknown field (known: {', '.join(sorted(_HOOK_KEYS))})")
+    hook_id = raw.get("id")
+    if hook_id is not None and (not isinstance(hook_id, str) or not hook_id.strip()):
+        raise EntryError("id", "must be a non-empty string")
+    event = raw.get("event")
+    if not isinstance(event, str):
+        raise EntryError("event", "is required: one of " + ", ".join(JSON_ALIASES))
+    if event not in JSON_ALIASES:
+        hint = ""
+        for alias, canon in JSON_ALIASES.items():
+            if canon == event and alias != event:
+                hint = f" (the JSON dialect calls it {alias!r})"
+        raise EntryError("event", f"unknown event {event!r}{hint}")
+
+    matcher = _matcher(raw.get("matcher"), event)
+    compiled = None
+    if matcher is not None:
+        try:
+            compiled = compile_matcher(matcher)
+        except MatcherError as exc:
+            field = getattr(exc, "field", None)
+            raise EntryError(f"matcher.{field}" if field else "matcher", str(exc)) from None
+
+    executor = raw.get("executor")
+    if not isinstance(executor, dict):
+        raise EntryError("executor", 'is required: {"type": "bash", "command": "..."}')
+    for key in executor:
+        if key not in _EXECUTOR_KEYS:
+            raise EntryError(f"executor.{key}", "unknown field (known: command, env, type)")
+    if executor.get("type") != "bash":
+        raise EntryError("executor.type", f'must be "bash", not {executor.get("type")!r}')
+    command = executor.get("command")
+    if not isinstance(command, str) or not command.strip():
+        raise EntryError("executor.command", "must be a non-empty string")
+    if len(command.encode()) > MAX_COMMAND_BYTES:
+        raise EntryError("executor.command", f"is longer than {MAX_COMMAND_BYTES} bytes")
+    env = executor.get("env", {})
+    if env is None:
+        env = {}
+    if not isinstance(env, dict) or not all(isinstance(v, str) for v in env.values()):
+        raise EntryError("executor.env", "must be an object of string values")
+    if len(env) > MAX_ENV_VARS:
+        raise EntryError("executor.env", f"has {len(env)} variables; at most {MAX_ENV_VARS}")
+    for name in env:
+        if not _ENV_NAME.match(name):
+            raise EntryError("executor.env", f"{name!r} is not an environment variable name")
+
+    timeout_ms = raw.get("timeout_ms", JSON_DEFAULT_TIMEOUT_MS)
+    if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
+        raise EntryError("timeout_ms", "must be an integer number of milliseconds")
+    if not JSON_MIN_TIMEOUT_MS <= timeout_ms <= JSON_MAX_TIMEOUT_MS:
+        raise EntryError(
+            "timeout_ms",
+            f"must be {JSON_MIN_TIMEOUT_MS}..{JSON_MAX_TIMEOUT_MS}, not {timeout_ms}",
+        )
+    on_error = raw.get("on_error", "warn")
+    if on_error not in ("warn", "block", "allow"):
+        raise EntryError("on_error", f'must be "warn", "block" or "allow", not {on_error!r}')
+    description = raw.get("description")
+    if description is not None and not isinstance(description, str):
+        raise EntryError("description", "must be a string")
+    return JsonHookSpec(
+        id=hook_id,
+        event=event,
+        matcher=matcher,
+        command=command,
+        env=tuple(env.items()),
+        timeout_ms=timeout_ms,
+        on_error=on_error,
+        description=description,
+        compiled_matcher=compiled,
+    )
+
+
+def _matcher(raw: object, event: str) -> JsonMatcher | None:
+    if raw is None:
+        return None
+    if not isinstance(raw, dict):
+        raise EntryError("matcher", "must be an object")
+    if event not in _TOOL_EVENTS:
+        raise EntryError("matcher", f"applies only to pre_tool_use and post_tool_use, not {event}")
+    for key, value in raw.items():
+        if key not in _MATCHER_KEYS:
+            raise EntryError(
+                f"matcher.{key}", f"unknown field (known: {', '.join(sorted(_MATCHER_KEYS))})"
+            )
+        if value is not None and not isinstance(value, str):
+            raise EntryError(f"matcher.{key}", "must be a string")
+        if isinstance(value, str) and len(value.encode()) > MAX_MATCHER_FIELD_BYTES:
+            raise EntryError(f"matcher.{key}", f"is longer than {MAX_MATCHER_FIELD_BYTES} bytes")
+    return msgspec.convert(raw, JsonMatcher)
+
+
+class JsonFile(msgspec.Struct, kw_only=True):
+    """What one hooks.json yielded (only valid entries are kept)."""
+
+    file: str
+    scope: Scope
+    specs: list[tuple[int, JsonHookSpec]] = msgspec.field(default_factory=list)
+    disabled: list[str] = msgspec.field(default_factory=list)
+    disabled_contributions: list[str] = msgspec.field(default_factory=list)
+    problems: list[ConfigProblem] = msgspec.field(default_factory=list)
+    loaded: bool = False
+
+
+def _str_list(value: object) -> list[str] | None:
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return list(value)
+    return None
+
+
+def parse_json_bytes(data: bytes, *, file: str, scope: Scope) -> JsonFile:
+    """Read one JSON-dialect file leniently. Never raises for bad input."""
+    out = JsonFile(file=file, scope=scope)
+
+    def warn(
+        message: str, event: str | None = None, index: int | None = None, field: str | None = None
+    ) -> None:
+        out.problems.append(ConfigProblem(file, message, event, index, field, severity="warning"))
+
+    if len(data) > MAX_FILE_BYTES:
+        warn(f"file is {len(data)} bytes, over the {MAX_FILE_BYTES}-byte limit; skipped")
+        return out
+    try:
+        doc = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        warn(f"malformed JSON, file skipped: {exc}")
+        return out
+    if not isinstance(doc, dict):
+        warn("top level must be an object with a 'hooks' array; file skipped")
+        return out
+    hooks = doc.get("hooks", [])
+    if not isinstance(hooks, list):
+        warn("'hooks' must be an array; file skipped", field="hooks")
+        return out
+    if len(hooks) > MAX_HOOKS_PER_FILE:
+        warn(f"{len(hooks)} hooks, over the limit of {MAX_HOOKS_PER_FILE}; file skipped")
+        return out
+    for key in ("disabled", "disabled_contributions"):
+        value = doc.get(key, [])
+        items = _str_list(value if value is not None else [])
+        if items is None:
+            warn("must be an array of strings; ignored", field=key)
+        elif key == "disabled":
+            out.disabled = items
+        else:
+            out.disabled_contributions = items
+    seen: set[str] = set()
+    for index, raw in enumerate(hooks):
+        event = raw.get("event") if isinstance(raw, dict) else None
+        where = event if isinstance(event, str) else "hooks"
+        try:
+            spec = validate_hook_spec(raw)
+        except EntryError as exc:
+            warn(f"invalid hook skipped: {exc}", where, index, exc.field)
+            continue
+        if spec.id is not None:
+            if spec.id in seen:
+                warn(
+                    f"duplicate id {spec.id!r} in one file; later entry skipped", where, index, "id"
+                )
+                continue
+            seen.add(spec.id)
+        out.specs.append((index, spec))
+    out.loaded = True
+    return out
+
+
+def merge_json_scopes(files: Sequence[JsonFile]) -> tuple[list[Hook], list[str]]:
+    """Merge JSON files given lowest precedence first (global, extras, workspace).
+
+    Returns the effective hooks in run order and the concatenated ``disabled_contributions``.
+    """
+    # (file, index, spec) in precedence order; replaced/disabled entries are dropped.
+    effective: list[tuple[JsonFile, int, JsonHookSpec]] = []
+    for jf in files:
+        if jf.disabled:
+            gone = set(jf.disabled)
+            effective = [e for e in effective if e[2].id is None or e[2].id not in gone]
+        own_ids = {spec.id for _, spec in jf.specs if spec.id is not None}
+        if own_ids:
+            effective = [e for e in effective if e[2].id is None or e[2].id not in own_ids]
+        effective.extend((jf, index, spec) for index, spec in jf.specs)
+    contributions = [c for jf in files for c in jf.disabled_contributions]
+    muted = set(contributions)
+    hooks: list[Hook] = []
+    for position, (jf, index, spec) in enumerate(effective):
+        resolved = f"user:{spec.id}" if spec.id is not None else f"user:{spec.event}_{position}"
+        if resolved in muted:
+            continue
+        hooks.append(_to_hook(jf, index, spec, resolved))
+    return hooks, contributions
+
+
+def _to_hook(jf: JsonFile, index: int, spec: JsonHookSpec, resolved: str) -> Hook:
+    return Hook(
+        id=resolved,
+        name=resolved,
+        event=JSON_ALIASES[spec.event],
+        config_event=spec.event,
+        dialect="json",
+        scope=jf.scope,
+        source=jf.file,
+        index=index,
+        handler=CommandHandler(spec.command),
+        timeout_s=spec.timeout_ms / 1000.0,
+        matcher=spec.matcher,
+        compiled_matcher=spec.compiled_matcher,
+        on_error=spec.on_error,  # type: ignore[arg-type]
+        env=spec.env,
+        description=spec.description,
+        explicit_id=spec.id,
+    )

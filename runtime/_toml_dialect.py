@@ -1,0 +1,306 @@
+"""The TOML ("blitz") config dialect: ``[[hooks.<event>]]`` tables, read strictly.
+
+Owns turning one hooks.toml into :class:`Hook` values or located :class:`ConfigProblem` errors
+(file, event, table index, field). Every bad input is an error here, never a traceback; it must
+not decide merge order or trust (``_config`` does).
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from typing import Any, Final
+
+from ._events import EVENTS, JSON_ALIASES
+from ._globs import GlobError, validate_go_glob
+from ._ifrules import IfRuleError, parse_if_rule
+from ._model import (
+    TOML_DEFAULT_TIMEOUT_S,
+    ArgsHandler,
+    CommandHandler,
+    ConfigProblem,
+    Handler,
+    Hook,
+    HttpHandler,
+    PromptHandler,
+    Scope,
+)
+
+_FIELDS: Final = frozenset(
+    {
+        "id",
+        "description",
+        "match",
+        "if",
+        "type",
+        "command",
+        "args",
+        "url",
+        "headers",
+        "allowed_env_vars",
+        "prompt",
+        "model",
+        "timeout_seconds",
+        "fail_closed",
+    }
+)
+#: Fields only one handler type may carry.
+_TYPE_FIELDS: Final[dict[str, frozenset[str]]] = {
+    "command": frozenset({"command", "args"}),
+    "http": frozenset({"url", "headers", "allowed_env_vars"}),
+    "prompt": frozenset({"prompt", "model"}),
+}
+_TOP_LEVEL: Final = frozenset({"hooks", "judge"})
+_JUDGE_FIELDS: Final = frozenset({"base_url", "model", "api_key_env"})
+_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
+#: Longest hook timeout we accept; a longer one is almost certainly a units mistake.
+MAX_TIMEOUT_S: Final = 3600.0
+
+
+class _Entry:
+    """Collects the problems of one ``[[hooks.<event>]]`` table."""
+
+    def __init__(self, file: str, event: str, index: int, problems: list[ConfigProblem]) -> None:
+        self.file, self.event, self.index, self.problems = file, event, index, problems
+        self.ok = True
+
+    def error(self, field: str | None, message: str) -> None:
+        self.ok = False
+        self.problems.append(ConfigProblem(self.file, message, self.event, self.index, field))
+
+
+def _type_name(value: object) -> str:
+    return {
+        str: "a string",
+        bool: "a boolean",
+        int: "an integer",
+        float: "a number",
+        list: "an array",
+        dict: "a table",
+    }.get(type(value), type(value).__name__)
+
+
+def _string(entry: _Entry, raw: Mapping[str, Any], key: str, *, nonempty: bool) -> str | None:
+    if key not in raw:
+        return None
+    value = raw[key]
+    if not isinstance(value, str):
+        entry.error(key, f"must be a string, not {_type_name(value)}")
+        return None
+    if nonempty and not value.strip():
+        entry.error(key, "must not be empty")
+        return None
+    return value
+
+
+def _string_list(entry: _Entry, raw: Mapping[str, Any], key: str) -> list[str] | None:
+    value = raw.get(key)
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        entry.error(key, "must be an array of strings")
+        return None
+    return list(value)
+
+
+def _handler(entry: _Entry, raw: Mapping[str, Any], kind: str) -> Handler | None:
+    if kind == "command":
+        command = _string(entry, raw, "command", nonempty=True)
+        args = _string_list(entry, raw, "args")
+        if "command" in raw and "args" in raw:
+            entry.error("args", "a hook has command or args, not both")
+            return None
+        if args is not None:
+            if not args or not args[0].strip():
+                entry.error("args", "must name a program as its first element")
+                return None
+            return ArgsHandler(tuple(args))
+        if command is None:
+            if "command" not in raw:
+                entry.error("command", "a command hook needs command (or args)")
+            return None
+        return CommandHandler(command)
+    if kind == "http":
+        url = _string(entry, raw, "url", nonempty=True)
+        if url is None:
+            if "url" not in raw:
+                entry.error("url", 'an http hook needs url = "http(s)://..."')
+            return None
+        if not re.match(r"https?://[^/\s?#]+", url, re.IGNORECASE):
+            entry.error("url", f"must be an http:// or https:// URL with a host, not {url!r}")
+            return None
+        headers: list[tuple[str, str]] = []
+        raw_headers = raw.get("headers", {})
+        if not isinstance(raw_headers, dict) or not all(
+            isinstance(v, str) for v in raw_headers.values()
+        ):
+            entry.error("headers", "must be a table of strings")
+            return None
+        headers = [(str(k), v) for k, v in raw_headers.items()]
+        allowed = _string_list(entry, raw, "allowed_env_vars") or []
+        for name in allowed:
+            if not _ENV_NAME.match(name):
+                entry.error("allowed_env_vars", f"{name!r} is not an environment variable name")
+                return None
+        return HttpHandler(url, tuple(headers), tuple(allowed))
+    if kind == "prompt":
+        prompt = _string(entry, raw, "prompt", nonempty=True)
+        model = _string(entry, raw, "model", nonempty=True)
+        if prompt is None:
+            if "prompt" not in raw:
+                entry.error("prompt", "a prompt hook needs prompt")
+            return None
+        return PromptHandler(prompt, model)
+    entry.error("type", f'must be "command", "http" or "prompt", not {kind!r}')
+    return None
+
+
+def _hook(
+    entry: _Entry, raw: Mapping[str, Any], scope: Scope, file: str, event: str, index: int
+) -> Hook | None:
+    for key in raw:
+        if key not in _FIELDS:
+            entry.error(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+    kind = raw.get("type", "command")
+    if not isinstance(kind, str):
+        entry.error("type", f"must be a string, not {_type_name(kind)}")
+        return None
+    if kind in _TYPE_FIELDS:
+        for other, fields in _TYPE_FIELDS.items():
+            if other != kind:
+                for key in sorted(fields & raw.keys()):
+                    entry.error(key, f"does not belong to a {kind} hook")
+    handler = _handler(entry, raw, kind)
+
+    match = _string(entry, raw, "match", nonempty=False)
+    if match:
+        try:
+            validate_go_glob(match)
+        except GlobError as exc:
+            entry.error("match", str(exc))
+    if_text = _string(entry, raw, "if", nonempty=True)
+    if_rule: Any = None
+    if if_text is not None:
+        if not EVENTS[event].tool_event:
+            entry.error("if", f"applies only to tool events, not {event}")
+        else:
+            try:
+                if_rule = parse_if_rule(if_text)
+            except IfRuleError as exc:
+                entry.error("if", str(exc))
+
+    timeout = raw.get("timeout_seconds", TOML_DEFAULT_TIMEOUT_S)
+    if isinstance(timeout, bool) or not isinstance(timeout, int | float):
+        entry.error("timeout_seconds", f"must be a number of seconds, not {_type_name(timeout)}")
+        timeout = TOML_DEFAULT_TIMEOUT_S
+    elif not 0 < timeout <= MAX_TIMEOUT_S:
+        entry.error("timeout_seconds", f"must be > 0 and <= {MAX_TIMEOUT_S:g}, not {timeout}")
+    fail_closed = raw.get("fail_closed", False)
+    if not isinstance(fail_closed, bool):
+        entry.error("fail_closed", f"must be true or false, not {_type_name(fail_closed)}")
+    explicit_id = _string(entry, raw, "id", nonempty=True)
+    if explicit_id is not None and not _ID.match(explicit_id):
+        entry.error("id", "must be letters, digits and _ . : - (starting with a letter or digit)")
+    description = _string(entry, raw, "description", nonempty=False)
+
+    if not entry.ok or handler is None:
+        return None
+    hook_id = explicit_id or f"{scope}:{event}[{index}]"
+    return Hook(
+        id=hook_id,
+        name=explicit_id or _display_name(handler, event, index),
+        event=event,
+        config_event=event,
+        dialect="toml",
+        scope=scope,
+        source=file,
+        index=index,
+        handler=handler,
+        timeout_s=float(timeout),
+        match=match or None,
+        if_rule=if_text,
+        compiled_if=if_rule,
+        fail_closed=bool(fail_closed),
+        description=description,
+        explicit_id=explicit_id,
+    )
+
+
+def _display_name(handler: Handler, event: str, index: int) -> str:
+    if isinstance(handler, CommandHandler):
+        text = handler.command.strip().splitlines()[0]
+    elif isinstance(handler, ArgsHandler):
+        text = " ".join(handler.args)
+    elif isinstance(handler, HttpHandler):
+        text = handler.url
+    else:
+        text = f"{event}[{index}] prompt"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+class TomlFile:
+    """What one hooks.toml yielded."""
+
+    def __init__(self) -> None:
+        self.hooks: list[Hook] = []
+        self.problems: list[ConfigProblem] = []
+        self.judge: dict[str, str] = {}
+
+
+def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
+    """Read one TOML-dialect file's text. Never raises for bad input."""
+    out = TomlFile()
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        out.problems.append(ConfigProblem(file, f"not valid TOML: {exc}"))
+        return out
+    for key in doc:
+        if key not in _TOP_LEVEL:
+            out.problems.append(
+                ConfigProblem(
+                    file, "unknown top-level key (expected [hooks] or [judge])", field=key
+                )
+            )
+    judge = doc.get("judge", {})
+    if not isinstance(judge, dict):
+        out.problems.append(ConfigProblem(file, "must be a table", field="judge"))
+    else:
+        for key, value in judge.items():
+            if key not in _JUDGE_FIELDS or not isinstance(value, str):
+                out.problems.append(
+                    ConfigProblem(
+                        file,
+                        f"unknown or non-string field (known: {', '.join(sorted(_JUDGE_FIELDS))})",
+                        field=f"judge.{key}",
+                    )
+                )
+            else:
+                out.judge[key] = value
+    hooks = doc.get("hooks", {})
+    if not isinstance(hooks, dict):
+        out.problems.append(ConfigProblem(file, "must be a table of [[hooks.<event>]]", "hooks"))
+        return out
+    for event, tables in hooks.items():
+        if event not in EVENTS:
+            hint = ""
+            if event in JSON_ALIASES:
+                hint = f" (the TOML dialect calls it {JSON_ALIASES[event]!r})"
+            known = ", ".join(EVENTS)
+            out.problems.append(
+                ConfigProblem(file, f"unknown event{hint}; known events: {known}", event=event)
+            )
+            continue
+        if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
+            out.problems.append(
+                ConfigProblem(file, f"must be an array of tables: [[hooks.{event}]]", event=event)
+            )
+            continue
+        for index, raw in enumerate(tables):
+            entry = _Entry(file, event, index, out.problems)
+            hook = _hook(entry, raw, scope, file, event, index)
+            if hook is not None:
+                out.hooks.append(hook)
+    return out

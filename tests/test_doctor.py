@@ -1,0 +1,77 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from runtime._cli import main
+from runtime._config import load_table
+from runtime._doctor import diagnose
+
+from .helpers import bash_hook, write_json_hooks, write_toml_hooks
+
+
+def run_doctor(tmp_path: Path, capsys) -> tuple[int, str]:
+    code = main(
+        ["doctor", "--workspace", str(tmp_path / "ws"), "--config-dir", str(tmp_path / "g")]
+    )
+    out = capsys.readouterr()
+    return code, out.out + out.err
+
+
+def test_doctor_finds_missing_programs_and_lists_http_and_prompt(tmp_path: Path, capsys) -> None:
+    (tmp_path / "ws").mkdir()
+    script = tmp_path / "ws/ok.sh"
+    script.write_text("#!/bin/sh\n")
+    os.chmod(script, 0o755)
+    (tmp_path / "ws/noexec.sh").write_text("#!/bin/sh\n")
+    write_toml_hooks(
+        tmp_path / "g",
+        """
+[[hooks.pre_tool]]
+command = "definitely-not-a-program-xyz --flag"
+[[hooks.pre_tool]]
+command = "echo hi; exit 2"
+[[hooks.pre_tool]]
+command = "$HOME/bin/x"
+[[hooks.post_tool]]
+args = ["./ok.sh"]
+[[hooks.post_tool]]
+command = "./noexec.sh"
+[[hooks.stop]]
+command = "FOO=1 bash -c true"
+[[hooks.notification]]
+type = "http"
+url = "http://127.0.0.1:9/hook"
+[[hooks.prompt_submit]]
+type = "prompt"
+prompt = "no secrets"
+model = "judge-small"
+""",
+    )
+    write_json_hooks(tmp_path / "g", [bash_hook("j", "nope-not-here-either")])
+    code, text = run_doctor(tmp_path, capsys)
+    assert code == 1
+    problems = [line for line in text.splitlines() if line.startswith("PROBLEM")]
+    assert len(problems) == 3, text
+    assert "definitely-not-a-program-xyz: not found on PATH" in problems[0]
+    assert "./noexec.sh: not an executable file" in problems[1]
+    assert "nope-not-here-either: not found on PATH" in problems[2]
+    assert "http hook POSTs to http://127.0.0.1:9/hook" in text
+    assert "prompt hook judged by judge-small" in text
+    assert "'$HOME/bin/x' not checked" in text
+
+
+def test_doctor_clean_config_exits_0(tmp_path: Path, capsys) -> None:
+    (tmp_path / "ws").mkdir()
+    write_toml_hooks(tmp_path / "g", '[[hooks.pre_tool]]\ncommand = "true"\n')
+    code, text = run_doctor(tmp_path, capsys)
+    assert code == 0 and "no problems" in text
+
+
+def test_doctor_reports_untrusted_workspace_and_config_errors(tmp_path: Path) -> None:
+    write_toml_hooks(tmp_path / "ws/.agents", '[[hooks.pre_tool]]\ncommand = "true"\n')
+    write_toml_hooks(tmp_path / "g", '[[hooks.pre_tool]]\ncommand = ""\n')
+    lines = diagnose(load_table(workspace=tmp_path / "ws", config_dir=tmp_path / "g"))
+    bad = [line.text for line in lines if not line.ok]
+    assert any("pre_tool[0].command: must not be empty" in t for t in bad)
+    assert any("workspace hooks are new" in t for t in bad)
