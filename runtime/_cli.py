@@ -1,10 +1,319 @@
-"""The ``triohooks`` command line."""
+"""The ``triohooks`` command line: validate, list, trust, fire (and the other subcommands).
+
+Owns argument parsing, exit codes (0 proceed, 2 blocked, 4 prompt_submit blocked, 1 usage or
+config error) and turning every expected failure into a one-line message on stderr: a user
+never sees a traceback for bad input.
+"""
 
 from __future__ import annotations
 
+import argparse
+import logging
 import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NoReturn
+
+import msgspec
+import trio
+
+from ._config import load_table
+from ._events import PayloadError, UnknownEventError, canonical_event, event_from_payload
+from ._model import ConfigError, Hook, HookTable
+from ._paths import global_config_dir, state_dir, workspace_config_files
+from ._trust import record_trust, trust_digest, trust_state
+
+EXIT_OK = 0
+EXIT_USAGE = 1
+EXIT_BLOCKED = 2
+EXIT_PROMPT_BLOCKED = 4
 
 
-def main(argv: list[str] | None = None) -> int:
-    print("triohooks: not yet", file=sys.stderr)
-    return 1
+class CliError(Exception):
+    """An expected failure: printed as one line, exit 1."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> NoReturn:
+        self.print_usage(sys.stderr)
+        print(f"triohooks: {message}", file=sys.stderr)
+        raise SystemExit(EXIT_USAGE)
+
+
+def _scope_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--workspace",
+        type=Path,
+        default=None,
+        help="workspace directory (default: the current directory)",
+    )
+    p.add_argument(
+        "--config",
+        dest="configs",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="extra user-trusted config file (.toml or .json); repeatable",
+    )
+    p.add_argument(
+        "--config-dir",
+        type=Path,
+        default=None,
+        help="global config directory (default: $TRIOHOOKS_CONFIG_DIR or the platform's)",
+    )
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = _Parser(prog="triohooks", description="Lifecycle hooks for AI coding agents.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    p = sub.add_parser("validate", help="check every config file; list every problem")
+    _scope_args(p)
+    p = sub.add_parser("list", help="list every effective hook by event")
+    _scope_args(p)
+    p.add_argument("--json", action="store_true", help="machine-readable output")
+    p.add_argument("--trust", action="store_true", help="treat the workspace as trusted")
+    p = sub.add_parser("trust", help="trust the workspace's hooks as they are now")
+    _scope_args(p)
+    p.add_argument("--decline", action="store_true", help="record that you decline them")
+    p = sub.add_parser("doctor", help="check that every hook's program resolves; list problems")
+    _scope_args(p)
+    p = sub.add_parser("fire", help="fire EVENT with a JSON payload on stdin; print the Outcome")
+    p.add_argument("event")
+    _scope_args(p)
+    p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
+    p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
+    p.add_argument("--no-audit", action="store_true", help="write no audit records")
+    return parser
+
+
+def _workspace(args: argparse.Namespace) -> Path:
+    ws: Path = args.workspace if args.workspace is not None else Path.cwd()
+    if not ws.is_dir():
+        raise CliError(f"workspace {ws} is not a directory")
+    return ws
+
+
+def _load(args: argparse.Namespace, *, trust: bool = False) -> HookTable:
+    return load_table(
+        workspace=_workspace(args),
+        config_dir=args.config_dir,
+        extra_configs=args.configs,
+        trust_override=trust,
+    )
+
+
+def cmd_validate(args: argparse.Namespace) -> int:
+    table = _load(args)
+    for problem in table.problems:
+        label = "error" if problem.severity == "error" else "warning"
+        print(f"{problem} ({label})", file=sys.stderr)
+    n = len(table.hooks) + len(table.untrusted)
+    if table.problems:
+        print(f"triohooks: {len(table.problems)} problem(s) in config", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"ok: {n} hook(s) in {len(table.files) or 'no'} file(s)")
+    return EXIT_OK
+
+
+def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) -> dict[str, Any]:
+    matcher = msgspec.to_builtins(hook.matcher) if hook.matcher is not None else None
+    return {
+        "id": hook.id,
+        "event": hook.event,
+        "config_event": hook.config_event,
+        "dialect": hook.dialect,
+        "type": hook.kind,
+        "runs": hook.runs,
+        "match": hook.match,
+        "matcher": matcher,
+        "if": hook.if_rule,
+        "fail_closed": hook.fail_closed if hook.dialect != "json" else None,
+        "on_error": hook.on_error if hook.dialect == "json" else None,
+        "timeout_s": hook.timeout_s,
+        "scope": hook.scope,
+        "file": hook.source,
+        "description": hook.description,
+        "trusted": trusted,
+        "recent_failures": [{"time": t, "error": e} for t, e in failures],
+    }
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    from actors.audit import FailureMemory
+
+    table = _load(args, trust=args.trust)
+    memory = FailureMemory.from_audit_dir(state_dir() / "audit")
+    trust = table.trust
+    views = [_hook_view(h, trusted=True, failures=memory.recent(h.id)) for h in table.hooks]
+    views += [_hook_view(h, trusted=False, failures=[]) for h in table.untrusted]
+    if args.json:
+        doc = {
+            "hooks": views,
+            "trust": msgspec.to_builtins(trust) if trust is not None else None,
+            "problems": [str(p) for p in table.problems],
+            "global_dir": table.global_dir,
+            "workspace": table.workspace,
+        }
+        sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
+        return EXIT_OK
+    if not views:
+        print("no hooks configured")
+    by_event: dict[str, list[dict[str, Any]]] = {}
+    for view in views:
+        by_event.setdefault(view["event"], []).append(view)
+    for event, items in by_event.items():
+        print(f"{event}:")
+        for v in items:
+            flags = []
+            if v["match"]:
+                flags.append(f"match={v['match']}")
+            if v["matcher"]:
+                flags.append(
+                    "matcher="
+                    + ",".join(f"{k}={val}" for k, val in v["matcher"].items() if val is not None)
+                )
+            if v["if"]:
+                flags.append(f"if={v['if']}")
+            if v["fail_closed"]:
+                flags.append("fail_closed")
+            if v["on_error"]:
+                flags.append(f"on_error={v['on_error']}")
+            flags.append(f"timeout={v['timeout_s']:g}s")
+            print(f"  [{v['dialect']}] {v['id']}: {v['runs']}")
+            print(f"      {' '.join(flags)}")
+            where = f"{v['scope']} {v['file']}"
+            if not v["trusted"]:
+                state = trust.state if trust is not None else "untrusted"
+                where += f"  NOT RUN: workspace hooks are {state}; run `triohooks trust`"
+            print(f"      from {where}")
+            for failure in v["recent_failures"]:
+                print(f"      failed {failure['time']}: {failure['error']}")
+    for problem in table.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_trust(args: argparse.Namespace) -> int:
+    ws = _workspace(args)
+    config_dir = args.config_dir if args.config_dir is not None else global_config_dir()
+    table = load_table(workspace=ws, config_dir=config_dir, trust_override=True)
+    handlers = [h.handler for h in table.hooks if h.scope == "workspace"]
+    digest, files = trust_digest(workspace_config_files(ws), handlers, ws)
+    if not files:
+        print(f"{ws} has no workspace hooks (.agents/hooks.toml or .agents/hooks.json)")
+        return EXIT_OK
+    record_trust(config_dir, ws, digest, files, "declined" if args.decline else "trusted")
+    state = trust_state(config_dir, ws, digest, files)
+    print(
+        f"{state.workspace}: workspace hooks {state.state} ({len(files)} file(s), "
+        f"sha256 {digest[:16]}...)"
+    )
+    for name in files:
+        print(f"  {name}")
+    return EXIT_OK
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from ._doctor import diagnose
+
+    lines = diagnose(_load(args))
+    problems = [line for line in lines if not line.ok]
+    for line in lines:
+        print(("ok       " if line.ok else "PROBLEM  ") + line.text)
+    if problems:
+        print(f"triohooks doctor: {len(problems)} problem(s)", file=sys.stderr)
+        return EXIT_USAGE
+    print(f"triohooks doctor: no problems ({len(lines)} check(s))")
+    return EXIT_OK
+
+
+def _read_payload() -> dict[str, Any]:
+    data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
+    if not data.strip():
+        return {}
+    try:
+        payload = msgspec.json.decode(data)
+    except msgspec.DecodeError as exc:
+        raise CliError(f"payload on stdin is not valid JSON: {exc}") from None
+    if not isinstance(payload, dict):
+        raise CliError("payload on stdin must be a JSON object")
+    return payload
+
+
+def cmd_fire(args: argparse.Namespace) -> int:
+    from ._engine import HookEngine
+
+    try:
+        event = canonical_event(args.event)
+    except UnknownEventError as exc:
+        raise CliError(str(exc)) from None
+    payload = _read_payload()
+    ws = _workspace(args)
+    payload.setdefault("workspace", str(ws))
+    ev = event_from_payload(event, payload)  # a bad payload fails here, before anything starts
+
+    async def run() -> Any:
+        async with HookEngine.open(
+            workspace=ws,
+            config_dir=args.config_dir,
+            extra_configs=args.configs,
+            trust=args.trust,
+            audit=not args.no_audit,
+        ) as engine:
+            return await engine.fire(event, ev)
+
+    outcome = trio.run(run)
+    for warning in outcome.warnings:
+        print(f"triohooks: warning: {warning}", file=sys.stderr)
+    sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
+    if outcome.blocked:
+        return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
+    return EXIT_OK
+
+
+COMMANDS = {
+    "validate": cmd_validate,
+    "list": cmd_list,
+    "trust": cmd_trust,
+    "doctor": cmd_doctor,
+    "fire": cmd_fire,
+}
+
+
+_EXPECTED = (ConfigError, CliError, UnknownEventError, PayloadError)
+
+
+def _expected(exc: BaseException) -> BaseException | None:
+    """The one expected error inside ``exc`` (which may be an exception group), if any."""
+    if isinstance(exc, _EXPECTED):
+        return exc
+    if isinstance(exc, BaseExceptionGroup):
+        for inner in exc.exceptions:
+            found = _expected(inner)
+            if found is not None:
+                return found
+    return None
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    logging.basicConfig(level=logging.WARNING, format="triohooks: %(message)s", stream=sys.stderr)
+    args = _parser().parse_args(argv)
+    try:
+        try:
+            return COMMANDS[args.command](args)
+        except BaseExceptionGroup as group:
+            found = _expected(group)
+            if found is None:
+                raise
+            raise found from None
+    except ConfigError as exc:
+        for problem in exc.problems:
+            print(str(problem), file=sys.stderr)
+        print("triohooks: config has errors; nothing was run", file=sys.stderr)
+        return EXIT_USAGE
+    except (CliError, UnknownEventError, PayloadError) as exc:
+        print(f"triohooks: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        return 130

@@ -1,0 +1,421 @@
+"""The audit sink: audit JSONL per UTC day, hook-run spans, and the last failures of each hook.
+
+This module owns the audit trail of DESIGN §8 (blitz HK-22, HK-66): records arrive over a
+bounded channel from a synchronous :meth:`AuditSink.submit` (never blocks the dispatcher; when
+the writer can't keep up, records are dropped and counted), are stamped, redacted and written
+append-only to ``<state dir>/audit/audit-YYYY-MM-DD.jsonl`` (dir 0700, files 0600, fsync at
+close). It also keeps :class:`FailureMemory` (the last five failures per hook, rebuildable
+from the files) and opens the OpenTelemetry span ``hook <event>`` for each run.
+
+It must not decide which runs are audited (the dispatcher submits one record per run that
+blocks, answers a permission, or fails) and must never put payload content in a span.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections import deque
+from collections.abc import Callable, Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, date, datetime, timedelta
+from pathlib import Path
+from typing import Any, Final
+
+import msgspec
+import trio
+from opentelemetry import trace
+
+from runtime import _paths
+from runtime._redact import redact
+
+logger = logging.getLogger("triohooks.audit")
+
+DEFAULT_CAPACITY: Final = 4096
+#: Records written per thread round-trip at most.
+BATCH: Final = 512
+#: Bound on close: writing what is queued, then fsync and close.
+CLOSE_TIMEOUT_S: Final = 5.0
+#: Error text kept per record (after redaction).
+MAX_ERROR_CHARS: Final = 4096
+#: Failures kept per hook (HK-66).
+FAILURES_KEPT: Final = 5
+
+FILE_PREFIX: Final = "audit-"
+FILE_SUFFIX: Final = ".jsonl"
+
+
+class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
+    """One audit line. ``kind`` is "hook" for a hook run, "worker" for close reports etc."""
+
+    #: RFC3339 UTC; the sink stamps it at submit when empty.
+    time: str = ""
+    session: str
+    kind: str
+    event: str
+    hook: str
+    #: block / hook-allow / hook-deny / error / ...
+    decision: str | None
+    error: str | None
+    duration_ms: float | None
+    workspace: str
+    #: Extra numbers or text (e.g. a close report); strings are redacted.
+    detail: dict[str, Any] | None = None
+
+
+def is_failure(record: AuditRecord) -> bool:
+    """Whether ``record`` is a failed hook run (what :class:`FailureMemory` keeps): decision
+    ``error``, or an error with no decision. A block's reason in ``error`` is not a failure."""
+    if record.kind != "hook":
+        return False
+    return record.decision == "error" or (record.decision is None and record.error is not None)
+
+
+def audit_dir(state_dir: Path | None = None) -> Path:
+    """``<state dir>/audit``; the state dir defaults to :func:`runtime._paths.state_dir`."""
+    return (state_dir if state_dir is not None else _paths.state_dir()) / "audit"
+
+
+def audit_file(directory: Path, day: date | str) -> Path:
+    return directory / f"{FILE_PREFIX}{day}{FILE_SUFFIX}"
+
+
+def rfc3339(when: datetime) -> str:
+    """``when`` as RFC3339 UTC with milliseconds (a naive datetime is taken as UTC)."""
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=UTC)
+    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def _utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+# ---------------------------------------------------------------------------------------------
+# Failure memory
+
+
+class FailureMemory:
+    """The last :data:`FAILURES_KEPT` failures of each hook, as ``(time, error)`` pairs."""
+
+    def __init__(self) -> None:
+        self._by_hook: dict[str, deque[tuple[str, str]]] = {}
+
+    def add(self, hook: str, when: str, error: str) -> None:
+        kept = self._by_hook.get(hook)
+        if kept is None:
+            kept = self._by_hook[hook] = deque(maxlen=FAILURES_KEPT)
+        kept.append((when, error))
+
+    def recent(self, hook: str) -> list[tuple[str, str]]:
+        """The hook's kept failures, oldest first."""
+        return list(self._by_hook.get(hook, ()))
+
+    def hooks(self) -> list[str]:
+        """Hook ids with at least one failure kept."""
+        return list(self._by_hook)
+
+    @classmethod
+    def from_audit_dir(
+        cls,
+        audit_dir: Path,
+        *,
+        days: int = 7,
+        now: Callable[[], datetime] = _utc_now,
+        workspace: str | None = None,
+    ) -> FailureMemory:
+        """Rebuild from the audit files of the last ``days`` UTC days (for ``triohooks list``).
+
+        Missing files and unreadable or torn lines are skipped. With ``workspace``, only that
+        workspace's records count.
+        """
+        memory = cls()
+        today = now().astimezone(UTC).date()
+        decoder = msgspec.json.Decoder(AuditRecord)
+        for back in range(days - 1, -1, -1):
+            path = audit_file(audit_dir, today - timedelta(days=back))
+            try:
+                with path.open("rb") as f:
+                    lines = f.readlines()
+            except OSError:
+                continue
+            for line in lines:
+                try:
+                    record = decoder.decode(line)
+                except msgspec.DecodeError:
+                    continue
+                if workspace is not None and record.workspace != workspace:
+                    continue
+                if is_failure(record):
+                    memory.add(record.hook, record.time, record.error or "")
+        return memory
+
+
+# ---------------------------------------------------------------------------------------------
+# The sink
+
+
+class _Line(msgspec.Struct, frozen=True):
+    """An encoded record and the UTC day whose file it goes to."""
+
+    day: str
+    data: bytes
+
+
+def _redact_tree(value: Any) -> Any:
+    if isinstance(value, str):
+        return redact(value)
+    if isinstance(value, Mapping):
+        return {k: _redact_tree(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_redact_tree(v) for v in value]
+    return value
+
+
+def _encode_unknown(value: Any) -> str:
+    return redact(str(value))
+
+
+_encoder = msgspec.json.Encoder(enc_hook=_encode_unknown)
+
+
+class _DayFiles:
+    """The open audit file of the current day. Used by one thread at a time."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._day: str | None = None
+        self._fd: int | None = None
+
+    def write(self, lines: list[_Line]) -> None:
+        start = 0
+        while start < len(lines):
+            day = lines[start].day
+            end = start
+            while end < len(lines) and lines[end].day == day:
+                end += 1
+            self._write_all(self._open(day), b"".join(line.data for line in lines[start:end]))
+            start = end
+
+    def _open(self, day: str) -> int:
+        if self._fd is not None and self._day == day:
+            return self._fd
+        self.close()
+        _paths.private_dir(self.directory)
+        flags = os.O_WRONLY | os.O_APPEND | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW
+        fd = os.open(audit_file(self.directory, day), flags, 0o600)
+        try:
+            os.fchmod(fd, 0o600)
+        except OSError:
+            os.close(fd)
+            raise
+        self._fd, self._day = fd, day
+        return fd
+
+    @staticmethod
+    def _write_all(fd: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    def close(self) -> None:
+        """fsync and close the open file, if any."""
+        fd, self._fd, self._day = self._fd, None, None
+        if fd is None:
+            return
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+
+
+class AuditSink:
+    """Audit records in, JSONL files out; see the module docstring.
+
+    Wiring: ``await nursery.start(sink.serve)``, :meth:`submit` from the trio thread, and
+    :meth:`close` last (after the post worker's close, so its report gets in).
+    """
+
+    def __init__(
+        self,
+        state_dir: Path | None = None,
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        now: Callable[[], datetime] = _utc_now,
+    ) -> None:
+        self.audit_dir = audit_dir(state_dir)
+        self.failures = FailureMemory()
+        #: Records not written: channel full, sink closed, or the write failed.
+        self.dropped = 0
+        self.written = 0
+        self._now = now
+        self._files = _DayFiles(self.audit_dir)
+        self._send, self._receive = trio.open_memory_channel[_Line](capacity)
+        self._scope = trio.CancelScope()
+        self._serving = False
+        self._done = trio.Event()
+        self._closed = False
+        self._warned_drop = False
+
+    def submit(self, record: AuditRecord) -> bool:
+        """Stamp, redact and queue ``record``; never awaits. False = dropped (counted)."""
+        when = record.time or rfc3339(self._now())
+        error = record.error
+        if error is not None:
+            error = redact(error)
+            if len(error) > MAX_ERROR_CHARS:
+                error = error[:MAX_ERROR_CHARS] + "...(truncated)"
+        detail = _redact_tree(record.detail) if record.detail is not None else None
+        record = msgspec.structs.replace(record, time=when, error=error, detail=detail)
+        if is_failure(record):
+            self.failures.add(record.hook, when, error or "")
+        line = _Line(self._day_of(when), _encoder.encode(record) + b"\n")
+        try:
+            self._send.send_nowait(line)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            self._count_dropped(1, "the audit sink is full or closed")
+            return False
+        return True
+
+    def _day_of(self, when: str) -> str:
+        try:
+            stamp = datetime.fromisoformat(when)
+        except ValueError:
+            stamp = self._now()
+        if stamp.tzinfo is None:
+            stamp = stamp.replace(tzinfo=UTC)
+        return stamp.astimezone(UTC).date().isoformat()
+
+    def _count_dropped(self, n: int, why: str) -> None:
+        self.dropped += n
+        if not self._warned_drop:
+            self._warned_drop = True
+            logger.warning("audit records are being dropped: %s", why)
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Write queued records in batches (in a worker thread) until closed.
+
+        Returns when :meth:`close` has closed intake and everything queued is written. On
+        cancel it finishes the batch in hand, fsyncs and closes the file (shielded, bounded)
+        and re-raises.
+        """
+        if self._serving:
+            raise RuntimeError("AuditSink.serve runs once")
+        self._serving = True
+        try:
+            with self._scope:
+                task_status.started()
+                async for first in self._receive:
+                    batch = [first]
+                    while len(batch) < BATCH:
+                        try:
+                            batch.append(self._receive.receive_nowait())
+                        except (trio.WouldBlock, trio.EndOfChannel):
+                            break
+                    await self._write(batch)
+        finally:
+            with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
+                try:
+                    await trio.to_thread.run_sync(self._files.close, abandon_on_cancel=True)
+                except OSError:
+                    logger.exception("closing the audit file failed")
+            self._done.set()
+
+    async def _write(self, batch: list[_Line]) -> None:
+        try:
+            await trio.to_thread.run_sync(self._files.write, batch)
+        except OSError as exc:
+            logger.exception("writing %d audit records failed", len(batch))
+            self._count_dropped(len(batch), f"write failed: {exc}")
+            await trio.to_thread.run_sync(self._files_reset)
+        else:
+            self.written += len(batch)
+
+    def _files_reset(self) -> None:
+        try:
+            self._files.close()
+        except OSError:
+            logger.exception("closing the audit file failed")
+
+    async def close(self) -> None:
+        """Stop intake, write what is queued, fsync and close; bounded by CLOSE_TIMEOUT_S.
+
+        A checkpoint. Runs the writer itself if nobody served. Records still queued when
+        the bound runs out are dropped and counted. On cancel it stops the writer (which
+        still fsyncs, shielded) and re-raises.
+        """
+        if self._closed:
+            return
+        self._closed = True
+        self._send.close()
+        try:
+            with trio.move_on_after(CLOSE_TIMEOUT_S):
+                if self._serving:
+                    await self._done.wait()
+                else:
+                    await self.serve()
+        finally:
+            self._scope.cancel()
+            if self._serving:
+                with trio.move_on_after(1.0, shield=True):
+                    await self._done.wait()
+            left = 0
+            while True:
+                try:
+                    self._receive.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel):
+                    break
+                left += 1
+            self._receive.close()
+            if left:
+                self._count_dropped(left, "closed before they were written")
+            if self.dropped:
+                logger.warning("audit sink dropped %d records", self.dropped)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spans
+
+_tracer = trace.get_tracer("triohooks")
+
+ATTR_EVENT: Final = "triohooks.event"
+ATTR_HOOK: Final = "triohooks.hook.id"
+ATTR_DIALECT: Final = "triohooks.hook.dialect"
+ATTR_OUTCOME: Final = "triohooks.outcome"
+ATTR_DURATION_MS: Final = "triohooks.duration_ms"
+ATTR_INPUT_BYTES: Final = "triohooks.input_bytes"
+ATTR_OUTPUT_BYTES: Final = "triohooks.output_bytes"
+
+
+def hook_span(
+    event: str, hook_id: str, dialect: str, *, tracer: trace.Tracer | None = None
+) -> AbstractContextManager[trace.Span]:
+    """The span ``hook <event>`` around one hook run; set the outcome with :func:`end_run`.
+
+    Exceptions are not recorded on the span (their text may carry payload content). With no
+    OpenTelemetry SDK configured the span is a no-op.
+    """
+    return (tracer or _tracer).start_as_current_span(
+        f"hook {event}",
+        attributes={ATTR_EVENT: event, ATTR_HOOK: hook_id, ATTR_DIALECT: dialect},
+        record_exception=False,
+    )
+
+
+def end_run(
+    span: trace.Span,
+    *,
+    outcome: str,
+    duration_ms: float,
+    input_bytes: int | None = None,
+    output_bytes: int | None = None,
+) -> None:
+    """Set a run's outcome attributes: sizes and names only, never content."""
+    if not span.is_recording():
+        return
+    attrs: dict[str, str | float | int] = {ATTR_OUTCOME: outcome, ATTR_DURATION_MS: duration_ms}
+    if input_bytes is not None:
+        attrs[ATTR_INPUT_BYTES] = input_bytes
+    if output_bytes is not None:
+        attrs[ATTR_OUTPUT_BYTES] = output_bytes
+    span.set_attributes(attrs)

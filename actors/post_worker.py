@@ -1,0 +1,426 @@
+"""The ordered background worker: the 256-event queue of DESIGN §6 (blitz HK-30..HK-33, HK-52).
+
+This module owns the queue of background events (post_tool, post_tool_failure, session_end,
+subagent_start/stop, pre_compact/post_compact, notification), its one in-order consumer, the
+drop accounting with its once-per-episode "falling behind" warning, per-event crash containment
+and the close protocol (stop intake, drain up to 5 s, kill what still runs, drop and count the
+rest).
+
+It must not know how hooks run: the engine hands it an async callable that runs one queued event
+(and, for close, one that kills the hook process groups still running through the reaper).
+Enqueueing never awaits; nothing here blocks the agent.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, Final
+
+import msgspec
+import trio
+
+logger = logging.getLogger("triohooks.post_worker")
+
+#: The queue size of blitz HK-31.
+DEFAULT_CAPACITY: Final = 256
+#: What queued events get, in total, when the worker closes (HK-33).
+DEFAULT_DRAIN_TIMEOUT_S: Final = 5.0
+#: Bound on the reaper's kill of the running hook groups after the drain deadline.
+KILL_TIMEOUT_S: Final = 2.0
+#: Bound on waiting for the cancelled consumer to unwind after the kill.
+EXIT_TIMEOUT_S: Final = 1.0
+#: Drop log records held for the drop logger task; past this, drops are logged inline.
+DROP_LOG_BUFFER: Final = 8192
+DROP_LOG_CHUNK: Final = 256
+#: Events the consumer takes back to back before it yields to the scheduler.
+CONSUME_BATCH: Final = 16
+
+_encoder = msgspec.json.Encoder()
+
+
+def encode_payload(payload: Any) -> bytes:
+    """The event's JSON bytes, taken now: later mutation of ``payload`` cannot change them."""
+    return _encoder.encode(payload)
+
+
+class BackgroundItem(msgspec.Struct, frozen=True, gc=False):
+    """One queued background event."""
+
+    seq: int
+    #: Canonical event name.
+    event: str
+    session_id: str
+    #: JSON bytes encoded when the event was fired.
+    payload: bytes
+    hook_count: int
+    #: ``trio.current_time()`` at enqueue.
+    enqueued_at: float
+
+
+class WorkerReport(msgspec.Struct, frozen=True):
+    """The worker's numbers; at close, ``offered == ran + dropped_full + dropped_at_close``.
+
+    ``ran`` counts events whose run finished (``failed`` of them raised). An event cut off by
+    the close deadline counts in ``dropped_at_close``; ``killed`` is the number of hook process
+    groups the reaper killed then. ``drain_seconds`` is the time from the start of the close to
+    the end of the drain (queue empty, or the deadline).
+    """
+
+    offered: int
+    ran: int
+    failed: int
+    dropped_full: int
+    dropped_at_close: int
+    killed: int
+    warnings: int
+    drain_seconds: float
+    max_depth: int
+
+
+RunItem = Callable[[BackgroundItem], Awaitable[None]]
+
+
+class PostWorker:
+    """A bounded queue of background events and the one task that runs them in order.
+
+    Wiring: either ``await nursery.start(worker.serve)``, or ``worker.attach(nursery)`` so the
+    first :meth:`offer` starts the consumer ("the worker starts on first use"). Then
+    :meth:`offer` from anywhere in the trio thread, and :meth:`close` once at shutdown.
+    """
+
+    def __init__(
+        self,
+        run_item: RunItem,
+        *,
+        capacity: int = DEFAULT_CAPACITY,
+        on_warning: Callable[[str], None] | None = None,
+        on_drop: Callable[[BackgroundItem, str], None] | None = None,
+        kill_running: Callable[[], Awaitable[int]] | None = None,
+        drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
+    ) -> None:
+        if capacity < 1:
+            raise ValueError("capacity must be at least 1")
+        self._run_item = run_item
+        self._capacity = capacity
+        self._on_warning = on_warning
+        self._on_drop = on_drop
+        self._kill_running = kill_running
+        self._drain_timeout_s = drain_timeout_s
+        self._send, self._receive = trio.open_memory_channel[BackgroundItem](capacity)
+        #: The consumer's scope, made up front so close() can cancel it even before the
+        #: consumer has started running.
+        self._consumer_scope = trio.CancelScope()
+        self._nursery: trio.Nursery | None = None
+        self._consumer_started = False
+        self._serving = False
+        self._consumer_done = trio.Event()
+        self._current: BackgroundItem | None = None
+        self._closing = False
+        self._close_done = trio.Event()
+        self._report: WorkerReport | None = None
+        # Counters. _depth counts events accepted and not yet taken by the consumer; it is
+        # what the capacity limits (a memory channel can also hand one item straight to a
+        # waiting receiver, which would let 257 in).
+        self._seq = 0
+        self._depth = 0
+        self._max_depth = 0
+        self._offered = 0
+        self._ran = 0
+        self._failed = 0
+        self._dropped_full = 0
+        self._dropped_at_close = 0
+        self._killed = 0
+        self._warnings = 0
+        self._behind = False
+        self._drain_seconds = 0.0
+        # Per-drop log records waiting for the drop logger task (see _drop).
+        self._drop_log: list[_DropEntry] = []
+        self._drop_log_wakeup = trio.Event()
+
+    # -- intake ---------------------------------------------------------------------------
+
+    def attach(self, nursery: trio.Nursery) -> None:
+        """Make the first :meth:`offer` start the consumer in ``nursery``."""
+        self._nursery = nursery
+
+    def offer(self, *, event: str, session_id: str, payload: bytes, hook_count: int) -> bool:
+        """Queue one background event; never awaits. False = dropped (counted and logged).
+
+        An event is dropped when the queue is full (the first drop of an episode also shows
+        the "falling behind" warning) or when the worker is closing.
+        """
+        self._offered += 1
+        self._seq += 1
+        item = BackgroundItem(
+            self._seq, event, session_id, payload, hook_count, trio.current_time()
+        )
+        if self._closing:
+            self._dropped_at_close += 1
+            self._drop(item, "closed")
+            return False
+        if not self._consumer_started and self._nursery is not None:
+            self._consumer_started = True
+            self._nursery.start_soon(self.serve)
+        if self._depth >= self._capacity:
+            self._drop_full(item)
+            return False
+        try:
+            self._send.send_nowait(item)
+        except trio.WouldBlock:  # pragma: no cover - _depth keeps the buffer from filling
+            self._drop_full(item)
+            return False
+        self._depth += 1
+        self._max_depth = max(self._max_depth, self._depth)
+        return True
+
+    def _drop_full(self, item: BackgroundItem) -> None:
+        self._dropped_full += 1
+        if not self._behind:
+            self._behind = True
+            self._warnings += 1
+            text = (
+                f"hooks are falling behind: the background queue is full ({self._capacity} "
+                "events); background events are dropped until it catches up"
+            )
+            logger.warning("%s", text)
+            if self._on_warning is not None:
+                _call_contained(self._on_warning, text)
+        self._drop(item, "full")
+
+    def _drop(self, item: BackgroundItem, reason: str) -> None:
+        entry = (item.event, item.session_id, item.hook_count, item.seq, reason)
+        deferred = self._consumer_started and not self._consumer_done.is_set()
+        if deferred and len(self._drop_log) < DROP_LOG_BUFFER:
+            # Logging costs 4-12 µs a record: under a flood it would eat the caller's time,
+            # so the drop logger task writes the records when the caller next yields.
+            self._drop_log.append(entry)
+            self._drop_log_wakeup.set()
+        else:
+            _log_drop(entry)
+        if self._on_drop is not None:
+            _call_contained(self._on_drop, item, reason)
+
+    async def _log_drops(self) -> None:
+        """Write the deferred per-drop log records, a chunk at a time."""
+        try:
+            while True:
+                await self._drop_log_wakeup.wait()
+                self._drop_log_wakeup = trio.Event()
+                while self._drop_log:
+                    chunk = self._drop_log[:DROP_LOG_CHUNK]
+                    del self._drop_log[:DROP_LOG_CHUNK]
+                    for entry in chunk:
+                        _log_drop(entry)
+                    await trio.lowlevel.checkpoint()
+        finally:
+            self._flush_drop_log()
+
+    def _flush_drop_log(self) -> None:
+        pending, self._drop_log = self._drop_log, []
+        for entry in pending:
+            _log_drop(entry)
+
+    # -- the consumer ---------------------------------------------------------------------
+
+    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
+        """Run queued events one at a time, in order, until closed.
+
+        Returns when :meth:`close` has closed the queue and it is empty, or when close cuts
+        the drain off. On cancel from outside it stops between or inside an event (the running
+        hook run sees the cancellation) and re-raises; close then drops what is left.
+        """
+        if self._serving:
+            raise RuntimeError("PostWorker.serve runs once")
+        self._serving = True
+        self._consumer_started = True
+        try:
+            with self._consumer_scope:
+                async with trio.open_nursery() as helpers:
+                    helpers.start_soon(self._log_drops)
+                    task_status.started()
+                    await self._consume()
+                    helpers.cancel_scope.cancel()
+        finally:
+            self._consumer_done.set()
+            self._flush_drop_log()
+
+    async def _consume(self) -> None:
+        # A queued event is taken without a scheduler round trip, yielding at least every
+        # CONSUME_BATCH events: that round trip is most of the cost of a cheap hook.
+        since_yield = 0
+        while True:
+            try:
+                if since_yield >= CONSUME_BATCH:
+                    raise trio.WouldBlock
+                item = self._receive.receive_nowait()
+                since_yield += 1
+            except trio.WouldBlock:
+                try:
+                    item = await self._receive.receive()
+                except trio.EndOfChannel:
+                    return
+                since_yield = 1
+            except (trio.EndOfChannel, trio.ClosedResourceError):
+                return  # drained; or close gave up waiting for us and dropped the rest
+            self._depth -= 1
+            await self._run_one(item)
+
+    async def _run_one(self, item: BackgroundItem) -> None:
+        self._current = item
+        try:
+            await self._run_item(item)
+        except Exception:
+            if self._current is item:
+                self._failed += 1
+            logger.exception(
+                "background event %s (session %s, seq %d) crashed; later events still run",
+                item.event,
+                item.session_id,
+                item.seq,
+            )
+        if self._current is not item:
+            return  # close gave up on it and counted it already
+        self._current = None
+        self._ran += 1
+        if self._behind and self._depth == 0:
+            self._behind = False
+            logger.info("background queue caught up")
+
+    # -- close ----------------------------------------------------------------------------
+
+    async def close(self) -> WorkerReport:
+        """Stop intake, let queued events run for up to ``drain_timeout_s`` in total, then
+        cancel the running one, kill running hook groups through ``kill_running`` and drop the
+        rest. Returns the report; a second call returns the same one.
+
+        A checkpoint. On cancel it skips the rest of the drain, still cancels, kills (shielded,
+        bounded) and drops, then re-raises.
+        """
+        if self._closing:
+            await self._close_done.wait()
+            assert self._report is not None
+            return self._report
+        self._closing = True
+        self._send.close()
+        started = trio.current_time()
+        try:
+            if self._consumer_started:
+                # The one drain deadline for everything queued.
+                with trio.move_on_after(self._drain_timeout_s):
+                    await self._consumer_done.wait()
+        finally:
+            self._drain_seconds = trio.current_time() - started
+            await self._stop_consumer()
+            self._flush_drop_log()  # a consumer that never got to run leaves them here
+            self._drop_rest()
+            report = self.stats()
+            self._report = report
+            self._close_done.set()
+            logger.log(
+                logging.WARNING if report.dropped_at_close else logging.INFO,
+                "background worker closed: offered %d, ran %d (%d failed), dropped %d when "
+                "full and %d at close, killed %d hook groups, drained in %.3f s",
+                report.offered,
+                report.ran,
+                report.failed,
+                report.dropped_full,
+                report.dropped_at_close,
+                report.killed,
+                report.drain_seconds,
+            )
+        return report
+
+    async def _stop_consumer(self) -> None:
+        """Cancel the consumer if it still runs and have the reaper kill its hook groups."""
+        self._consumer_scope.cancel()
+        if not self._consumer_started or self._consumer_done.is_set():
+            return
+        # The consumer only sees the cancel when we yield: an event it was running is still
+        # in self._current here, and its hook groups are still alive.
+        if self._current is not None and self._kill_running is not None:
+            with trio.move_on_after(KILL_TIMEOUT_S, shield=True):
+                try:
+                    self._killed += await self._kill_running()
+                except Exception:
+                    logger.exception("killing the running background hooks failed")
+        with trio.move_on_after(EXIT_TIMEOUT_S, shield=True):
+            await self._consumer_done.wait()
+
+    def _drop_rest(self) -> None:
+        if self._current is not None:
+            item, self._current = self._current, None
+            self._dropped_at_close += 1
+            self._drop(item, "killed")
+        while True:
+            try:
+                item = self._receive.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel):
+                break
+            self._depth -= 1
+            self._dropped_at_close += 1
+            self._drop(item, "close")
+        self._receive.close()
+
+    # -- numbers --------------------------------------------------------------------------
+
+    @property
+    def depth(self) -> int:
+        """Events waiting in the queue (not counting the one running)."""
+        return self._depth
+
+    @property
+    def last_seq(self) -> int:
+        """The ``seq`` given to the latest :meth:`offer` (0 before the first)."""
+        return self._seq
+
+    @property
+    def capacity(self) -> int:
+        return self._capacity
+
+    def stats(self) -> WorkerReport:
+        """The numbers so far (the close report once closed)."""
+        return WorkerReport(
+            offered=self._offered,
+            ran=self._ran,
+            failed=self._failed,
+            dropped_full=self._dropped_full,
+            dropped_at_close=self._dropped_at_close,
+            killed=self._killed,
+            warnings=self._warnings,
+            drain_seconds=self._drain_seconds,
+            max_depth=self._max_depth,
+        )
+
+
+_REASON_TEXT: Final = {
+    "full": "queue full",
+    "closed": "worker is closing",
+    "close": "not run before the close deadline",
+    "killed": "cut off by the close deadline",
+}
+
+
+#: (event, session, hook count, seq, reason)
+_DropEntry = tuple[str, str, int, int, str]
+
+
+def _log_drop(entry: _DropEntry) -> None:
+    event, session, hooks, seq, reason = entry
+    logger.log(
+        logging.INFO if reason == "close" else logging.WARNING,
+        "dropped background event %s (session %s, %d hooks, seq %d): %s",
+        event,
+        session,
+        hooks,
+        seq,
+        _REASON_TEXT[reason],
+    )
+
+
+def _call_contained(fn: Callable[..., None], *args: Any) -> None:
+    """Call an observer callback; its bug must not break intake or the close."""
+    try:
+        fn(*args)
+    except Exception:
+        logger.exception("post worker callback %r failed", fn)

@@ -1,0 +1,531 @@
+"""The process guard: the only place that starts, watches, kills and reaps hook processes.
+
+Owns: spawning (``bash -c <command>`` or a program's argv, in the workspace, each run in its own
+session and process group), feeding stdin, reading stdout/stderr with our own tasks and caps,
+timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook leaves behind, the
+host-death watchdog helper (:mod:`actors._watchdog`) and the counters.
+
+Must not: know about events, dialects or decisions (``runtime._protocol`` reads results), use
+``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
+(trio forks from worker threads that exit) or any process-wide SIGCHLD handling.
+
+How nothing survives a run:
+- After the direct child exits, its group is SIGKILLed *before* the child is reaped: the zombie
+  still holds the pgid, so the group id cannot have been recycled. Pipes then get at most
+  ``EOF_GRACE_S`` to reach EOF (a grandchild that left the group may hold them).
+- Every hook process carries ``TRIOHOOKS_RUN=<engine-id>:<run-no>``. On timeout, cancel and
+  close, processes carrying the run's (or the engine's) marker are killed at once; after a
+  normal exit a background sweeper does the same for finished runs, at most every
+  ``SWEEP_INTERVAL_S``, off the result path.
+- Known escapes: a descendant that both leaves the group (``setsid``) *and* drops the marker
+  (``env -i``, or rewrites its environment) is not found; nor is one we may not read or signal
+  (setuid). A process forked from the host after the watchdog started keeps the watchdog's pipe
+  open, so the watchdog sees EOF only when both are gone.
+
+Linux only: pidfds (5.3+) and /proc.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
+from functools import partial
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+import trio
+
+from ._watchdog import RUN_VAR, kill_marked, run_marker
+
+log = logging.getLogger("triohooks.reaper")
+
+#: Between SIGTERM and SIGKILL to a hook's group.
+TERM_GRACE_S: Final = 0.1
+#: How long pipes may stay open after the direct child exited and its group was killed.
+EOF_GRACE_S: Final = 0.05
+#: Upper bound on shielded cleanup (kill + reap) of one run.
+REAP_BUDGET_S: Final = 2.0
+#: The background escapee sweep runs at most this often.
+SWEEP_INTERVAL_S: Final = 0.25
+#: How long the watchdog gets to exit after we close its pipe.
+WATCHDOG_STOP_S: Final = 2.0
+READ_CHUNK: Final = 65536
+WATCHDOG_SCRIPT: Final = Path(__file__).with_name("_watchdog.py")
+
+
+class ProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What to run, where, with what, for how long."""
+
+    #: ``("bash", "-c", command)`` or a program's argv.
+    argv: tuple[str, ...]
+    cwd: str
+    #: The full environment; None inherits ``os.environ``. ``TRIOHOOKS_RUN`` is always added.
+    env: dict[str, str] | None = None
+    stdin: bytes = b""
+    timeout_s: float
+    #: Per stream.
+    output_cap: int = 100 * 1024
+    #: "truncate": keep the first ``output_cap`` bytes, drain and count the rest.
+    #: "error": more than ``output_cap`` bytes on either stream kills the group (``overflow``).
+    overflow: Literal["truncate", "error"] = "truncate"
+    label: str = ""
+
+
+ProcessStatus = Literal["exited", "signaled", "timeout", "killed", "spawn_failed", "overflow"]
+
+
+class ProcessResult(msgspec.Struct, frozen=True, kw_only=True):
+    """How one hook process ended and what it said. Exactly one per :meth:`Reaper.run`."""
+
+    #: ``killed`` = by us, on cancel or close; ``signaled`` = by a signal we did not send.
+    status: ProcessStatus
+    exit_code: int | None = None
+    signal: int | None = None
+    duration_ms: float = 0.0
+    #: Decoded as UTF-8 with replacement, at most ``output_cap`` bytes' worth.
+    stdout: str = ""
+    stderr: str = ""
+    #: Total bytes seen on each stream, including what was discarded.
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    #: Human text for timeout / spawn_failed / overflow / killed / signaled.
+    error: str | None = None
+    pid: int | None = None
+
+
+class ReaperStats(msgspec.Struct, frozen=True, kw_only=True):
+    spawned: int
+    spawn_failures: int
+    #: Groups we killed: timeouts, overflows, cancels and close.
+    killed: int
+    timeouts: int
+    overflows: int
+    #: Processes found by their marker after leaving their group.
+    escapees_killed: int
+    live: int
+
+
+class _Capture:
+    """One output stream: the first ``cap`` bytes kept, every byte counted."""
+
+    __slots__ = ("cap", "chunks", "done", "kept", "total")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+        self.done = trio.Event()
+
+    def add(self, chunk: bytes | bytearray) -> None:
+        self.total += len(chunk)
+        room = self.cap - self.kept
+        if room > 0:
+            piece = bytes(chunk[:room])
+            self.chunks.append(piece)
+            self.kept += len(piece)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+class _Run:
+    """A live hook process, as the reaper tracks it."""
+
+    __slots__ = ("closed", "done", "no", "pid", "pidfd")
+
+    def __init__(self, no: int, pid: int, pidfd: int) -> None:
+        self.no = no
+        self.pid = pid
+        self.pidfd = pidfd
+        #: kill_all signalled this run's group.
+        self.closed = False
+        #: Set once the direct child is reaped (or given up on).
+        self.done = trio.Event()
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except ProcessLookupError:
+        pass
+    except PermissionError:  # a setuid descendant; nothing more we can do
+        log.warning("cannot signal hook process group %d", pgid)
+
+
+async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
+    try:
+        if data:
+            await stream.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass  # the hook exited (or closed stdin) without reading it all: its right
+    finally:
+        await stream.aclose()
+
+
+async def _drain(
+    stream: trio.abc.ReceiveStream, capture: _Capture, on_overflow: Callable[[], None] | None
+) -> None:
+    try:
+        while chunk := await stream.receive_some(READ_CHUNK):
+            capture.add(chunk)
+            if on_overflow is not None and capture.total > capture.cap:
+                on_overflow()
+                return
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass
+    finally:
+        capture.done.set()
+
+
+def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
+    program = spec.argv[0]
+    if isinstance(exc, OSError) and exc.filename == spec.cwd:
+        return f"cannot start {program!r}: working directory {spec.cwd!r}: {exc.strerror}"
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start {program!r}: program not found"
+    if isinstance(exc, OSError):
+        return f"cannot start {program!r}: {exc.strerror or exc}"
+    return f"cannot start {program!r}: {exc}"
+
+
+def _unfinished(top: int, live: frozenset[int], run_no: int) -> bool:
+    """Whether a run was spawning, running, or not yet numbered when the sweep began."""
+    return run_no > top or run_no in live
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+class Reaper:
+    """Spawns, guards, kills and reaps hook processes. Create with :func:`open_reaper`."""
+
+    def __init__(self, *, engine_id: str | None = None) -> None:
+        #: Part of every hook's ``TRIOHOOKS_RUN`` marker.
+        self.engine_id = engine_id or uuid.uuid4().hex
+        self._runs: dict[int, _Run] = {}
+        #: Run numbers handed out and not yet reaped, spawning ones included: the sweeper
+        #: must spare their processes.
+        self._unfinished: set[int] = set()
+        self._last_no = 0
+        self._closing = False
+        self._sweep_wanted = trio.Event()
+        self._watchdog: trio.Process | None = None
+        self._watchdog_fd: int | None = None
+        self._spawned = 0
+        self._spawn_failures = 0
+        self._killed = 0
+        self._timeouts = 0
+        self._overflows = 0
+        self._escapees_killed = 0
+
+    @property
+    def live(self) -> int:
+        """Hook processes (groups) running now."""
+        return len(self._runs)
+
+    @property
+    def watchdog_pid(self) -> int | None:
+        return self._watchdog.pid if self._watchdog is not None else None
+
+    def stats(self) -> ReaperStats:
+        return ReaperStats(
+            spawned=self._spawned,
+            spawn_failures=self._spawn_failures,
+            killed=self._killed,
+            timeouts=self._timeouts,
+            overflows=self._overflows,
+            escapees_killed=self._escapees_killed,
+            live=len(self._runs),
+        )
+
+    async def run(self, spec: ProcessSpec) -> ProcessResult:
+        """Run one hook process to its end and return its one result.
+
+        A checkpoint. On cancel the process group gets SIGTERM, a short grace, then SIGKILL,
+        escaped descendants are killed and the child is reaped (shielded, bounded); then
+        ``Cancelled`` is re-raised.
+        """
+        started = time.perf_counter()
+        if self._closing or not spec.argv:
+            await trio.lowlevel.checkpoint()
+            if self._closing:
+                return ProcessResult(status="killed", error="reaper is closed")
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error="nothing to run: empty argv")
+        self._last_no += 1
+        no = self._last_no
+        self._unfinished.add(no)
+        env = dict(os.environ if spec.env is None else spec.env)
+        env[RUN_VAR] = run_marker(self.engine_id, no)
+        try:
+            # Popen runs in a worker thread that is never abandoned: a cancel lands after it
+            # returns, in the try below, so a spawned process is always ours to kill.
+            proc = await trio.lowlevel.open_process(
+                spec.argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.cwd,
+                env=env,
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            self._unfinished.discard(no)
+            self._spawn_failures += 1
+            return ProcessResult(
+                status="spawn_failed",
+                error=_spawn_error(spec, exc),
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        try:
+            pidfd = os.pidfd_open(proc.pid)
+        except OSError:  # pre-5.3 kernel: we cannot guard this process, so it must not run
+            _signal_group(proc.pid, signal.SIGKILL)
+            with trio.CancelScope(shield=True):
+                await proc.wait()
+            self._unfinished.discard(no)
+            raise
+        run = _Run(no, proc.pid, pidfd)
+        self._runs[no] = run
+        self._spawned += 1
+        self._tell(b"+%d\n" % proc.pid)
+        try:
+            return await self._supervise(proc, run, spec, started)
+        finally:
+            await self._reap(proc, run)
+
+    async def _supervise(
+        self, proc: trio.Process, run: _Run, spec: ProcessSpec, started: float
+    ) -> ProcessResult:
+        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+        out, err = _Capture(spec.output_cap), _Capture(spec.output_cap)
+        waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
+        overflowed = False
+
+        def on_overflow() -> None:
+            nonlocal overflowed
+            overflowed = True
+            waiting.cancel()
+
+        limit = on_overflow if spec.overflow == "error" else None
+        try:
+            async with trio.open_nursery() as io:
+                io.start_soon(_feed, proc.stdin, spec.stdin)
+                io.start_soon(_drain, proc.stdout, out, limit)
+                io.start_soon(_drain, proc.stderr, err, limit)
+                if self._closing:  # kill_all ran while we were spawning
+                    run.closed = True
+                    waiting.cancel()
+                with waiting:
+                    await trio.lowlevel.wait_readable(run.pidfd)
+                if waiting.cancelled_caught:
+                    await self._stop(run)
+                else:
+                    # The unreaped child holds the pgid, so this cannot hit a recycled group.
+                    _signal_group(run.pid, signal.SIGKILL)
+                with trio.move_on_after(EOF_GRACE_S):
+                    await out.done.wait()
+                    await err.done.wait()
+                io.cancel_scope.cancel()
+        except BaseException:
+            # Cancelled (or a bug): the group must not outlive this call.
+            with trio.move_on_after(REAP_BUDGET_S, shield=True):
+                await self._stop(run)
+            raise
+        await self._wait_and_forget(proc, run)
+        result = ProcessResult(
+            status="exited",
+            duration_ms=(time.perf_counter() - started) * 1000,
+            stdout=out.text(),
+            stderr=err.text(),
+            stdout_bytes=out.total,
+            stderr_bytes=err.total,
+            truncated=out.total > out.cap or err.total > err.cap,
+            pid=run.pid,
+        )
+        returncode = proc.returncode
+        if overflowed:
+            self._overflows += 1
+            error = f"hook output exceeded {spec.output_cap} bytes"
+            return msgspec.structs.replace(result, status="overflow", error=error)
+        if waiting.cancelled_caught and not run.closed:
+            self._timeouts += 1
+            error = f"timed out after {spec.timeout_s:g} s"
+            return msgspec.structs.replace(result, status="timeout", error=error)
+        if returncode is None:  # stuck in the kernel past our budget
+            error = "hook did not die after SIGKILL"
+            return msgspec.structs.replace(result, status="killed", error=error)
+        if returncode >= 0:
+            return msgspec.structs.replace(result, exit_code=returncode)
+        if run.closed:
+            error = "killed: reaper closed"
+            return msgspec.structs.replace(result, status="killed", error=error)
+        signum = -returncode
+        error = f"killed by {_signal_name(signum)}"
+        return msgspec.structs.replace(result, status="signaled", signal=signum, error=error)
+
+    async def _stop(self, run: _Run) -> None:
+        """SIGTERM the group, grace, SIGKILL the group, kill the run's marked escapees.
+
+        A checkpoint; call it shielded. The child stays unreaped (so the pgid stays ours).
+        """
+        self._killed += 1
+        _signal_group(run.pid, signal.SIGTERM)
+        with trio.move_on_after(TERM_GRACE_S):
+            await trio.lowlevel.wait_readable(run.pidfd)
+        _signal_group(run.pid, signal.SIGKILL)
+        no = run.no
+        self._escapees_killed += await trio.to_thread.run_sync(
+            kill_marked, self.engine_id, lambda other: other != no
+        )
+
+    async def _wait_and_forget(self, proc: trio.Process, run: _Run) -> None:
+        """Reap the child (shielded, bounded) and, in the same step, stop tracking its group:
+        once reaped, its pgid may be recycled, so nothing may signal it any more."""
+        if run.done.is_set():
+            return
+        with trio.move_on_after(REAP_BUDGET_S, shield=True):
+            await proc.wait()
+        if proc.returncode is None:
+            log.warning("hook process %d did not die after SIGKILL; leaving it", run.pid)
+            return
+        del self._runs[run.no]
+        self._unfinished.discard(run.no)
+        self._tell(b"-%d\n" % run.pid)
+        run.done.set()
+        self._sweep_wanted.set()  # a descendant may have left the group: look for it
+
+    async def _reap(self, proc: trio.Process, run: _Run) -> None:
+        """Whatever happened: reap the child, close its pipes and pidfd."""
+        await self._wait_and_forget(proc, run)
+        with trio.CancelScope(shield=True):
+            for stream in (proc.stdin, proc.stdout, proc.stderr):
+                if stream is not None:
+                    await stream.aclose()
+        trio.lowlevel.notify_closing(run.pidfd)
+        os.close(run.pidfd)
+
+    async def kill_all(self) -> int:
+        """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then kill
+        every process still carrying this engine's marker. Returns how many groups were live.
+
+        A checkpoint. Waits (bounded) for the runs it killed to be reaped by their own tasks.
+        Call it shielded: a cancel midway leaves groups for the watchdog.
+        """
+        self._closing = True
+        runs = list(self._runs.values())
+        for run in runs:
+            run.closed = True
+            _signal_group(run.pid, signal.SIGTERM)
+        self._killed += len(runs)
+        with trio.move_on_after(TERM_GRACE_S):
+            for run in runs:
+                await run.done.wait()
+        for run in runs:
+            if not run.done.is_set():  # not reaped, so the pgid is still this run's
+                _signal_group(run.pid, signal.SIGKILL)
+        self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
+        with trio.move_on_after(REAP_BUDGET_S):
+            for run in runs:
+                await run.done.wait()
+        return len(runs)
+
+    async def _sweeper(self) -> None:
+        """Kill marked processes of finished runs (escapees), at most every SWEEP_INTERVAL_S."""
+        while True:
+            await self._sweep_wanted.wait()
+            self._sweep_wanted = trio.Event()
+            # Runs started after this snapshot, or live in it, are spared: their processes are
+            # legitimately alive. Any other marked process belongs to a finished run.
+            spare = partial(_unfinished, self._last_no, frozenset(self._unfinished))
+            self._escapees_killed += await trio.to_thread.run_sync(
+                kill_marked, self.engine_id, spare
+            )
+            await trio.sleep(SWEEP_INTERVAL_S)
+
+    async def _start_watchdog(self) -> None:
+        read_end, write_end = os.pipe()  # both close-on-exec: hooks never inherit them
+        env = {k: v for k, v in os.environ.items() if k != RUN_VAR}
+        try:
+            self._watchdog = await trio.lowlevel.open_process(
+                [sys.executable, "-I", "-S", str(WATCHDOG_SCRIPT), self.engine_id],
+                stdin=read_end,
+                stdout=subprocess.DEVNULL,
+                env=env,
+                start_new_session=True,
+            )
+        except BaseException:
+            os.close(write_end)
+            raise
+        finally:
+            os.close(read_end)
+        os.set_blocking(write_end, False)
+        self._watchdog_fd = write_end
+
+    def _tell(self, line: bytes) -> None:
+        """One line to the watchdog; never blocks. Lines are < PIPE_BUF, so writes are atomic."""
+        fd = self._watchdog_fd
+        if fd is None:
+            return
+        try:
+            os.write(fd, line)
+        except BlockingIOError:
+            log.warning("watchdog pipe full; group %s not recorded", line.strip().decode())
+        except OSError:
+            log.warning("watchdog is gone; hooks will not be killed if this process dies")
+            self._watchdog_fd = None
+            os.close(fd)
+
+    async def _stop_watchdog(self) -> None:
+        """Close the pipe (the watchdog sees EOF, sweeps, exits) and wait for it. Shielded."""
+        proc, fd = self._watchdog, self._watchdog_fd
+        self._watchdog = self._watchdog_fd = None
+        if fd is not None:
+            os.close(fd)
+        if proc is None:
+            return
+        with trio.CancelScope(shield=True):
+            with trio.move_on_after(WATCHDOG_STOP_S):
+                await proc.wait()
+            if proc.returncode is None:
+                log.warning("watchdog %d did not exit; killing it", proc.pid)
+                proc.kill()
+                with trio.move_on_after(REAP_BUDGET_S):
+                    await proc.wait()
+
+
+@asynccontextmanager
+async def open_reaper(*, watchdog: bool = True) -> AsyncIterator[Reaper]:
+    """A reaper with its background sweeper and (unless ``watchdog=False``) its watchdog.
+
+    On exit, even on cancel: :meth:`Reaper.kill_all`, then the watchdog is stopped and waited
+    for, all shielded and bounded.
+    """
+    reaper = Reaper()
+    if watchdog:
+        await reaper._start_watchdog()
+    try:
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(reaper._sweeper)
+            try:
+                yield reaper
+            finally:
+                with trio.move_on_after(TERM_GRACE_S + 2 * REAP_BUDGET_S, shield=True):
+                    await reaper.kill_all()
+                nursery.cancel_scope.cancel()
+    finally:
+        await reaper._stop_watchdog()

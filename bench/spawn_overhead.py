@@ -1,0 +1,99 @@
+"""Spawn overhead: one ``bash -c true`` hook through our stack vs a bare ``subprocess.run``.
+
+Both are timed interleaved (ours, bare, ours, bare, ...) so drift in machine load hits both
+alike. Prints p50/p99 of each and their ratio; the target is ours/bare <= 1.25 at p50.
+
+    .venv/bin/python -m bench.spawn_overhead [-n 500] [--no-watchdog]
+
+Today "our stack" is reaper + TOML-dialect reading (:func:`via_reaper`); once the engine exists,
+add a runner around ``engine.fire`` with the same shape (an async no-argument callable) and pass
+it to :func:`measure`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager
+
+import trio
+
+from actors.reaper import ProcessSpec, open_reaper
+from runtime._protocol import TOML_OUTPUT_CAP, read_toml_reply
+
+HookRunner = Callable[[], Awaitable[None]]
+
+PAYLOAD = b'{"event":"pre_tool","session_id":"bench","tool":"bash","args":{"command":"ls"}}'
+
+
+@asynccontextmanager
+async def via_reaper(*, watchdog: bool = True) -> AsyncIterator[HookRunner]:
+    """A runner: one TOML-dialect command hook, spawned, guarded, reaped and read."""
+    async with open_reaper(watchdog=watchdog) as reaper:
+        spec = ProcessSpec(
+            argv=("bash", "-c", "true"),
+            cwd=os.getcwd(),
+            stdin=PAYLOAD,
+            timeout_s=30,
+            output_cap=TOML_OUTPUT_CAP,
+        )
+
+        async def run_once() -> None:
+            run = read_toml_reply(await reaper.run(spec))
+            assert run.outcome == "ok", run
+
+        yield run_once
+
+
+def bare_once() -> None:
+    subprocess.run(["bash", "-c", "true"], check=True)
+
+
+def percentile(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def measure(
+    run_hook: HookRunner, n: int, warmup: int = 20
+) -> tuple[list[float], list[float]]:
+    """``n`` interleaved timings (ms) of ``run_hook`` and of :func:`bare_once`."""
+    ours: list[float] = []
+    bare: list[float] = []
+    for i in range(warmup + n):
+        t0 = time.perf_counter()
+        await run_hook()
+        t1 = time.perf_counter()
+        bare_once()  # blocks the loop on purpose: it is the baseline, nothing else runs
+        t2 = time.perf_counter()
+        if i >= warmup:
+            ours.append((t1 - t0) * 1000)
+            bare.append((t2 - t1) * 1000)
+    return ours, bare
+
+
+def report(ours: list[float], bare: list[float]) -> None:
+    print(f"n = {len(ours)} each, interleaved")
+    print(f"{'':12}{'p50 ms':>10}{'p99 ms':>10}")
+    for name, samples in (("triohooks", ours), ("bare", bare)):
+        print(f"{name:12}{percentile(samples, 0.5):10.3f}{percentile(samples, 0.99):10.3f}")
+    for q in (0.5, 0.99):
+        ratio = percentile(ours, q) / percentile(bare, q)
+        print(f"ratio p{round(q * 100)}: {ratio:.3f}" + ("  (target <= 1.25)" if q == 0.5 else ""))
+
+
+async def main(n: int, watchdog: bool) -> None:
+    async with via_reaper(watchdog=watchdog) as run_hook:
+        ours, bare = await measure(run_hook, n)
+    report(ours, bare)
+
+
+if __name__ == "__main__":
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=500)
+    parser.add_argument("--no-watchdog", action="store_true")
+    args = parser.parse_args()
+    trio.run(main, args.n, not args.no_watchdog)

@@ -1,0 +1,277 @@
+"""``HookEngine``: the public object an agent embeds (and the CLI and websocket service use).
+
+Owns wiring the actors together in dependency order and closing them in reverse: intake stops,
+the post queue drains (5 s), the reaper kills what is left, the audit sink flushes. It must not
+contain decision logic (``_outcome``) or process handling (``actors.reaper``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+from collections.abc import AsyncIterator, Mapping, Sequence
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from actors.audit import AuditRecord, AuditSink
+from actors.dispatcher import Dispatcher
+from actors.loader import Loader, RebuildReport
+from actors.post_worker import PostWorker, WorkerReport
+from actors.reaper import Reaper, open_reaper
+
+from ._events import EventBase, canonical_event, event_from_payload
+from ._http import HttpHookClient
+from ._judge import Judge, judge_from_env
+from ._model import Hook, HookTable, PythonHandler, PythonHookFunc
+from ._outcome import Outcome
+
+log = logging.getLogger("triohooks")
+
+#: Background events get this long at close before running hooks are killed (blitz HK-33).
+CLOSE_DRAIN_S = 5.0
+
+
+class HookEngine:
+    """Fire agent lifecycle events at the user's hooks. Open with :meth:`open`."""
+
+    def __init__(
+        self,
+        dispatcher: Dispatcher,
+        loader: Loader,
+        reaper: Reaper,
+        audit: AuditSink | None,
+        judge_warning: str | None,
+    ) -> None:
+        self._dispatcher = dispatcher
+        self._loader = loader
+        self._reaper = reaper
+        self._audit = audit
+        self.judge_warning = judge_warning
+        self.close_report: WorkerReport | None = None
+
+    @classmethod
+    @asynccontextmanager
+    async def open(
+        cls,
+        *,
+        workspace: str | os.PathLike[str] | None = None,
+        config_dir: str | os.PathLike[str] | None = None,
+        extra_configs: Sequence[str | os.PathLike[str]] = (),
+        trust: bool = False,
+        judge: Judge | None = None,
+        state_dir: str | os.PathLike[str] | None = None,
+        audit: bool = True,
+        watchdog: bool = True,
+        drain_timeout_s: float = CLOSE_DRAIN_S,
+    ) -> AsyncIterator[HookEngine]:
+        """Start the engine's actors; on exit close them in order.
+
+        Raises :class:`~runtime.ConfigError` when a config file has errors. Workspace defaults to
+        the current directory. ``trust=True`` trusts the workspace's hooks for this engine only.
+        """
+        ws = Path(workspace) if workspace is not None else Path.cwd()
+        loader = Loader(
+            workspace=ws,
+            config_dir=Path(config_dir) if config_dir is not None else None,
+            extra_configs=[Path(p) for p in extra_configs],
+            trust_override=trust,
+        )
+        table = await loader.load_initial()
+        # A judge configured for triohooks ([judge] or TRIOHOOKS_JUDGE_*) judges prompt hooks;
+        # when none is configured, or it cannot be built (a warning), the agent's own does.
+        built, judge_warning = judge_from_env(os.environ, dict(table.judge))
+        if judge_warning:
+            log.warning("%s", judge_warning)
+        sink = AuditSink(Path(state_dir) if state_dir is not None else None) if audit else None
+        async with (
+            trio.open_nursery() as outer,
+            HttpHookClient() as http,
+            built if built is not None else contextlib.nullcontext() as _,
+        ):
+            outer.start_soon(loader.serve)
+            if sink is not None:
+                await outer.start(sink.serve)
+            async with open_reaper(watchdog=watchdog) as reaper:
+                dispatcher = Dispatcher(
+                    loader=loader,
+                    reaper=reaper,
+                    audit=sink,
+                    post_worker_factory=lambda run_item: PostWorker(
+                        run_item,
+                        on_warning=lambda text: log.warning("%s", text),
+                        kill_running=reaper.kill_all,
+                        drain_timeout_s=drain_timeout_s,
+                    ),
+                    http=http,
+                    judge=built if built is not None else judge,
+                    workspace=str(ws),
+                )
+                engine = cls(dispatcher, loader, reaper, sink, judge_warning)
+                async with trio.open_nursery() as events:
+                    await events.start(dispatcher.serve)
+                    try:
+                        yield engine
+                    finally:
+                        # Close order: intake stops and the post queue drains (5 s), then
+                        # in-flight events are cancelled (their groups killed by the reaper).
+                        with trio.CancelScope(shield=True):
+                            engine.close_report = await dispatcher.post_worker.close()
+                        events.cancel_scope.cancel()
+                # Leaving open_reaper kills every group still alive and stops the watchdog.
+            if sink is not None:
+                with trio.CancelScope(shield=True):
+                    engine._audit_close_report()
+                    with trio.move_on_after(2):
+                        await sink.close()
+            outer.cancel_scope.cancel()
+
+    def _audit_close_report(self) -> None:
+        report = self.close_report
+        if self._audit is None or report is None:
+            return
+        self._audit.submit(
+            AuditRecord(
+                time="",
+                session="",
+                kind="worker",
+                event="close",
+                hook="",
+                decision=None,
+                error=None,
+                duration_ms=round(report.drain_seconds * 1000, 3),
+                workspace=self._dispatcher.workspace,
+                detail=msgspec.to_builtins(report),
+            )
+        )
+
+    # -- firing -------------------------------------------------------------------------------
+    async def fire(
+        self, event: str, payload: Mapping[str, Any] | EventBase | None = None, /, **fields: Any
+    ) -> Outcome:
+        """Fire ``event`` (canonical name or JSON-dialect alias) and return its Outcome.
+
+        ``payload`` is a dict of the event's fields (DESIGN §2) or an event Struct; keyword
+        arguments add fields. A checkpoint. On cancel the event's running hooks are killed.
+        Raises :class:`~runtime.UnknownEventError` / :class:`~runtime.PayloadError` for bad input.
+        """
+        if isinstance(payload, EventBase):
+            ev = payload
+            if fields:
+                ev = msgspec.structs.replace(ev, **fields)
+        else:
+            data = dict(payload or {})
+            data.update(fields)
+            data.setdefault("workspace", self._dispatcher.workspace)
+            ev = event_from_payload(event, data)
+        return await self._dispatcher.dispatch(ev)
+
+    async def pre_tool(
+        self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
+    ) -> Outcome:
+        return await self.fire(
+            "pre_tool", tool=tool, args=dict(args), tool_call_id=tool_call_id, **common
+        )
+
+    async def post_tool(
+        self,
+        tool: str,
+        args: Mapping[str, Any],
+        result: Any = None,
+        error: str | None = None,
+        tool_call_id: str | None = None,
+        **common: Any,
+    ) -> Outcome:
+        """Fire post_tool (and post_tool_failure too when ``error`` is set)."""
+        return await self.fire(
+            "post_tool",
+            tool=tool,
+            args=dict(args),
+            result=result,
+            error=error,
+            tool_call_id=tool_call_id,
+            **common,
+        )
+
+    async def prompt_submit(self, prompt: str, **common: Any) -> Outcome:
+        return await self.fire("prompt_submit", prompt=prompt, **common)
+
+    async def permission_request(
+        self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
+    ) -> Outcome:
+        return await self.fire(
+            "permission_request", tool=tool, args=dict(args), tool_call_id=tool_call_id, **common
+        )
+
+    async def session_start(self, reason: str = "startup", **common: Any) -> Outcome:
+        return await self.fire("session_start", reason=reason, **common)
+
+    async def stop(self, **common: Any) -> Outcome:
+        return await self.fire("stop", **common)
+
+    async def session_end(self, reason: str = "exit", **common: Any) -> Outcome:
+        return await self.fire("session_end", reason=reason, **common)
+
+    async def notification(self, type: str, message: str, **common: Any) -> Outcome:
+        return await self.fire("notification", type=type, message=message, **common)
+
+    # -- in-process hooks and config ----------------------------------------------------------
+    def add_hook(
+        self,
+        event: str,
+        func: PythonHookFunc,
+        *,
+        name: str | None = None,
+        match: str | None = None,
+        timeout_s: float = 30.0,
+    ) -> Hook:
+        """Register an async Python callable as a hook (runs before config hooks, in order).
+
+        ``func(event_fields)`` returns a reply dict (TOML-dialect fields: ``decision``,
+        ``reason``, ``updated_args``, ``additional_context`` ...), a string, or None.
+        """
+        from ._globs import validate_go_glob
+
+        canon = canonical_event(event)
+        if match:
+            validate_go_glob(match)
+        label = name or str(getattr(func, "__qualname__", "python-hook"))
+        hook = Hook(
+            id=f"api:{label}:{len(self._dispatcher.api_hooks)}",
+            name=label,
+            event=canon,
+            config_event=canon,
+            dialect="python",
+            scope="api",
+            source="",
+            index=len(self._dispatcher.api_hooks),
+            handler=PythonHandler(func),
+            timeout_s=timeout_s,
+            match=match,
+        )
+        self._dispatcher.api_hooks.append(hook)
+        return hook
+
+    def remove_hook(self, hook: Hook) -> None:
+        self._dispatcher.api_hooks.remove(hook)
+
+    @property
+    def table(self) -> HookTable:
+        """The current hook-table snapshot."""
+        return self._loader.table
+
+    async def reload(self) -> RebuildReport:
+        """Re-read config now; on errors the previous table stays. A checkpoint."""
+        return await self._loader.rebuild()
+
+    @property
+    def live_processes(self) -> int:
+        return self._reaper.live
+
+    @property
+    def queue_depth(self) -> int:
+        return self._dispatcher.post_worker.depth

@@ -1,0 +1,230 @@
+"""The Outcome of one event, and how the hooks' replies combine into it (DESIGN §5, §7).
+
+Owns the decision rules: the first block wins and stops the chain; the first ``decision`` and
+any ``continue`` count; contexts join with newlines; every ``system_message`` is kept; rewrites
+chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``: shallow merge);
+failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it must not run
+anything or do I/O.
+"""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import msgspec
+
+from ._events import ADVISORY_JSON_EVENTS, EVENTS
+from ._model import Hook
+from ._protocol import RunResult
+
+_FAILED = frozenset({"error", "timeout", "spawn_failed", "killed"})
+
+
+class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
+    """One hook that actually ran, as the Outcome reports it."""
+
+    hook: str
+    source: str
+    dialect: str
+    outcome: str
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    error: str | None = None
+    decision: str | None = None
+
+
+class Outcome(msgspec.Struct, kw_only=True):
+    """The one answer to the agent, the same from Python, the CLI and the websocket."""
+
+    event: str
+    blocked: bool = False
+    decision: str | None = None
+    reason: str | None = None
+    message_for_model: str | None = None
+    user_message: str | None = None
+    args: dict[str, Any] | None = None
+    prompt: str | None = None
+    result: Any = None
+    error: str | None = None
+    additional_context: str | None = None
+    system_messages: list[str] = msgspec.field(default_factory=list)
+    continue_: bool = msgspec.field(default=False, name="continue")
+    queued: bool = False
+    runs: list[RunRecord] = msgspec.field(default_factory=list)
+    #: Things the user should know that are not decisions (ignored blocks, failed hooks, caps).
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+    def to_builtins(self) -> dict[str, Any]:
+        out: dict[str, Any] = msgspec.to_builtins(self)
+        return out
+
+
+def failure_text(result: RunResult) -> str:
+    return result.error or result.outcome
+
+
+class Combiner:
+    """Folds hook results into an :class:`Outcome`, one hook at a time, in run order."""
+
+    def __init__(self, event: str, fields: dict[str, Any]) -> None:
+        self.event = event
+        self.info = EVENTS[event]
+        self.outcome = Outcome(event=event)
+        self._contexts: list[str] = []
+        self._toml_rewrote = False
+        if self.info.tool_event:
+            self.outcome.args = copy.deepcopy(fields.get("args") or {})
+        if event == "prompt_submit":
+            self.outcome.prompt = fields.get("prompt") or ""
+        if event in ("post_tool", "post_tool_failure"):
+            self.outcome.result = copy.deepcopy(fields.get("result"))
+            self.outcome.error = fields.get("error")
+        #: Set once a hook stopped the chain; later hooks must not run.
+        self.stopped = False
+
+    # -- inputs the next hook sees ------------------------------------------------------------
+    @property
+    def current_args(self) -> dict[str, Any] | None:
+        return self.outcome.args
+
+    @property
+    def current_prompt(self) -> str | None:
+        return self.outcome.prompt
+
+    # -- folding ------------------------------------------------------------------------------
+    def add(self, hook: Hook, result: RunResult) -> None:
+        self.outcome.runs.append(
+            RunRecord(
+                hook=hook.name,
+                source=hook.source or hook.scope,
+                dialect=hook.dialect,
+                outcome=result.outcome,
+                exit_code=result.exit_code,
+                duration_ms=round(result.duration_ms, 3),
+                error=result.error,
+                decision=result.decision,
+            )
+        )
+        if result.system_message:
+            self.outcome.system_messages.append(result.system_message)
+        if result.outcome in _FAILED:
+            self._failed(hook, result)
+            return
+        advisory = hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
+        if result.outcome == "block":
+            if advisory or not self.info.can_block:
+                self._warn(f"hook {hook.name}: a block is ignored for {hook.config_event}")
+            else:
+                self._block(hook, result.reason or "blocked by hook", result.user_message)
+            return
+        if result.outcome == "mutate":
+            if advisory or result.patch is None:
+                self._warn(f"hook {hook.name}: a mutate is ignored for {hook.config_event}")
+            else:
+                self._patch(hook, result.patch)
+            return
+        self._reply(hook, result)
+
+    def _failed(self, hook: Hook, result: RunResult) -> None:
+        why = failure_text(result)
+        if hook.dialect == "json":
+            if hook.on_error == "block":
+                self._block(hook, f"hook {hook.name} failed: {why}", None)
+            elif hook.on_error == "warn":
+                self._warn(f"hook {hook.name} failed: {why}")
+            return
+        if hook.fail_closed:
+            self._block(hook, f"hook {hook.name} failed and is fail_closed: {why}", None)
+        else:
+            self._warn(f"hook {hook.name} failed: {why}")
+
+    def _block(self, hook: Hook, reason: str, user_message: str | None) -> None:
+        o = self.outcome
+        self.stopped = True
+        if not self.info.can_block:
+            return
+        o.blocked = True
+        o.reason = reason
+        # Blocks win over any earlier decision; a stop "block" means "go on", a permission's "deny".
+        o.decision = {"stop": "continue", "permission_request": "deny"}.get(self.event, "block")
+        if self.event == "stop":
+            o.continue_ = True
+        if user_message:
+            o.user_message = user_message
+        if self.event == "pre_tool":
+            o.message_for_model = f"blocked by pre_tool hook: {reason}"
+
+    def _reply(self, hook: Hook, r: RunResult) -> None:
+        o = self.outcome
+        decision = r.decision or None
+        if decision in ("block", "deny"):
+            self._block(hook, r.reason or "blocked by hook", r.user_message)
+            return
+        if decision and o.decision is None:
+            o.decision = decision
+            if r.reason and o.reason is None:
+                o.reason = r.reason
+        if r.continue_:
+            if self.event == "stop":
+                o.continue_ = True
+                o.blocked = True
+                o.decision = "continue"
+                o.reason = r.reason or o.reason or "a stop hook asked to continue"
+            else:
+                o.continue_ = True
+        if r.additional_context:
+            self._contexts.append(r.additional_context)
+        elif r.plain_output and self.event in ("session_start", "prompt_submit"):
+            self._contexts.append(r.plain_output.rstrip("\n"))
+        if r.updated_args is not None and self.info.tool_event:
+            if self.event != "pre_tool":
+                self._warn(f"hook {hook.name}: updated_args is only used on pre_tool")
+            elif not self._toml_rewrote:
+                self._toml_rewrote = True
+                o.args = copy.deepcopy(r.updated_args)
+        if r.user_message and o.user_message is None:
+            o.user_message = r.user_message
+
+    def _patch(self, hook: Hook, patch: dict[str, Any]) -> None:
+        o = self.outcome
+        if self.event == "pre_tool":
+            args = patch.get("arguments")
+            if isinstance(args, dict):
+                o.args = {**(o.args or {}), **copy.deepcopy(args)}
+            elif args is not None:
+                self._warn(f"hook {hook.name}: patch.arguments is not an object; ignored")
+        elif self.event == "prompt_submit":
+            message = patch.get("message")
+            if isinstance(message, str):
+                o.prompt = message
+            elif message is not None:
+                self._warn(f"hook {hook.name}: patch.message is not a string; ignored")
+        elif self.event == "post_tool":
+            if "result" in patch:
+                o.result = copy.deepcopy(patch["result"])
+            if "error" in patch:
+                if isinstance(patch["error"], str) or patch["error"] is None:
+                    o.error = patch["error"]
+                else:
+                    self._warn(f"hook {hook.name}: patch.error is not a string; ignored")
+            context = patch.get("additional_context")
+            if isinstance(context, str) and context:
+                self._contexts.append(context)
+                if isinstance(o.result, dict):
+                    o.result = {**o.result, "hook_context": self._joined()}
+                else:
+                    o.result = {"value": o.result, "hook_context": context}
+        else:
+            self._warn(f"hook {hook.name}: a mutate is ignored for {hook.config_event}")
+
+    def _joined(self) -> str:
+        return "\n".join(self._contexts)
+
+    def _warn(self, text: str) -> None:
+        self.outcome.warnings.append(text)
+
+    def finish(self) -> Outcome:
+        if self._contexts:
+            self.outcome.additional_context = self._joined()
+        return self.outcome

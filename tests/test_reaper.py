@@ -1,0 +1,254 @@
+"""The process guard with real processes and the real clock: spawning, pipes, caps, kills."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from typing import Any
+
+import pytest
+import trio
+
+from actors._watchdog import RUN_VAR, marked_processes
+from actors.reaper import ProcessSpec, Reaper, open_reaper
+
+pytestmark = pytest.mark.slow
+
+
+def sh(command: str, *, timeout_s: float = 5.0, **kw: Any) -> ProcessSpec:
+    kw.setdefault("cwd", os.getcwd())
+    return ProcessSpec(argv=("bash", "-c", command), timeout_s=timeout_s, **kw)
+
+
+def survivors(reaper: Reaper) -> list[int]:
+    """Live processes (zombies excluded) carrying this reaper's run marker."""
+    return [pid for pid, _ in marked_processes(reaper.engine_id)]
+
+
+async def assert_no_survivors(reaper: Reaper, within: float = 0.3) -> None:
+    """Nothing the reaper started is alive ``within`` seconds (a SIGKILLed process can take a
+    moment to become a zombie; an escapee waits for the background sweep)."""
+    with trio.move_on_after(within):
+        while survivors(reaper):
+            await trio.sleep(0.01)
+    assert survivors(reaper) == []
+    assert reaper.live == 0
+
+
+async def wait_live(reaper: Reaper, n: int) -> None:
+    while reaper.live < n:
+        await trio.sleep(0.005)
+
+
+async def test_command_gets_stdin_cwd_and_environment(tmp_path: Any) -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            spec = sh(
+                'read -r line; echo "in=$line cwd=$PWD"; echo "run=$TRIOHOOKS_RUN" >&2; exit 3',
+                cwd=str(tmp_path),
+                stdin=b"payload\n",
+            )
+            result = await reaper.run(spec)
+            assert result.status == "exited"
+            assert result.exit_code == 3
+            assert result.stdout == f"in=payload cwd={tmp_path}\n"
+            assert result.stderr == f"run={reaper.engine_id}:1\n"
+            assert result.stdout_bytes == len(result.stdout)
+            assert result.pid is not None
+            assert result.duration_ms > 0
+            assert not result.truncated
+            await assert_no_survivors(reaper)
+
+
+async def test_spec_env_replaces_the_environment_but_keeps_the_marker() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            spec = sh('echo "$ONLY:${HOME-unset}:$TRIOHOOKS_RUN"', env={"ONLY": "1"})
+            result = await reaper.run(spec)
+            assert result.stdout == f"1:unset:{reaper.engine_id}:1\n"
+            assert os.environ.get(RUN_VAR) is None
+
+
+async def test_args_run_without_a_shell() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            spec = ProcessSpec(argv=("printf", "%s|", "$HOME", "a b"), cwd="/", timeout_s=5)
+            result = await reaper.run(spec)
+            assert (result.status, result.stdout) == ("exited", "$HOME|a b|")
+
+
+async def test_each_run_is_its_own_session_and_group() -> None:
+    code = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            spec = ProcessSpec(argv=(sys.executable, "-c", code), cwd="/", timeout_s=5)
+            result = await reaper.run(spec)
+            pid, pgid, sid = map(int, result.stdout.split())
+            assert pid == pgid == sid == result.pid
+            assert pgid != os.getpgid(0)
+
+
+async def test_output_over_the_cap_is_truncated_but_drained_and_counted() -> None:
+    with trio.fail_after(10):
+        async with open_reaper() as reaper:
+            cmd = "head -c 300000 /dev/zero | tr '\\0' a; head -c 5000 /dev/zero >&2"
+            result = await reaper.run(sh(cmd, output_cap=1000))
+            assert result.status == "exited"
+            assert result.exit_code == 0
+            assert result.stdout == "a" * 1000
+            assert result.stdout_bytes == 300_000
+            assert result.stderr_bytes == 5000
+            assert len(result.stderr) == 1000
+            assert result.truncated
+
+
+@pytest.mark.parametrize("stream", ["", ">&2"])
+async def test_error_mode_overflow_kills_the_group(stream: str) -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            cmd = f"head -c 65537 /dev/zero {stream}; sleep 100"
+            result = await reaper.run(sh(cmd, output_cap=65536, overflow="error"))
+            assert result.status == "overflow"
+            assert result.error == "hook output exceeded 65536 bytes"
+            assert reaper.stats().overflows == 1
+            await assert_no_survivors(reaper)
+
+
+async def test_error_mode_exactly_at_the_cap_is_fine() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            result = await reaper.run(
+                sh("head -c 65536 /dev/zero", output_cap=65536, overflow="error")
+            )
+            assert (result.status, result.stdout_bytes, result.truncated) == (
+                "exited",
+                65536,
+                False,
+            )
+
+
+async def test_non_utf8_output_is_replaced() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            result = await reaper.run(sh("printf '\\xff\\xfeok'; printf '\\xc3' >&2"))
+            assert result.stdout == "\ufffd\ufffdok"
+            assert result.stderr == "\ufffd"
+
+
+async def test_cancel_kills_the_group_and_reraises() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            with trio.move_on_after(0.2) as scope:
+                await reaper.run(sh("trap '' TERM; sleep 100 & sleep 100", timeout_s=60))
+            assert scope.cancelled_caught
+            assert reaper.stats().killed == 1
+            await assert_no_survivors(reaper)
+
+
+async def test_kill_all_on_close_kills_running_hooks() -> None:
+    results = []
+
+    async def one(reaper: Reaper) -> None:
+        results.append(await reaper.run(sh("sleep 100 & sleep 100", timeout_s=60)))
+
+    with trio.fail_after(5):
+        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            nursery.start_soon(one, reaper)
+            nursery.start_soon(one, reaper)
+            await wait_live(reaper, 2)
+            assert await reaper.kill_all() == 2
+            await assert_no_survivors(reaper)
+            late = await reaper.run(sh("true"))
+            assert (late.status, late.error) == ("killed", "reaper is closed")
+    assert [r.status for r in results] == ["killed", "killed"]
+    assert all(r.error == "killed: reaper closed" for r in results)
+
+
+async def test_leaving_open_reaper_kills_hooks_and_stops_the_watchdog() -> None:
+    results = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            async with open_reaper() as reaper:
+                watchdog = reaper.watchdog_pid
+                assert watchdog is not None
+
+                async def one() -> None:
+                    results.append(await reaper.run(sh("sleep 100", timeout_s=60)))
+
+                nursery.start_soon(one)
+                await wait_live(reaper, 1)
+            assert survivors(reaper) == []
+    assert results[0].status == "killed"
+    with pytest.raises(ProcessLookupError):
+        os.kill(watchdog, 0)  # exited and reaped
+
+
+async def test_background_child_is_swept_when_the_hook_exits() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            start = trio.current_time()
+            result = await reaper.run(sh("sleep 100 & echo hi"))
+            assert (result.status, result.stdout) == ("exited", "hi\n")
+            assert trio.current_time() - start < 1.0  # not held by the sleep's stdout
+            await assert_no_survivors(reaper)
+
+
+async def test_escaped_descendant_is_found_by_the_background_sweep() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            result = await reaper.run(sh("setsid sleep 100 & sleep 0.1; echo hi"))
+            assert (result.status, result.stdout) == ("exited", "hi\n")
+            await assert_no_survivors(reaper, within=1.0)
+            assert reaper.stats().escapees_killed == 1
+
+
+async def test_sweep_spares_processes_of_runs_still_going() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            long_result = []
+
+            async def long() -> None:
+                long_result.append(await reaper.run(sh("sleep 0.6; echo survived")))
+
+            nursery.start_soon(long)
+            await wait_live(reaper, 1)
+            for _ in range(3):  # each finished run asks for a sweep
+                await reaper.run(sh("true"))
+                await trio.sleep(0.1)
+        assert long_result[0].stdout == "survived\n"
+
+
+async def test_many_concurrent_runs_each_get_one_result() -> None:
+    # Rounds of overlapping spawns: the background sweep must spare runs still spawning.
+    with trio.fail_after(20):
+        async with open_reaper() as reaper:
+            for _ in range(12):
+                results: list[Any] = []
+                async with trio.open_nursery() as nursery:
+                    for i in range(20):
+                        spec = sh(f"echo {i}; exit {i % 3}")
+                        nursery.start_soon(_collect, reaper, spec, results)
+                assert [r.status for r in results] == ["exited"] * 20
+                assert sorted(int(r.stdout) for r in results) == list(range(20))
+                assert all(r.exit_code == int(r.stdout) % 3 for r in results)
+            stats = reaper.stats()
+            assert (stats.spawned, stats.live, stats.killed, stats.escapees_killed) == (
+                240,
+                0,
+                0,
+                0,
+            )
+
+
+async def _collect(reaper: Reaper, spec: ProcessSpec, into: list[Any]) -> None:
+    into.append(await reaper.run(spec))
+
+
+async def test_without_watchdog() -> None:
+    with trio.fail_after(5):
+        async with open_reaper(watchdog=False) as reaper:
+            assert reaper.watchdog_pid is None
+            result = await reaper.run(sh("kill -TERM $$"))
+            assert (result.status, result.signal) == ("signaled", signal.SIGTERM)
+            assert result.error == "killed by SIGTERM"
