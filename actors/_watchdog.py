@@ -20,6 +20,7 @@ EOF. Linux only (pidfds, /proc).
 from __future__ import annotations
 
 import os
+import select
 import signal
 import sys
 import time
@@ -29,6 +30,8 @@ from collections.abc import Callable, Iterable, Iterator
 RUN_VAR = "TRIOHOOKS_RUN"
 #: How long a group gets between SIGTERM and SIGKILL when the host is gone.
 TERM_GRACE_S = 0.1
+#: How often the idle watchdog empties its pipe (messages never wake it).
+DRAIN_INTERVAL_MS = 1000
 #: Escapees can fork while we scan; a few passes catch the stragglers.
 SCAN_PASSES = 3
 
@@ -119,22 +122,36 @@ def _signal_group(pgid: int, sig: int) -> bool:
 
 
 def read_groups(fd: int) -> set[int]:
-    """Follow ``+pgid`` / ``-pgid`` lines on ``fd`` until EOF; return the groups still live."""
+    """Follow ``+pgid`` / ``-pgid`` lines on ``fd`` until its writer is gone; return the groups
+    still live.
+
+    We poll for POLLHUP only, so the engine's writes never wake us (no cost per hook run); the
+    pipe is drained every ``DRAIN_INTERVAL_MS`` and at the end.
+    """
     groups: set[int] = set()
     pending = b""
+    os.set_blocking(fd, False)
+    poller = select.poll()
+    poller.register(fd, 0)  # 0: only POLLHUP / POLLERR are reported
     while True:
-        try:
-            chunk = os.read(fd, 4096)
-        except OSError:
-            chunk = b""
-        if not chunk:
+        hung_up = bool(poller.poll(DRAIN_INTERVAL_MS))
+        while True:
+            try:
+                chunk = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                chunk = b""
+            if not chunk:
+                return groups
+            *lines, pending = (pending + chunk).split(b"\n")
+            for line in lines:
+                if line[:1] == b"+" and line[1:].isdigit():
+                    groups.add(int(line[1:]))
+                elif line[:1] == b"-" and line[1:].isdigit():
+                    groups.discard(int(line[1:]))
+        if hung_up:  # POLLERR without EOF: nothing sensible left to wait for
             return groups
-        *lines, pending = (pending + chunk).split(b"\n")
-        for line in lines:
-            if line[:1] == b"+" and line[1:].isdigit():
-                groups.add(int(line[1:]))
-            elif line[:1] == b"-" and line[1:].isdigit():
-                groups.discard(int(line[1:]))
 
 
 def main(argv: list[str]) -> int:

@@ -27,7 +27,7 @@ import trio
 from opentelemetry import trace
 
 from runtime import _paths
-from runtime._redact import redact
+from runtime._redact import REDACTED, redact, secret_key
 
 logger = logging.getLogger("triohooks.audit")
 
@@ -166,7 +166,10 @@ def _redact_tree(value: Any) -> Any:
     if isinstance(value, str):
         return redact(value)
     if isinstance(value, Mapping):
-        return {k: _redact_tree(v) for k, v in value.items()}
+        return {
+            k: REDACTED if isinstance(v, str) and secret_key(str(k)) else _redact_tree(v)
+            for k, v in value.items()
+        }
     if isinstance(value, list | tuple):
         return [_redact_tree(v) for v in value]
     return value

@@ -44,7 +44,7 @@ from runtime._protocol import (
     read_toml_reply,
 )
 
-from .audit import AuditRecord, AuditSink, hook_span
+from .audit import AuditRecord, AuditSink, end_run, hook_span
 from .loader import Loader
 from .post_worker import BackgroundItem, PostWorker, encode_payload
 from .reaper import ProcessSpec, Reaper
@@ -73,11 +73,10 @@ class Dispatcher:
         loader: Loader,
         reaper: Reaper,
         audit: AuditSink | None,
-        post_worker_factory: Callable[[Callable[[BackgroundItem], Any]], PostWorker],
         http: HttpHookClient | None,
         judge: Judge | None,
         workspace: str,
-        on_event: Callable[[str, dict[str, Any]], None] | None = None,
+        drain_timeout_s: float = 5.0,
     ) -> None:
         self.loader = loader
         self.reaper = reaper
@@ -86,12 +85,20 @@ class Dispatcher:
         self.judge = judge
         self.workspace = workspace
         self.api_hooks: list[Hook] = []
-        self.post_worker = post_worker_factory(self._run_background)
+        self.post_worker = PostWorker(
+            self._run_background,
+            on_warning=self._falling_behind,
+            on_drop=self._dropped,
+            kill_running=reaper.kill_all,
+            drain_timeout_s=drain_timeout_s,
+        )
         #: Background hooks per queued item, keyed by the worker's sequence number.
         self._pending: dict[int, tuple[Hook, ...]] = {}
         self._stop_continues: dict[str, int] = {}
         self._nursery: trio.Nursery | None = None
-        self._on_event = on_event
+        #: Observers of what happens (the websocket stream, the demo timeline): called
+        #: synchronously with (kind, fields); they must not block. A failing one is logged.
+        self.listeners: list[Callable[[str, dict[str, Any]], None]] = []
         self.crashes = 0
 
     # -- actor lifecycle ----------------------------------------------------------------------
@@ -103,10 +110,11 @@ class Dispatcher:
             task_status.started()
             await trio.sleep_forever()
 
-    def _emit(self, kind: str, **fields: Any) -> None:
-        if self._on_event is not None:
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Tell every listener; cheap when there are none."""
+        for listener in self.listeners:
             try:
-                self._on_event(kind, fields)
+                listener(kind, fields)
             except Exception:
                 log.exception("event listener failed")
 
@@ -178,7 +186,7 @@ class Dispatcher:
             stop_key = ev.prompt_id or ev.session_id
             if self._stop_continues.get(stop_key, 0) > 0:
                 fields["stop_hook_active"] = True
-        self._emit("fired", event=event, session=ev.session_id, hooks=len(hooks) + len(extra))
+        self.emit("fired", event=event, session=ev.session_id, hooks=len(hooks) + len(extra))
         combiner = Combiner(event, fields)
         background = [h for h in hooks if not _is_sync(h, event)]
         for hook in hooks:
@@ -214,7 +222,7 @@ class Dispatcher:
         if extra:
             failure_fields = {**fields, "event": "post_tool_failure"}
             outcome.queued |= self._queue("post_tool_failure", ev, failure_fields, extra)
-        self._emit("outcome", event=event, outcome=outcome)
+        self.emit("outcome", event=event, outcome=outcome)
         return outcome
 
     def _passes_filters(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> bool:
@@ -257,18 +265,32 @@ class Dispatcher:
                 log.warning("background hook %s failed: %s", hook.name, failure_text(result))
             self._after_run(hook, item.event, None, result, fields=fields)
 
-    def forget_pending(self, seq: int) -> None:
-        self._pending.pop(seq, None)
+    def _falling_behind(self, text: str) -> None:
+        log.warning("%s", text)
+        self.emit("falling_behind", message=text)
+
+    def _dropped(self, item: BackgroundItem, reason: str) -> None:
+        self._pending.pop(item.seq, None)
+        self.emit(
+            "dropped",
+            event=item.event,
+            session=item.session_id,
+            hooks=item.hook_count,
+            reason=reason,
+        )
 
     # -- running one hook ---------------------------------------------------------------------
     async def _run_hook(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> RunResult:
-        self._emit("hook_started", event=event, hook=hook.name)
+        self.emit("hook_started", event=event, hook=hook.name)
         with hook_span(event, hook.id, hook.dialect) as span:
             result = await self._run_handler(hook, event, fields)
-            span.set_attribute("triohooks.outcome", result.outcome)
-            span.set_attribute("triohooks.duration_ms", result.duration_ms)
-            span.set_attribute("triohooks.stdout_bytes", result.stdout_bytes)
-        self._emit(
+            end_run(
+                span,
+                outcome=result.outcome,
+                duration_ms=result.duration_ms,
+                output_bytes=result.stdout_bytes + result.stderr_bytes,
+            )
+        self.emit(
             "hook_finished",
             event=event,
             hook=hook.name,
@@ -442,6 +464,13 @@ class Dispatcher:
         return msgspec.structs.replace(parse_toml_stdout(text), duration_ms=ms)
 
     # -- audit --------------------------------------------------------------------------------
+    def record(self, record: AuditRecord) -> None:
+        """Send one audit record to the sink (never waits) and to the listeners."""
+        if self.audit is not None:
+            self.audit.submit(record)
+        if self.listeners:
+            self.emit("audit", record=record)
+
     def _after_run(
         self,
         hook: Hook,
@@ -451,7 +480,7 @@ class Dispatcher:
         *,
         fields: Mapping[str, Any] | None = None,
     ) -> None:
-        if self.audit is None:
+        if self.audit is None and not self.listeners:
             return
         decision: str | None = None
         if result.outcome in _FAILED:
@@ -463,7 +492,7 @@ class Dispatcher:
         if decision is None:
             return
         session = ev.session_id if ev is not None else str((fields or {}).get("session_id", ""))
-        self.audit.submit(
+        self.record(
             AuditRecord(
                 time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
                 session=session,

@@ -27,6 +27,7 @@ Linux only: pidfds (5.3+) and /proc.
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import signal
@@ -35,7 +36,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
 from typing import Final, Literal
@@ -58,6 +59,7 @@ SWEEP_INTERVAL_S: Final = 0.25
 #: How long the watchdog gets to exit after we close its pipe.
 WATCHDOG_STOP_S: Final = 2.0
 READ_CHUNK: Final = 65536
+WATCHDOG_PIPE_BYTES: Final = 1 << 20
 WATCHDOG_SCRIPT: Final = Path(__file__).with_name("_watchdog.py")
 
 
@@ -139,18 +141,77 @@ class _Capture:
 
 
 class _Run:
-    """A live hook process, as the reaper tracks it."""
+    """A live hook process, as the reaper tracks it: the child, its pidfd and our pipe ends."""
 
-    __slots__ = ("closed", "done", "no", "pid", "pidfd")
+    __slots__ = ("closed", "done", "no", "pid", "pidfd", "popen", "stderr", "stdin", "stdout")
 
-    def __init__(self, no: int, pid: int, pidfd: int) -> None:
+    def __init__(self, no: int, popen: subprocess.Popen[bytes], stdin: int, out: int, err: int):
         self.no = no
-        self.pid = pid
-        self.pidfd = pidfd
+        self.popen = popen
+        self.pid = popen.pid
+        #: Our non-blocking pipe ends; stdin becomes None once closed.
+        self.stdin: int | None = stdin
+        self.stdout = out
+        self.stderr = err
         #: kill_all signalled this run's group.
         self.closed = False
         #: Set once the direct child is reaped (or given up on).
         self.done = trio.Event()
+        try:
+            self.pidfd = os.pidfd_open(self.pid)  # Linux 5.3+
+        except OSError:  # we cannot guard this process, so it must not run
+            _signal_group(self.pid, signal.SIGKILL)
+            popen.wait()
+            self.close_pipes()
+            raise
+
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            _close(self.stdin)
+            self.stdin = None
+
+    def close_pipes(self) -> None:
+        self.close_stdin()
+        _close(self.stdout)
+        _close(self.stderr)
+
+
+def _close(fd: int) -> None:
+    trio.lowlevel.notify_closing(fd)  # wakes any task still waiting on it (none by design)
+    os.close(fd)
+
+
+def _spawn(spec: ProcessSpec, env: dict[str, str], no: int) -> _Run:
+    """Start the child in its own session, with three pipes whose far ends we keep.
+
+    Synchronous on purpose: CPython forks with vfork here (no preexec_fn), which blocks the loop
+    only until the child execs, while a worker-thread hop under load costs more than the spawn
+    itself (measured with bench/spawn_overhead.py).
+    """
+    pipes: list[tuple[int, int]] = []
+    try:
+        for _ in range(3):
+            pipes.append(os.pipe())  # close-on-exec; Popen dup2s the child's ends onto 0, 1, 2
+        (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
+        popen = subprocess.Popen(
+            spec.argv,
+            stdin=in_r,
+            stdout=out_w,
+            stderr=err_w,
+            cwd=spec.cwd,
+            env=env,
+            start_new_session=True,
+        )
+    except BaseException:
+        for pair in pipes:
+            for fd in pair:
+                os.close(fd)
+        raise
+    for fd in (in_r, out_w, err_w):
+        os.close(fd)
+    for fd in (in_w, out_r, err_r):
+        os.set_blocking(fd, False)
+    return _Run(no, popen, in_w, out_r, err_r)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -162,27 +223,47 @@ def _signal_group(pgid: int, sig: int) -> None:
         log.warning("cannot signal hook process group %d", pgid)
 
 
-async def _feed(stream: trio.abc.SendStream, data: bytes) -> None:
+def _write_some(fd: int, data: memoryview) -> memoryview | None:
+    """Write what the pipe takes now; the rest, or None when nothing more will be written."""
     try:
-        if data:
-            await stream.send_all(data)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass  # the hook exited (or closed stdin) without reading it all: its right
+        while data:
+            data = data[os.write(fd, data) :]
+    except BlockingIOError:
+        return data
+    except OSError:  # EPIPE: the hook exited (or closed stdin) without reading it all
+        return None
+    return None
+
+
+async def _feed(run: _Run, rest: memoryview) -> None:
+    """Write the rest of stdin as the hook reads it, then close it."""
+    try:
+        left: memoryview | None = rest
+        while left is not None and run.stdin is not None:
+            await trio.lowlevel.wait_writable(run.stdin)
+            left = _write_some(run.stdin, left)
     finally:
-        await stream.aclose()
+        run.close_stdin()
 
 
-async def _drain(
-    stream: trio.abc.ReceiveStream, capture: _Capture, on_overflow: Callable[[], None] | None
-) -> None:
+async def _drain(fd: int, capture: _Capture, on_overflow: Callable[[], None] | None) -> None:
+    """Read ``fd`` to EOF into ``capture``. Raw reads: no checkpoint unless we must wait or
+    the pipe was full (so a firehose cannot starve the loop)."""
     try:
-        while chunk := await stream.receive_some(READ_CHUNK):
+        while True:
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                await trio.lowlevel.wait_readable(fd)
+                continue
+            if not chunk:
+                return
             capture.add(chunk)
             if on_overflow is not None and capture.total > capture.cap:
                 on_overflow()
                 return
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+            if len(chunk) == READ_CHUNK:
+                await trio.lowlevel.checkpoint()
     finally:
         capture.done.set()
 
@@ -271,18 +352,9 @@ class Reaper:
         self._unfinished.add(no)
         env = dict(os.environ if spec.env is None else spec.env)
         env[RUN_VAR] = run_marker(self.engine_id, no)
+        await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            # Popen runs in a worker thread that is never abandoned: a cancel lands after it
-            # returns, in the try below, so a spawned process is always ours to kill.
-            proc = await trio.lowlevel.open_process(
-                spec.argv,
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
-                cwd=spec.cwd,
-                env=env,
-                start_new_session=True,
-            )
+            run = _spawn(spec, env, no)
         except (OSError, ValueError) as exc:
             self._unfinished.discard(no)
             self._spawn_failures += 1
@@ -291,27 +363,15 @@ class Reaper:
                 error=_spawn_error(spec, exc),
                 duration_ms=(time.perf_counter() - started) * 1000,
             )
-        try:
-            pidfd = os.pidfd_open(proc.pid)
-        except OSError:  # pre-5.3 kernel: we cannot guard this process, so it must not run
-            _signal_group(proc.pid, signal.SIGKILL)
-            with trio.CancelScope(shield=True):
-                await proc.wait()
-            self._unfinished.discard(no)
-            raise
-        run = _Run(no, proc.pid, pidfd)
         self._runs[no] = run
         self._spawned += 1
-        self._tell(b"+%d\n" % proc.pid)
+        self._tell(b"+%d\n" % run.pid)
         try:
-            return await self._supervise(proc, run, spec, started)
+            return await self._supervise(run, spec, started)
         finally:
-            await self._reap(proc, run)
+            await self._reap(run)
 
-    async def _supervise(
-        self, proc: trio.Process, run: _Run, spec: ProcessSpec, started: float
-    ) -> ProcessResult:
-        assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    async def _supervise(self, run: _Run, spec: ProcessSpec, started: float) -> ProcessResult:
         out, err = _Capture(spec.output_cap), _Capture(spec.output_cap)
         waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
         overflowed = False
@@ -324,9 +384,14 @@ class Reaper:
         limit = on_overflow if spec.overflow == "error" else None
         try:
             async with trio.open_nursery() as io:
-                io.start_soon(_feed, proc.stdin, spec.stdin)
-                io.start_soon(_drain, proc.stdout, out, limit)
-                io.start_soon(_drain, proc.stderr, err, limit)
+                assert run.stdin is not None
+                rest = _write_some(run.stdin, memoryview(spec.stdin))
+                if rest is None:  # the usual case: the payload fits in the pipe
+                    run.close_stdin()
+                else:
+                    io.start_soon(_feed, run, rest)
+                io.start_soon(_drain, run.stdout, out, limit)
+                io.start_soon(_drain, run.stderr, err, limit)
                 if self._closing:  # kill_all ran while we were spawning
                     run.closed = True
                     waiting.cancel()
@@ -337,16 +402,17 @@ class Reaper:
                 else:
                     # The unreaped child holds the pgid, so this cannot hit a recycled group.
                     _signal_group(run.pid, signal.SIGKILL)
-                with trio.move_on_after(EOF_GRACE_S):
-                    await out.done.wait()
-                    await err.done.wait()
+                if not (out.done.is_set() and err.done.is_set()):
+                    with trio.move_on_after(EOF_GRACE_S):
+                        await out.done.wait()
+                        await err.done.wait()
                 io.cancel_scope.cancel()
         except BaseException:
             # Cancelled (or a bug): the group must not outlive this call.
             with trio.move_on_after(REAP_BUDGET_S, shield=True):
                 await self._stop(run)
             raise
-        await self._wait_and_forget(proc, run)
+        await self._wait_and_forget(run)
         result = ProcessResult(
             status="exited",
             duration_ms=(time.perf_counter() - started) * 1000,
@@ -357,7 +423,7 @@ class Reaper:
             truncated=out.total > out.cap or err.total > err.cap,
             pid=run.pid,
         )
-        returncode = proc.returncode
+        returncode = run.popen.returncode
         if overflowed:
             self._overflows += 1
             error = f"hook output exceeded {spec.output_cap} bytes"
@@ -393,14 +459,15 @@ class Reaper:
             kill_marked, self.engine_id, lambda other: other != no
         )
 
-    async def _wait_and_forget(self, proc: trio.Process, run: _Run) -> None:
+    async def _wait_and_forget(self, run: _Run) -> None:
         """Reap the child (shielded, bounded) and, in the same step, stop tracking its group:
         once reaped, its pgid may be recycled, so nothing may signal it any more."""
         if run.done.is_set():
             return
-        with trio.move_on_after(REAP_BUDGET_S, shield=True):
-            await proc.wait()
-        if proc.returncode is None:
+        if run.popen.poll() is None:
+            with trio.move_on_after(REAP_BUDGET_S, shield=True):
+                await trio.lowlevel.wait_readable(run.pidfd)
+        if run.popen.poll() is None:
             log.warning("hook process %d did not die after SIGKILL; leaving it", run.pid)
             return
         del self._runs[run.no]
@@ -409,15 +476,11 @@ class Reaper:
         run.done.set()
         self._sweep_wanted.set()  # a descendant may have left the group: look for it
 
-    async def _reap(self, proc: trio.Process, run: _Run) -> None:
+    async def _reap(self, run: _Run) -> None:
         """Whatever happened: reap the child, close its pipes and pidfd."""
-        await self._wait_and_forget(proc, run)
-        with trio.CancelScope(shield=True):
-            for stream in (proc.stdin, proc.stdout, proc.stderr):
-                if stream is not None:
-                    await stream.aclose()
-        trio.lowlevel.notify_closing(run.pidfd)
-        os.close(run.pidfd)
+        await self._wait_and_forget(run)
+        run.close_pipes()
+        _close(run.pidfd)
 
     async def kill_all(self) -> int:
         """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then kill
@@ -474,6 +537,8 @@ class Reaper:
         finally:
             os.close(read_end)
         os.set_blocking(write_end, False)
+        with suppress(OSError):  # room for ~65k runs between the watchdog's drains
+            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, WATCHDOG_PIPE_BYTES)
         self._watchdog_fd = write_end
 
     def _tell(self, line: bytes) -> None:

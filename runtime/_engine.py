@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ import trio
 from actors.audit import AuditRecord, AuditSink
 from actors.dispatcher import Dispatcher
 from actors.loader import Loader, RebuildReport
-from actors.post_worker import PostWorker, WorkerReport
+from actors.post_worker import WorkerReport
 from actors.reaper import Reaper, open_reaper
 
 from ._events import EventBase, canonical_event, event_from_payload
@@ -101,12 +101,7 @@ class HookEngine:
                     loader=loader,
                     reaper=reaper,
                     audit=sink,
-                    post_worker_factory=lambda run_item: PostWorker(
-                        run_item,
-                        on_warning=lambda text: log.warning("%s", text),
-                        kill_running=reaper.kill_all,
-                        drain_timeout_s=drain_timeout_s,
-                    ),
+                    drain_timeout_s=drain_timeout_s,
                     http=http,
                     judge=built if built is not None else judge,
                     workspace=str(ws),
@@ -130,11 +125,19 @@ class HookEngine:
                         await sink.close()
             outer.cancel_scope.cancel()
 
+    def add_listener(self, listener: Callable[[str, dict[str, Any]], None]) -> Callable[[], None]:
+        """Call ``listener(kind, fields)`` for everything that happens: ``fired``,
+        ``hook_started``, ``hook_finished``, ``outcome``, ``dropped``, ``falling_behind``,
+        ``audit``, ``closed``. It runs synchronously and must not block. Returns a remover."""
+        self._dispatcher.listeners.append(listener)
+        return lambda: self._dispatcher.listeners.remove(listener)
+
     def _audit_close_report(self) -> None:
         report = self.close_report
-        if self._audit is None or report is None:
+        if report is None:
             return
-        self._audit.submit(
+        self._dispatcher.emit("closed", report=report)
+        self._dispatcher.record(
             AuditRecord(
                 time="",
                 session="",

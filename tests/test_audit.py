@@ -181,7 +181,11 @@ async def test_secrets_are_redacted_in_error_and_detail(tmp_path: Path) -> None:
     record = rec(
         error=f"curl failed: Authorization: Bearer abcdefgh12345678 token={leaked}",
         decision="error",
-        detail={"stderr": f"API_KEY=abc {leaked}", "nested": [{"password": "pw"}], "n": 3},
+        detail={
+            "stderr": f"API_KEY=abc {leaked}",
+            "nested": [{"password": "pw", "user": "bob"}],
+            "n": 3,
+        },
     )
     await run_sink(sink, [record])
     raw = (tmp_path / "audit" / "audit-2024-03-01.jsonl").read_text()
@@ -190,8 +194,8 @@ async def test_secrets_are_redacted_in_error_and_detail(tmp_path: Path) -> None:
     assert got["error"] == "curl failed: Authorization: [REDACTED] token=[REDACTED]"
     assert got["detail"] == {
         "stderr": "API_KEY=[REDACTED] [REDACTED]",
-        "nested": [{"password": "pw"}],  # a key, not text: values of secret keys in
-        "n": 3,  # structured detail are the caller's business
+        "nested": [{"password": "[REDACTED]", "user": "bob"}],
+        "n": 3,
     }
     assert sink.failures.recent("h1") == [("2024-03-01T00:00:00.000Z", got["error"])]
 
