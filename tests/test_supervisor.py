@@ -55,7 +55,9 @@ async def test_budget_exhausted_fails_loudly_with_the_cause(autojump_clock) -> N
         await trio.sleep(1)
         raise ValueError("disk on fire")
 
-    with pytest.RaisesGroup(pytest.RaisesExc(ActorFailed, match="'audit' crashed 5 times.*disk on fire")):
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(ActorFailed, match="'audit' crashed 5 times.*disk on fire")
+    ):
         async with trio.open_nursery() as nursery:
             await Supervisor(nursery, budget=5, window_s=10).start("audit", broken)
             await trio.sleep_forever()
@@ -65,7 +67,9 @@ async def test_crash_before_ready_is_not_retried(autojump_clock) -> None:
     async def cannot_start(*, task_status=trio.TASK_STATUS_IGNORED) -> None:
         raise OSError("no state dir")
 
-    with pytest.RaisesGroup(pytest.RaisesExc(OSError, match="no state dir"), flatten_subgroups=True):
+    with pytest.RaisesGroup(
+        pytest.RaisesExc(OSError, match="no state dir"), flatten_subgroups=True
+    ):
         async with trio.open_nursery() as nursery:
             await Supervisor(nursery).start("audit", cannot_start)
 
