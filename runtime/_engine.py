@@ -23,6 +23,7 @@ from actors.dispatcher import Dispatcher
 from actors.loader import Loader, RebuildReport
 from actors.post_worker import WorkerReport
 from actors.reaper import Reaper, open_reaper
+from actors.supervisor import Supervisor
 
 from ._events import EventBase, canonical_event, event_from_payload
 from ._http import HttpHookClient
@@ -93,9 +94,10 @@ class HookEngine:
             HttpHookClient() as http,
             built if built is not None else contextlib.nullcontext() as _,
         ):
-            outer.start_soon(loader.serve)
+            supervisor = Supervisor(outer)
+            await supervisor.start("loader", loader.serve)
             if sink is not None:
-                await outer.start(sink.serve)
+                await supervisor.start("audit", sink.serve)
             async with open_reaper(watchdog=watchdog) as reaper:
                 dispatcher = Dispatcher(
                     loader=loader,
@@ -108,7 +110,7 @@ class HookEngine:
                 )
                 engine = cls(dispatcher, loader, reaper, sink, judge_warning)
                 async with trio.open_nursery() as events:
-                    await events.start(dispatcher.serve)
+                    await Supervisor(events).start("dispatcher", dispatcher.serve)
                     try:
                         yield engine
                     finally:
