@@ -33,7 +33,7 @@ from runtime._model import (
     PromptHandler,
     PythonHandler,
 )
-from runtime._outcome import Combiner, Outcome, failure_text
+from runtime._outcome import Combiner, Outcome, failure_text, plain_outcome
 from runtime._protocol import (
     RunResult,
     json_hook_environment,
@@ -121,8 +121,19 @@ class Dispatcher:
     # -- the per-event path -------------------------------------------------------------------
     def _hooks_for(self, event: str) -> tuple[Hook, ...]:
         table_hooks = self.loader.table.for_event(event)
+        if not self.api_hooks:
+            return table_hooks
         api = [h for h in self.api_hooks if h.event == event]
         return (*api, *table_hooks) if api else table_hooks
+
+    def _any_passes(self, hooks: tuple[Hook, ...], event: str, ev: EventBase) -> bool:
+        """Could any of ``hooks`` run for ``ev``? Exact for the first hook to run (nothing can
+        have rewritten the arguments before it), so False means no hook runs at all."""
+        if not hooks or not EVENTS[event].tool_event:
+            return bool(hooks)
+        tool = getattr(ev, "tool", "")
+        args = getattr(ev, "args", None) or {}
+        return any(self._passes(h, tool, args) for h in hooks)
 
     async def dispatch(self, ev: EventBase) -> Outcome:
         """Run one event and return its Outcome.
@@ -136,9 +147,14 @@ class Dispatcher:
         extra: tuple[Hook, ...] = ()
         if event == "post_tool" and getattr(ev, "error", None):
             extra = self._hooks_for("post_tool_failure")
-        if not hooks and not extra and event != "stop":
+        if (
+            event != "stop"
+            and not self._any_passes(hooks, event, ev)
+            and not self._any_passes(extra, "post_tool_failure", ev)
+        ):
+            # The fast path: nothing runs, so no task, no copies, no encoding.
             await trio.lowlevel.checkpoint()
-            return Combiner(event, msgspec.to_builtins(ev)).finish()
+            return plain_outcome(event, ev)
         assert self._nursery is not None, "dispatcher is not running"
         done = trio.Event()
         box: list[Outcome] = []
@@ -228,8 +244,9 @@ class Dispatcher:
     def _passes_filters(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> bool:
         if not EVENTS[event].tool_event:
             return True
-        tool = str(fields.get("tool") or "")
-        args = fields.get("args") or {}
+        return self._passes(hook, str(fields.get("tool") or ""), fields.get("args") or {})
+
+    def _passes(self, hook: Hook, tool: str, args: Mapping[str, Any]) -> bool:
         if hook.dialect == "json":
             return hook.compiled_matcher is None or matcher_fires(
                 hook.compiled_matcher, tool=tool, args=args

@@ -21,6 +21,7 @@ from ._model import (
     HookTable,
     Scope,
     TrustInfo,
+    index_by_event,
 )
 from ._paths import global_config_dir, global_config_files, workspace_config_files
 from ._toml_dialect import parse_toml_text
@@ -150,6 +151,7 @@ def load_table(
         hooks.extend(h for h in json_hooks if h.scope == scope.scope)
     return HookTable(
         hooks=tuple(hooks),
+        by_event=index_by_event(tuple(hooks)),
         untrusted=tuple(untrusted),
         problems=tuple(problems),
         trust=trust,

@@ -25,7 +25,7 @@ from actors.post_worker import WorkerReport
 from actors.reaper import Reaper, open_reaper
 from actors.supervisor import Supervisor
 
-from ._events import EventBase, canonical_event, event_from_payload
+from ._events import EVENT_TYPES, EventBase, canonical_event, event_from_payload
 from ._http import HttpHookClient
 from ._judge import Judge, judge_from_env
 from ._model import Hook, HookTable, PythonHandler, PythonHookFunc
@@ -175,10 +175,19 @@ class HookEngine:
             ev = event_from_payload(event, data)
         return await self._dispatcher.dispatch(ev)
 
+    async def _fire_typed(self, event: str, **fields: Any) -> Outcome:
+        """The typed helpers' path: fields are known names, so build the Struct directly."""
+        fields.setdefault("workspace", self._dispatcher.workspace)
+        try:
+            ev = EVENT_TYPES[event](**fields)
+        except TypeError:  # an unknown keyword: let the general path say which
+            return await self.fire(event, fields)
+        return await self._dispatcher.dispatch(ev)
+
     async def pre_tool(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
-        return await self.fire(
+        return await self._fire_typed(
             "pre_tool", tool=tool, args=dict(args), tool_call_id=tool_call_id, **common
         )
 
@@ -192,7 +201,7 @@ class HookEngine:
         **common: Any,
     ) -> Outcome:
         """Fire post_tool (and post_tool_failure too when ``error`` is set)."""
-        return await self.fire(
+        return await self._fire_typed(
             "post_tool",
             tool=tool,
             args=dict(args),
@@ -203,26 +212,26 @@ class HookEngine:
         )
 
     async def prompt_submit(self, prompt: str, **common: Any) -> Outcome:
-        return await self.fire("prompt_submit", prompt=prompt, **common)
+        return await self._fire_typed("prompt_submit", prompt=prompt, **common)
 
     async def permission_request(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
-        return await self.fire(
+        return await self._fire_typed(
             "permission_request", tool=tool, args=dict(args), tool_call_id=tool_call_id, **common
         )
 
     async def session_start(self, reason: str = "startup", **common: Any) -> Outcome:
-        return await self.fire("session_start", reason=reason, **common)
+        return await self._fire_typed("session_start", reason=reason, **common)
 
     async def stop(self, **common: Any) -> Outcome:
-        return await self.fire("stop", **common)
+        return await self._fire_typed("stop", **common)
 
     async def session_end(self, reason: str = "exit", **common: Any) -> Outcome:
-        return await self.fire("session_end", reason=reason, **common)
+        return await self._fire_typed("session_end", reason=reason, **common)
 
     async def notification(self, type: str, message: str, **common: Any) -> Outcome:
-        return await self.fire("notification", type=type, message=message, **common)
+        return await self._fire_typed("notification", type=type, message=message, **common)
 
     # -- in-process hooks and config ----------------------------------------------------------
     def add_hook(

@@ -177,13 +177,25 @@ class HookTable(msgspec.Struct, frozen=True):
     #: TOML ``[judge]`` settings for the built-in prompt-hook judge.
     judge: tuple[tuple[str, str], ...] = ()
     generation: int = 0
+    #: ``hooks`` grouped by event, in run order (built once by the loader: the per-event
+    #: path must not scan the whole table). Use :func:`index_by_event`.
+    by_event: dict[str, tuple[Hook, ...]] = {}
 
     def for_event(self, event: str) -> tuple[Hook, ...]:
+        if self.by_event or not self.hooks:
+            return self.by_event.get(event, ())
         return tuple(h for h in self.hooks if h.event == event)
 
     @property
     def errors(self) -> tuple[ConfigProblem, ...]:
         return tuple(p for p in self.problems if p.severity == "error")
+
+
+def index_by_event(hooks: tuple[Hook, ...]) -> dict[str, tuple[Hook, ...]]:
+    grouped: dict[str, list[Hook]] = {}
+    for hook in hooks:
+        grouped.setdefault(hook.event, []).append(hook)
+    return {event: tuple(group) for event, group in grouped.items()}
 
 
 class ConfigError(Exception):

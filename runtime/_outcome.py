@@ -64,6 +64,19 @@ def failure_text(result: RunResult) -> str:
     return result.error or result.outcome
 
 
+def plain_outcome(event: str, ev: Any) -> Outcome:
+    """The Outcome of an event no hook ran for: everything as the agent sent it."""
+    outcome = Outcome(event=event)
+    if EVENTS[event].tool_event:
+        outcome.args = ev.args
+    if event == "prompt_submit":
+        outcome.prompt = ev.prompt
+    elif event in ("post_tool", "post_tool_failure"):
+        outcome.result = ev.result
+        outcome.error = ev.error
+    return outcome
+
+
 class Combiner:
     """Folds hook results into an :class:`Outcome`, one hook at a time, in run order."""
 

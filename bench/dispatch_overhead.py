@@ -1,0 +1,117 @@
+"""Dispatch overhead: the in-process cost of one ``engine.fire``.
+
+Three loops run interleaved in one trio run, each timed per call with ``perf_counter_ns``:
+
+- floor: ``await trio.lowlevel.checkpoint()`` (the cheapest thing an awaitable fire could do);
+- no match: ``engine.pre_tool`` against a table whose hooks are all for other tools/events;
+- one in-process hook: the same with one Python hook that answers "no opinion".
+
+Prints p50/p99 in µs for each; the target is <= 20 µs p50 with no match.
+
+    .venv/bin/python -m bench.dispatch_overhead [-n 20000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import statistics
+import tempfile
+import time
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from runtime._engine import HookEngine
+
+TOML = """
+[[hooks.pre_tool]]
+match = "never_called_tool"
+command = "true"
+
+[[hooks.post_tool]]
+command = "true"
+
+[[hooks.prompt_submit]]
+command = "true"
+"""
+
+
+def pct(samples: list[int], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))] / 1000.0
+
+
+async def bench(n: int) -> dict[str, dict[str, float]]:
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "g").mkdir()
+        (root / "ws").mkdir()
+        (root / "g/hooks.toml").write_text(TOML)
+        async with HookEngine.open(
+            workspace=root / "ws", config_dir=root / "g", state_dir=root / "state", audit=False
+        ) as engine:
+
+            async def no_opinion(ev: Any) -> None:
+                return None
+
+            args = {"command": "ls -la"}
+
+            async def floor() -> None:
+                await trio.lowlevel.checkpoint()
+
+            async def no_match() -> None:
+                await engine.pre_tool("bash", args, session_id="s")
+
+            async def one_hook() -> None:
+                await engine.fire("permission_request", tool="bash", args=args, session_id="s")
+
+            engine.add_hook("permission_request", no_opinion)
+            runners: dict[str, Callable[[], Awaitable[None]]] = {
+                "floor (checkpoint)": floor,
+                "fire, no hook matches": no_match,
+                "fire, one in-process hook": one_hook,
+            }
+            samples: dict[str, list[int]] = {name: [] for name in runners}
+            for _ in range(min(1000, n // 10)):  # warm up
+                for run in runners.values():
+                    await run()
+            gc.collect()
+            clock = time.perf_counter_ns
+            for _ in range(n):
+                for name, run in runners.items():
+                    t0 = clock()
+                    await run()
+                    samples[name].append(clock() - t0)
+    return {
+        name: {
+            "p50_us": pct(s, 0.50),
+            "p99_us": pct(s, 0.99),
+            "mean_us": statistics.fmean(s) / 1000.0,
+        }
+        for name, s in samples.items()
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-n", type=int, default=20000)
+    parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    args = parser.parse_args()
+    figures = trio.run(bench, args.n)
+    print(f"dispatch overhead, n={args.n} each, interleaved")
+    print(f"{'case':32} {'p50 µs':>9} {'p99 µs':>9} {'mean µs':>9}")
+    for name, f in figures.items():
+        print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
+    target = figures["fire, no hook matches"]["p50_us"]
+    print(f"target: no-match p50 <= 20 µs -> {'met' if target <= 20 else 'MISSED'} ({target:.2f} µs)")
+    if args.json:
+        args.json.parent.mkdir(parents=True, exist_ok=True)
+        args.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
