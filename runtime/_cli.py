@@ -21,6 +21,7 @@ from ._config import load_table
 from ._events import PayloadError, UnknownEventError, canonical_event, event_from_payload
 from ._model import ConfigError, Hook, HookTable
 from ._paths import global_config_dir, state_dir, workspace_config_files
+from ._selfconfig_cli import add_hooks_command, cmd_hooks
 from ._trust import record_trust, trust_digest, trust_state
 
 EXIT_OK = 0
@@ -84,6 +85,7 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
+    add_hooks_command(sub)
     return parser
 
 
@@ -278,6 +280,7 @@ COMMANDS = {
     "trust": cmd_trust,
     "doctor": cmd_doctor,
     "fire": cmd_fire,
+    "hooks": cmd_hooks,
 }
 
 
