@@ -2,9 +2,10 @@
 
 One small helper process per engine, started by :mod:`actors.reaper` as
 ``python -I -S _watchdog.py <engine-id>`` with the read end of a pipe as its stdin. The engine
-writes one line per hook process group: ``+<pgid>`` once spawned, ``-<pgid>`` once reaped. When
-stdin reaches EOF -- the engine closed its end on a clean close, or the host died, even by
-SIGKILL, and the kernel closed it -- the watchdog kills every group still listed (SIGTERM, a
+writes one line per hook process group: ``+<pgid>`` once spawned, ``-<pgid>`` once reaped (the
+watchdog sleeps in poll() for POLLHUP only, so these writes never wake it; it empties the pipe
+once a second). When the engine's end closes -- on a clean close, or because the host died, even
+by SIGKILL, and the kernel closed it -- the watchdog kills every group still listed (SIGTERM, a
 short grace, SIGKILL) and every process that carries this engine's run marker (descendants that
 left their group with ``setsid``), then exits 0.
 
@@ -61,7 +62,11 @@ def marked_processes(engine_id: str) -> Iterator[tuple[int, int]]:
     """``(pid, run_no)`` of every live process we can see that carries this engine's marker."""
     key = f"{RUN_VAR}={engine_id}:".encode()
     me = os.getpid()
-    for name in os.listdir("/proc"):
+    try:
+        names = os.listdir("/proc")
+    except OSError:  # no /proc here: nothing we can find
+        return
+    for name in names:
         if not name.isdigit() or int(name) == me:
             continue
         run = _run_of(int(name), key)

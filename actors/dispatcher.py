@@ -35,6 +35,8 @@ from runtime._model import (
 )
 from runtime._outcome import Combiner, Outcome, failure_text, plain_outcome
 from runtime._protocol import (
+    JSON_OUTPUT_CAP,
+    TOML_OUTPUT_CAP,
     RunResult,
     json_hook_environment,
     json_payload,
@@ -51,15 +53,11 @@ from .reaper import ProcessSpec, Reaper
 
 log = logging.getLogger("triohooks.dispatcher")
 
-#: TOML dialect: keep the first 100 KiB of each stream (issue 3).
-TOML_OUTPUT_CAP = 100 * 1024
-#: JSON dialect: more output than this is an error.
-JSON_OUTPUT_CAP = 64 * 1024
 _FAILED = frozenset({"error", "timeout", "spawn_failed", "killed"})
 _encoder = msgspec.json.Encoder()
 
 
-def _is_sync(hook: Hook, event: str) -> bool:
+def is_sync(hook: Hook, event: str) -> bool:
     info = EVENTS[event]
     return info.json_sync if hook.dialect == "json" else info.sync
 
@@ -163,7 +161,11 @@ class Dispatcher:
         try:
             await done.wait()
         except trio.Cancelled:
+            # Cancel the event and wait (bounded) for its hooks' groups to be killed, so a
+            # cancelled fire never returns with a hook of its still running.
             scope.cancel()
+            with trio.move_on_after(2, shield=True):
+                await done.wait()
             raise
         return box[0]
 
@@ -204,11 +206,11 @@ class Dispatcher:
                 fields["stop_hook_active"] = True
         self.emit("fired", event=event, session=ev.session_id, hooks=len(hooks) + len(extra))
         combiner = Combiner(event, fields)
-        background = [h for h in hooks if not _is_sync(h, event)]
+        background = [h for h in hooks if not is_sync(h, event)]
         for hook in hooks:
             if combiner.stopped:
                 break
-            if not _is_sync(hook, event):
+            if not is_sync(hook, event):
                 continue
             current = fields
             if combiner.current_args is not None:
@@ -475,10 +477,15 @@ class Dispatcher:
             )
         text = reply.text.strip()
         if not text.startswith("{"):
-            return RunResult(
-                outcome="error", error=f"judge answered no JSON: {text[:80]!r}", duration_ms=ms
-            )
-        return msgspec.structs.replace(parse_toml_stdout(text), duration_ms=ms)
+            read = RunResult(outcome="error", error=f"judge answered no JSON: {text[:80]!r}")
+        else:
+            read = parse_toml_stdout(text)
+        return msgspec.structs.replace(
+            read,
+            duration_ms=ms,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+        )
 
     # -- audit --------------------------------------------------------------------------------
     def record(self, record: AuditRecord) -> None:

@@ -1,9 +1,10 @@
 """The process guard: the only place that starts, watches, kills and reaps hook processes.
 
 Owns: spawning (``bash -c <command>`` or a program's argv, in the workspace, each run in its own
-session and process group), feeding stdin, reading stdout/stderr with our own tasks and caps,
-timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook leaves behind, the
-host-death watchdog helper (:mod:`actors._watchdog`) and the counters.
+session and process group), feeding stdin, reading stdout/stderr ourselves with caps (the calling
+task serves a run's pipes and exit through a private epoll), timeouts, group kills (SIGTERM, a
+short grace, SIGKILL), sweeping what a hook leaves behind, the host-death watchdog helper
+(:mod:`actors._watchdog`) and the counters.
 
 Must not: know about events, dialects or decisions (``runtime._protocol`` reads results), use
 ``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
@@ -30,12 +31,13 @@ from __future__ import annotations
 import fcntl
 import logging
 import os
+import select
 import signal
 import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
@@ -119,14 +121,13 @@ class ReaperStats(msgspec.Struct, frozen=True, kw_only=True):
 class _Capture:
     """One output stream: the first ``cap`` bytes kept, every byte counted."""
 
-    __slots__ = ("cap", "chunks", "done", "kept", "total")
+    __slots__ = ("cap", "chunks", "kept", "total")
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
         self.chunks: list[bytes] = []
         self.kept = 0
         self.total = 0
-        self.done = trio.Event()
 
     def add(self, chunk: bytes | bytearray) -> None:
         self.total += len(chunk)
@@ -165,23 +166,28 @@ class _Run:
             self.close_pipes()
             raise
 
+    # Trio never waits on the pipes (the run's private epoll does), so plain closes suffice.
     def close_stdin(self) -> None:
         if self.stdin is not None:
-            _close(self.stdin)
+            os.close(self.stdin)
             self.stdin = None
 
     def close_pipes(self) -> None:
         self.close_stdin()
-        _close(self.stdout)
-        _close(self.stderr)
+        os.close(self.stdout)
+        os.close(self.stderr)
 
 
 def _close(fd: int) -> None:
-    trio.lowlevel.notify_closing(fd)  # wakes any task still waiting on it (none by design)
+    """Close an fd trio may have waited on."""
+    trio.lowlevel.notify_closing(fd)
     os.close(fd)
 
 
-def _spawn(spec: ProcessSpec, env: dict[str, str], no: int) -> _Run:
+Environment = dict[str, str] | dict[bytes, bytes]
+
+
+def _spawn(spec: ProcessSpec, env: Environment, no: int) -> _Run:
     """Start the child in its own session, with three pipes whose far ends we keep.
 
     Synchronous on purpose: CPython forks with vfork here (no preexec_fn), which blocks the loop
@@ -235,37 +241,102 @@ def _write_some(fd: int, data: memoryview) -> memoryview | None:
     return None
 
 
-async def _feed(run: _Run, rest: memoryview) -> None:
-    """Write the rest of stdin as the hook reads it, then close it."""
-    try:
-        left: memoryview | None = rest
-        while left is not None and run.stdin is not None:
-            await trio.lowlevel.wait_writable(run.stdin)
-            left = _write_some(run.stdin, left)
-    finally:
-        run.close_stdin()
+class _Plumbing:
+    """One run's pipes and exit, multiplexed on a private epoll so that a single task (the
+    caller's) serves them all: no nursery, no helper tasks, one wakeup per batch of events."""
 
+    #: Chunks read from one pipe per wakeup before yielding to the loop (fairness).
+    READS_PER_WAKEUP: Final = 16
 
-async def _drain(fd: int, capture: _Capture, on_overflow: Callable[[], None] | None) -> None:
-    """Read ``fd`` to EOF into ``capture``. Raw reads: no checkpoint unless we must wait or
-    the pipe was full (so a firehose cannot starve the loop)."""
-    try:
-        while True:
+    def __init__(self, run: _Run, spec: ProcessSpec) -> None:
+        self.run = run
+        self.out = _Capture(spec.output_cap)
+        self.err = _Capture(spec.output_cap)
+        self.limit = spec.output_cap if spec.overflow == "error" else None
+        self.exited = False
+        self.overflowed = False
+        self.open_outputs = 2
+        self.poller = select.epoll()
+        self.poller.register(run.pidfd, select.EPOLLIN)
+        self.poller.register(run.stdout, select.EPOLLIN)
+        self.poller.register(run.stderr, select.EPOLLIN)
+        assert run.stdin is not None
+        self.stdin_rest = _write_some(run.stdin, memoryview(spec.stdin))
+        if self.stdin_rest is None:  # the usual case: the payload fits in the pipe
+            run.close_stdin()
+        else:
+            self.poller.register(run.stdin, select.EPOLLOUT)
+
+    async def until_exit(self) -> None:
+        """Serve the pipes until the direct child exits or the output overflows."""
+        while not (self.exited or self.overflowed):
+            await self._step()
+
+    async def until_eof(self) -> None:
+        """Serve the pipes until both outputs reach EOF (or overflow)."""
+        while self.open_outputs and not self.overflowed:
+            await self._step()
+
+    def close(self) -> None:
+        _close_poller(self.poller)
+
+    async def _step(self) -> None:
+        await trio.lowlevel.wait_readable(self.poller.fileno())
+        run = self.run
+        for fd, _ in self.poller.poll(0):
+            if fd == run.pidfd:
+                self.exited = True
+                self.poller.unregister(fd)
+            elif fd == run.stdin:
+                assert self.stdin_rest is not None
+                self.stdin_rest = _write_some(fd, self.stdin_rest)
+                if self.stdin_rest is None:
+                    self.poller.unregister(fd)
+                    run.close_stdin()
+            else:
+                self._read(fd, self.out if fd == run.stdout else self.err)
+
+    def _read(self, fd: int, capture: _Capture) -> None:
+        for _ in range(self.READS_PER_WAKEUP):
             try:
                 chunk = os.read(fd, READ_CHUNK)
             except BlockingIOError:
-                await trio.lowlevel.wait_readable(fd)
-                continue
+                return
             if not chunk:
+                self.poller.unregister(fd)
+                self.open_outputs -= 1
                 return
             capture.add(chunk)
-            if on_overflow is not None and capture.total > capture.cap:
-                on_overflow()
+            if self.limit is not None and capture.total > self.limit:
+                self.overflowed = True
                 return
-            if len(chunk) == READ_CHUNK:
-                await trio.lowlevel.checkpoint()
-    finally:
-        capture.done.set()
+
+
+def _close_poller(poller: select.epoll) -> None:
+    trio.lowlevel.notify_closing(poller.fileno())
+    poller.close()
+
+
+class _HostEnvironment:
+    """The host's environment as the bytes dict Popen takes, re-encoded only when it changed.
+
+    Copying and encoding ``os.environ`` for every run costs ~70 us, a sizeable part of a fast
+    hook (bench/spawn_overhead.py). CPython keeps the live environment as a bytes dict in
+    ``os.environ._data``; comparing it with our copy is ~1 us. Elsewhere we copy every time.
+    """
+
+    def __init__(self) -> None:
+        self._seen: dict[bytes, bytes] = {}
+
+    def with_marker(self, marker: str) -> Environment:
+        live = getattr(os.environ, "_data", None)
+        if not isinstance(live, dict):
+            env = dict(os.environ)
+            env[RUN_VAR] = marker
+            return env
+        if live != self._seen:
+            self._seen = dict(live)
+        return {**self._seen, RUN_VAR.encode(): marker.encode()}
 
 
 def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
@@ -304,6 +375,7 @@ class Reaper:
         self._last_no = 0
         self._closing = False
         self._sweep_wanted = trio.Event()
+        self._host_env = _HostEnvironment()
         self._watchdog: trio.Process | None = None
         self._watchdog_fd: int | None = None
         self._spawned = 0
@@ -350,8 +422,12 @@ class Reaper:
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
-        env = dict(os.environ if spec.env is None else spec.env)
-        env[RUN_VAR] = run_marker(self.engine_id, no)
+        marker = run_marker(self.engine_id, no)
+        env: Environment
+        if spec.env is None:
+            env = self._host_env.with_marker(marker)
+        else:
+            env = {**spec.env, RUN_VAR: marker}
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             run = _spawn(spec, env, no)
@@ -372,46 +448,32 @@ class Reaper:
             await self._reap(run)
 
     async def _supervise(self, run: _Run, spec: ProcessSpec, started: float) -> ProcessResult:
-        out, err = _Capture(spec.output_cap), _Capture(spec.output_cap)
         waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
-        overflowed = False
-
-        def on_overflow() -> None:
-            nonlocal overflowed
-            overflowed = True
+        if self._closing:  # kill_all ran while we were spawning
+            run.closed = True
             waiting.cancel()
-
-        limit = on_overflow if spec.overflow == "error" else None
+        pipes: _Plumbing | None = None
         try:
-            async with trio.open_nursery() as io:
-                assert run.stdin is not None
-                rest = _write_some(run.stdin, memoryview(spec.stdin))
-                if rest is None:  # the usual case: the payload fits in the pipe
-                    run.close_stdin()
-                else:
-                    io.start_soon(_feed, run, rest)
-                io.start_soon(_drain, run.stdout, out, limit)
-                io.start_soon(_drain, run.stderr, err, limit)
-                if self._closing:  # kill_all ran while we were spawning
-                    run.closed = True
-                    waiting.cancel()
-                with waiting:
-                    await trio.lowlevel.wait_readable(run.pidfd)
-                if waiting.cancelled_caught:
-                    await self._stop(run)
-                else:
-                    # The unreaped child holds the pgid, so this cannot hit a recycled group.
-                    _signal_group(run.pid, signal.SIGKILL)
-                if not (out.done.is_set() and err.done.is_set()):
-                    with trio.move_on_after(EOF_GRACE_S):
-                        await out.done.wait()
-                        await err.done.wait()
-                io.cancel_scope.cancel()
+            pipes = _Plumbing(run, spec)
+            with waiting:
+                await pipes.until_exit()
+            if pipes.exited:
+                # The unreaped child holds the pgid, so this cannot hit a recycled group.
+                _signal_group(run.pid, signal.SIGKILL)
+            else:  # timeout, overflow or close
+                await self._stop(run)
+            if pipes.open_outputs:  # usually EOF came with the exit, in the same wakeup
+                with trio.move_on_after(EOF_GRACE_S):
+                    await pipes.until_eof()
         except BaseException:
             # Cancelled (or a bug): the group must not outlive this call.
             with trio.move_on_after(REAP_BUDGET_S, shield=True):
                 await self._stop(run)
             raise
+        finally:
+            if pipes is not None:
+                pipes.close()
+        out, err = pipes.out, pipes.err
         await self._wait_and_forget(run)
         result = ProcessResult(
             status="exited",
@@ -424,7 +486,7 @@ class Reaper:
             pid=run.pid,
         )
         returncode = run.popen.returncode
-        if overflowed:
+        if pipes.overflowed:
             self._overflows += 1
             error = f"hook output exceeded {spec.output_cap} bytes"
             return msgspec.structs.replace(result, status="overflow", error=error)
@@ -515,9 +577,12 @@ class Reaper:
             # Runs started after this snapshot, or live in it, are spared: their processes are
             # legitimately alive. Any other marked process belongs to a finished run.
             spare = partial(_unfinished, self._last_no, frozenset(self._unfinished))
-            self._escapees_killed += await trio.to_thread.run_sync(
-                kill_marked, self.engine_id, spare
-            )
+            try:
+                self._escapees_killed += await trio.to_thread.run_sync(
+                    kill_marked, self.engine_id, spare
+                )
+            except Exception:  # a sweep that fails must not take the engine down
+                log.exception("sweeping escaped hook processes failed")
             await trio.sleep(SWEEP_INTERVAL_S)
 
     async def _start_watchdog(self) -> None:
@@ -578,19 +643,31 @@ async def open_reaper(*, watchdog: bool = True) -> AsyncIterator[Reaper]:
     """A reaper with its background sweeper and (unless ``watchdog=False``) its watchdog.
 
     On exit, even on cancel: :meth:`Reaper.kill_all`, then the watchdog is stopped and waited
-    for, all shielded and bounded.
+    for, all shielded and bounded. An exception from the body comes out as itself, not wrapped
+    in an ExceptionGroup by the sweeper's nursery.
     """
     reaper = Reaper()
     if watchdog:
         await reaper._start_watchdog()
+    body_error: BaseException | None = None
+    unwrapped: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
             nursery.start_soon(reaper._sweeper)
             try:
                 yield reaper
+            except BaseException as exc:
+                body_error = exc
+                raise
             finally:
                 with trio.move_on_after(TERM_GRACE_S + 2 * REAP_BUDGET_S, shield=True):
                     await reaper.kill_all()
                 nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if body_error is None or group.exceptions != (body_error,):
+            raise
+        unwrapped = body_error
     finally:
         await reaper._stop_watchdog()
+    if unwrapped is not None:
+        raise unwrapped

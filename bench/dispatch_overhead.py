@@ -107,7 +107,9 @@ def main() -> None:
     for name, f in figures.items():
         print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
     target = figures["fire, no hook matches"]["p50_us"]
-    print(f"target: no-match p50 <= 20 µs -> {'met' if target <= 20 else 'MISSED'} ({target:.2f} µs)")
+    print(
+        f"target: no-match p50 <= 20 µs -> {'met' if target <= 20 else 'MISSED'} ({target:.2f} µs)"
+    )
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
         args.json.write_text(json.dumps(figures, indent=2))

@@ -3,11 +3,11 @@
 Both are timed interleaved (ours, bare, ours, bare, ...) so drift in machine load hits both
 alike. Prints p50/p99 of each and their ratio; the target is ours/bare <= 1.25 at p50.
 
-    .venv/bin/python -m bench.spawn_overhead [-n 500] [--no-watchdog]
+    .venv/bin/python -m bench.spawn_overhead [-n 500] [--via reaper|engine] [--no-watchdog]
 
-Today "our stack" is reaper + TOML-dialect reading (:func:`via_reaper`); once the engine exists,
-add a runner around ``engine.fire`` with the same shape (an async no-argument callable) and pass
-it to :func:`measure`.
+"Our stack" is either the process guard alone plus TOML-dialect reading (:func:`via_reaper`) or
+a whole ``engine.pre_tool`` with one ``command = "true"`` hook (:func:`via_engine`). A runner is
+an async no-argument callable; :func:`measure` times any of them.
 """
 
 from __future__ import annotations
@@ -15,13 +15,16 @@ from __future__ import annotations
 import argparse
 import os
 import subprocess
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from pathlib import Path
 
 import trio
 
 from actors.reaper import ProcessSpec, open_reaper
+from runtime._engine import HookEngine
 from runtime._protocol import TOML_OUTPUT_CAP, read_toml_reply
 
 HookRunner = Callable[[], Awaitable[None]]
@@ -31,7 +34,7 @@ PAYLOAD = b'{"event":"pre_tool","session_id":"bench","tool":"bash","args":{"comm
 
 @asynccontextmanager
 async def via_reaper(*, watchdog: bool = True) -> AsyncIterator[HookRunner]:
-    """A runner: one TOML-dialect command hook, spawned, guarded, reaped and read."""
+    """One TOML-dialect command hook: spawned, guarded, reaped and read."""
     async with open_reaper(watchdog=watchdog) as reaper:
         spec = ProcessSpec(
             argv=("bash", "-c", "true"),
@@ -46,6 +49,29 @@ async def via_reaper(*, watchdog: bool = True) -> AsyncIterator[HookRunner]:
             assert run.outcome == "ok", run
 
         yield run_once
+
+
+@asynccontextmanager
+async def via_engine(*, watchdog: bool = True) -> AsyncIterator[HookRunner]:
+    """``engine.pre_tool`` with one global ``command = "true"`` pre_tool hook (no audit)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "config").mkdir()
+        (root / "ws").mkdir()
+        (root / "config/hooks.toml").write_text('[[hooks.pre_tool]]\ncommand = "true"\n')
+        async with HookEngine.open(
+            workspace=root / "ws",
+            config_dir=root / "config",
+            state_dir=root / "state",
+            audit=False,
+            watchdog=watchdog,
+        ) as engine:
+
+            async def run_once() -> None:
+                outcome = await engine.pre_tool("bash", {"command": "ls"}, session_id="bench")
+                assert len(outcome.runs) == 1 and outcome.runs[0].outcome == "ok", outcome
+
+            yield run_once
 
 
 def bare_once() -> None:
@@ -75,8 +101,8 @@ async def measure(
     return ours, bare
 
 
-def report(ours: list[float], bare: list[float]) -> None:
-    print(f"n = {len(ours)} each, interleaved")
+def report(label: str, ours: list[float], bare: list[float]) -> None:
+    print(f"n = {len(ours)} each, interleaved; ours = {label}")
     print(f"{'':12}{'p50 ms':>10}{'p99 ms':>10}")
     for name, samples in (("triohooks", ours), ("bare", bare)):
         print(f"{name:12}{percentile(samples, 0.5):10.3f}{percentile(samples, 0.99):10.3f}")
@@ -85,15 +111,17 @@ def report(ours: list[float], bare: list[float]) -> None:
         print(f"ratio p{round(q * 100)}: {ratio:.3f}" + ("  (target <= 1.25)" if q == 0.5 else ""))
 
 
-async def main(n: int, watchdog: bool) -> None:
-    async with via_reaper(watchdog=watchdog) as run_hook:
+async def main(n: int, via: str, watchdog: bool) -> None:
+    runner = via_engine if via == "engine" else via_reaper
+    async with runner(watchdog=watchdog) as run_hook:
         ours, bare = await measure(run_hook, n)
-    report(ours, bare)
+    report(via, ours, bare)
 
 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=500)
+    parser.add_argument("--via", choices=["reaper", "engine"], default="reaper")
     parser.add_argument("--no-watchdog", action="store_true")
     args = parser.parse_args()
-    trio.run(main, args.n, not args.no_watchdog)
+    trio.run(main, args.n, args.via, not args.no_watchdog)

@@ -6,6 +6,7 @@ embedding agent, a hook-tool author or a client needs.
 
 from __future__ import annotations
 
+from ._asyncio import AsyncioHookEngine as AsyncioHookEngine
 from ._engine import HookEngine as HookEngine
 from ._events import EVENTS as EVENTS
 from ._events import JSON_ALIASES as JSON_ALIASES

@@ -18,10 +18,12 @@ import msgspec
 import trio
 
 from ._config import load_table
+from ._demo import add_demo_command, cmd_demo
 from ._events import PayloadError, UnknownEventError, canonical_event, event_from_payload
 from ._model import ConfigError, Hook, HookTable
 from ._paths import global_config_dir, state_dir, workspace_config_files
 from ._selfconfig_cli import add_hooks_command, cmd_hooks
+from ._server import add_serve_command, cmd_serve
 from ._trust import record_trust, trust_digest, trust_state
 
 EXIT_OK = 0
@@ -86,6 +88,8 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
     add_hooks_command(sub)
+    add_demo_command(sub)
+    add_serve_command(sub)
     return parser
 
 
@@ -281,6 +285,8 @@ COMMANDS = {
     "doctor": cmd_doctor,
     "fire": cmd_fire,
     "hooks": cmd_hooks,
+    "demo": cmd_demo,
+    "serve": cmd_serve,
 }
 
 

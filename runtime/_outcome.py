@@ -32,6 +32,9 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: float = 0.0
     error: str | None = None
     decision: str | None = None
+    #: prompt hooks: the judge's token counts (null for other hooks).
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -117,6 +120,8 @@ class Combiner:
                 duration_ms=round(result.duration_ms, 3),
                 error=result.error,
                 decision=result.decision,
+                input_tokens=result.input_tokens,
+                output_tokens=result.output_tokens,
             )
         )
         if result.system_message:

@@ -68,6 +68,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     truncated: bool = False
     #: Why it failed (outcome error / timeout / spawn_failed / killed).
     error: str | None = None
+    #: prompt hooks: the judge's token counts, when it reports them.
+    input_tokens: int | None = None
+    output_tokens: int | None = None
 
 
 class _TomlReply(msgspec.Struct):

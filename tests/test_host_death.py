@@ -1,4 +1,7 @@
-"""Host death: a host SIGKILLed mid-hook leaves nothing behind, thanks to the watchdog."""
+"""Host death: a host SIGKILLed mid-hook leaves nothing behind, thanks to the watchdog.
+
+The host is a child Python process running the reaper with its watchdog; its hook sleeps.
+"""
 
 from __future__ import annotations
 
@@ -12,36 +15,28 @@ import psutil
 import pytest
 import trio
 
-from tests.conftest import MARKER, MARKER_VAR
-
 pytestmark = pytest.mark.slow
 
 REPO = Path(__file__).resolve().parent.parent
 
 HOST = """
+import sys
 import trio
 from actors.reaper import ProcessSpec, open_reaper
 
 async def main():
-    async with open_reaper() as reaper:
-        await reaper.run(ProcessSpec(argv=("sleep", "1000"), cwd="/", timeout_s=600))
+    async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        spec = ProcessSpec(argv=tuple(sys.argv[1:]), cwd="/", timeout_s=600)
+        nursery.start_soon(reaper.run, spec)
+        while reaper.live < 1:  # live counts a run once the watchdog was told its group
+            await trio.sleep(0.01)
+        print("ready", flush=True)
 
 trio.run(main)
 """
 
 
-def ours(ppid: int | None = None) -> list[psutil.Process]:
-    """Live (non-zombie) processes carrying this test session's marker."""
-    found = []
-    for proc in psutil.process_iter(["pid", "ppid", "status"]):
-        if proc.pid == os.getpid() or proc.info["status"] == psutil.STATUS_ZOMBIE:
-            continue
-        try:
-            if proc.environ().get(MARKER_VAR) == MARKER:
-                found.append(proc)
-        except psutil.Error:
-            continue
-    return [p for p in found if ppid is None or p.info["ppid"] == ppid]
+SLEEPS = (["sleep", "1000"], ["/bin/sleep", "1000"])
 
 
 def cmdline(proc: psutil.Process) -> list[str]:
@@ -66,26 +61,47 @@ async def gone_within(procs: list[psutil.Process], seconds: float) -> list[psuti
     return [p for p in procs if alive(p)]
 
 
-async def test_sigkilled_host_leaves_no_hook_process() -> None:
-    with trio.fail_after(15):
-        host = await trio.lowlevel.open_process(
-            [sys.executable, "-c", HOST],
-            cwd=REPO,
-            env={**os.environ, "PYTHONPATH": str(REPO)},
-            stdout=subprocess.DEVNULL,
-        )
-        try:
-            while True:  # until the host's hook and watchdog both exist
-                children = ours(ppid=host.pid)
-                hooks = [p for p in children if cmdline(p) == ["sleep", "1000"]]
-                watchdogs = [p for p in children if any("_watchdog" in a for a in cmdline(p))]
-                if hooks and watchdogs:
-                    break
-                await trio.sleep(0.02)
-            assert hooks[0].pid == os.getpgid(hooks[0].pid)  # in its own group
-        finally:
-            host.send_signal(signal.SIGKILL)
-            await host.wait()
-        assert host.returncode == -signal.SIGKILL
-        assert await gone_within(hooks, 2.0) == []
-        assert await gone_within(watchdogs, 1.0) == []  # it cleaned up and exited
+@pytest.mark.parametrize(
+    "hook",
+    [
+        ("sleep", "1000"),
+        # Drops the run marker: only the process group the watchdog was told about finds it.
+        ("env", "-i", "/bin/sleep", "1000"),
+    ],
+)
+async def test_sigkilled_host_leaves_no_hook_process(hook: tuple[str, ...]) -> None:
+    hooks: list[psutil.Process] = []
+    try:
+        with trio.fail_after(15):
+            host = await trio.lowlevel.open_process(
+                [sys.executable, "-c", HOST, *hook],
+                cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                stdout=subprocess.PIPE,
+            )
+            out = host.stdout
+            assert out is not None
+            try:
+                said = b""
+                while b"ready" not in said:  # the host told its watchdog about the hook
+                    said += await out.receive_some()
+                while True:  # until the host's hook and watchdog both exist
+                    children = psutil.Process(host.pid).children()
+                    # Exact argv: a child caught between fork and exec still shows the host's.
+                    hooks = [p for p in children if cmdline(p) in SLEEPS]
+                    watchdogs = [p for p in children if any("_watchdog" in a for a in cmdline(p))]
+                    if hooks and watchdogs:
+                        break
+                    await trio.sleep(0.02)
+                assert hooks[0].pid == os.getpgid(hooks[0].pid)  # in its own group
+            finally:
+                host.send_signal(signal.SIGKILL)
+                await host.wait()
+                await out.aclose()
+            assert host.returncode == -signal.SIGKILL
+            assert await gone_within(hooks, 2.0) == []
+            assert await gone_within(watchdogs, 1.0) == []  # it cleaned up and exited
+    finally:
+        for proc in hooks:  # a marker-less survivor would escape the leak fixture
+            if alive(proc):
+                proc.kill()

@@ -6,6 +6,7 @@ import runtime
 import triohooks
 
 EXPECTED = {
+    "AsyncioHookEngine",
     "ConfigError",
     "ConfigProblem",
     "EVENTS",

@@ -252,3 +252,41 @@ async def test_without_watchdog() -> None:
             result = await reaper.run(sh("kill -TERM $$"))
             assert (result.status, result.signal) == ("signaled", signal.SIGTERM)
             assert result.error == "killed by SIGTERM"
+
+
+async def test_large_stdin_is_fed_as_the_hook_reads_it() -> None:
+    with trio.fail_after(10):
+        async with open_reaper() as reaper:
+            result = await reaper.run(sh("wc -c", stdin=b"x" * 10_000_000))
+            assert (result.status, result.stdout.strip()) == ("exited", "10000000")
+
+
+async def test_host_environment_changes_reach_the_next_hook(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    with trio.fail_after(5):
+        async with open_reaper(watchdog=False) as reaper:
+            spec = sh('echo "${TRIOHOOKS_PROBE-unset}"')
+            assert (await reaper.run(spec)).stdout == "unset\n"
+            monkeypatch.setenv("TRIOHOOKS_PROBE", "one")
+            assert (await reaper.run(spec)).stdout == "one\n"
+            monkeypatch.setenv("TRIOHOOKS_PROBE", "two")
+            assert (await reaper.run(spec)).stdout == "two\n"
+            monkeypatch.delenv("TRIOHOOKS_PROBE")
+            assert (await reaper.run(spec)).stdout == "unset\n"
+
+
+async def test_body_exception_comes_out_unwrapped() -> None:
+    with trio.fail_after(5), pytest.raises(ValueError, match="from the body"):
+        async with open_reaper():
+            raise ValueError("from the body")
+
+
+async def test_cancelling_the_body_cleans_up_everything() -> None:
+    with trio.fail_after(5):
+        with trio.move_on_after(0.2) as scope:
+            async with open_reaper() as reaper:
+                await reaper.run(sh("sleep 100 & sleep 100", timeout_s=60))
+        assert scope.cancelled_caught
+        assert survivors(reaper) == []
+        assert reaper.watchdog_pid is None

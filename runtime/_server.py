@@ -1,0 +1,616 @@
+"""``triohooks serve``: one engine behind one websocket endpoint (docs/protocol.md, issue 7).
+
+Owns the service around a :class:`~runtime._engine.HookEngine`: the listener (loopback unless
+``--allow-remote``), bearer-token auth at the handshake (HTTP 401 before any message is read,
+constant-time compare), one task per connection reading frames, fires run concurrently per
+connection (at most ``max_in_flight``, then the reader waits), the event stream (engine listener
+-> :class:`~actors.broadcast.Broadcaster` -> one sender task per subscribed connection, so a
+stalled client loses its oldest records and is told ``lagged`` while nobody else waits), and the
+graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the post
+queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0.
+
+It must not contain decision logic or run hooks (the engine does), nor define message shapes
+(``_wire`` does). A failure in one connection is contained and logged; the server goes on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hmac
+import ipaddress
+import logging
+import os
+import secrets
+import signal
+import sys
+import time
+from functools import partial
+from pathlib import Path
+from typing import Any, Final
+from urllib.parse import parse_qs, urlsplit
+
+import msgspec
+import trio
+from trio_websocket import (
+    ConnectionClosed,
+    WebSocketConnection,
+    WebSocketRequest,
+    wrap_server_stream,
+)
+from wsproto.events import TextMessage
+
+from actors.broadcast import Broadcaster, Lagged, Subscription
+
+from ._engine import HookEngine
+from ._events import PayloadError, UnknownEventError, canonical_event
+from ._paths import private_dir, state_dir
+from ._wire import (
+    CLOSE_NORMAL,
+    CLOSE_TOO_BIG,
+    EVENT_KINDS,
+    MAX_FRAME_BYTES,
+    ClientMessage,
+    ErrorBody,
+    ErrorReply,
+    Fire,
+    OutcomeReply,
+    Ping,
+    Pong,
+    Stats,
+    StatsReply,
+    Subscribe,
+    Subscribed,
+    Unsubscribe,
+    Unsubscribed,
+    WireError,
+    decode_client,
+    encode,
+    encode_event_body,
+    event_frame,
+)
+from ._wire import Lagged as LaggedMsg
+
+log = logging.getLogger("triohooks.server")
+
+DEFAULT_HOST: Final = "127.0.0.1"
+DEFAULT_PORT: Final = 8765
+TOKEN_FILE_NAME: Final = "serve-token"
+#: trio-websocket's own cap. Frames between MAX_FRAME_BYTES and this get a ``too_big`` error
+#: frame and close 1009 from us; beyond it the library closes 1009 without reading them.
+LIBRARY_FRAME_CAP: Final = 4 * MAX_FRAME_BYTES
+_RESERVED_DATA_KEYS: Final = frozenset({"event"})
+#: Event frames written at once by a subscriber's sender (see ``_Connection.send_frames``).
+SEND_BATCH: Final = 128
+
+
+class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
+    """Everything :func:`serve` needs. ``engine`` holds :meth:`HookEngine.open` arguments."""
+
+    token: str
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    engine: dict[str, Any] = msgspec.field(default_factory=dict)
+    #: Records buffered per subscriber before the oldest are lost (and ``lagged`` is sent).
+    buffer: int = 1024
+    #: Fires in flight per connection; beyond it the connection's reader waits.
+    max_in_flight: int = 64
+    #: At shutdown, in-flight fires get this long before they are cancelled.
+    fire_grace_s: float = 30.0
+    #: At shutdown, each connection gets this long to flush its stream and close cleanly.
+    close_timeout_s: float = 2.0
+    handshake_timeout_s: float = 10.0
+
+
+class _Record(msgspec.Struct, frozen=True):
+    """One published engine event: the filter keys and the body encoded once for everyone."""
+
+    kind: str
+    event: str | None
+    body: str
+
+
+def is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _presented_token(request: WebSocketRequest) -> str | None:
+    for name, value in request.headers:
+        if name.lower() == b"authorization":
+            scheme, _, credential = value.decode("latin-1").partition(" ")
+            if scheme.lower() == "bearer":
+                return credential.strip()
+    tokens = parse_qs(urlsplit(request.path).query).get("token")
+    return tokens[0] if tokens else None
+
+
+class HookServer:
+    """The running service: auth, connections, fires, the event hub, the numbers.
+
+    Made by :func:`serve` (which :meth:`trio.Nursery.start` returns it from); call
+    :meth:`shutdown` to stop it gracefully.
+    """
+
+    def __init__(self, engine: HookEngine, settings: ServeSettings, nursery: trio.Nursery):
+        self.engine = engine
+        self.settings = settings
+        self.hub: Broadcaster[_Record] = Broadcaster(settings.buffer)
+        self.host = settings.host
+        self.port = 0
+        self._nursery = nursery
+        self._token = settings.token.encode()
+        self._connections: set[_Connection] = set()
+        self._accepting = True
+        self._firing = True
+        self._shutdown = trio.Event()
+        self.done = trio.Event()
+        self._in_flight = 0
+        self._idle: trio.Event | None = None
+        self.fires = 0
+        self.dropped = 0
+        self.falling_behind = 0
+        self.rejected = 0
+
+    @property
+    def url(self) -> str:
+        host = f"[{self.host}]" if ":" in self.host else self.host
+        return f"ws://{host}:{self.port}/"
+
+    @property
+    def connections(self) -> int:
+        return len(self._connections)
+
+    def shutdown(self) -> None:
+        """Begin the graceful shutdown (see the module docstring). Idempotent; returns at once."""
+        self._shutdown.set()
+
+    @property
+    def shutting_down(self) -> bool:
+        return self._shutdown.is_set()
+
+    # -- the engine side ----------------------------------------------------------------------
+    def on_engine_event(self, kind: str, fields: dict[str, Any]) -> None:
+        """Engine listener: count, and publish to subscribers. Sync; never waits."""
+        if kind == "dropped":
+            self.dropped += 1
+        elif kind == "falling_behind":
+            self.falling_behind += 1
+        if not self.hub.subscribers:
+            return
+        event = fields.get("event")
+        if kind == "audit":
+            event = getattr(fields.get("record"), "event", None)
+        data = {k: v for k, v in fields.items() if k not in _RESERVED_DATA_KEYS}
+        body = encode_event_body(kind, time.time(), event if isinstance(event, str) else None, data)
+        self.hub.publish(_Record(kind, event if isinstance(event, str) else None, body))
+
+    def stats(self, msg_id: str | int | None) -> StatsReply:
+        return StatsReply(
+            id=msg_id,
+            queue_depth=self.engine.queue_depth,
+            dropped=self.dropped,
+            falling_behind=self.falling_behind,
+            live_processes=self.engine.live_processes,
+            connections=self.connections,
+            subscribers=self.hub.subscribers,
+            fires=self.fires,
+            in_flight=self._in_flight,
+            events_published=self.hub.published,
+            events_missed=self.hub.missed_total,
+        )
+
+    # -- fires in flight ----------------------------------------------------------------------
+    def _fire_started(self) -> None:
+        self._in_flight += 1
+        self.fires += 1
+
+    def _fire_finished(self) -> None:
+        self._in_flight -= 1
+        if self._in_flight == 0 and self._idle is not None:
+            self._idle.set()
+
+    async def _finish_fires(self) -> None:
+        self._firing = False
+        with trio.move_on_after(self.settings.fire_grace_s):
+            while self._in_flight:
+                self._idle = trio.Event()
+                await self._idle.wait()
+        for conn in list(self._connections):  # grace over: cut off what is left
+            conn.fires.cancel_scope.cancel()
+
+    # -- connections --------------------------------------------------------------------------
+    async def on_stream(self, stream: trio.SocketStream) -> None:
+        """One TCP connection: handshake, auth, then the websocket. Contains its failures.
+
+        We own the stream (not ``trio_websocket.WebSocketServer``) so that it is closed on every
+        path - trio-websocket 0.12 leaves a rejected handshake's stream open.
+        """
+        try:
+            async with stream, trio.open_nursery() as nursery:
+                try:
+                    with trio.move_on_after(self.settings.handshake_timeout_s) as handshake:
+                        request = await wrap_server_stream(
+                            nursery, stream, max_message_size=LIBRARY_FRAME_CAP
+                        )
+                    if not handshake.cancelled_caught:
+                        await self._handle(request)
+                finally:
+                    nursery.cancel_scope.cancel()  # the connection's reader task
+        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("websocket connection failed")
+
+    async def _handle(self, request: WebSocketRequest) -> None:
+        given = _presented_token(request)
+        if given is None or not hmac.compare_digest(given.encode(), self._token):
+            self.rejected += 1
+            await request.reject(
+                401,
+                extra_headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
+                body=b"missing or wrong bearer token\n",
+            )
+            return
+        if not self._accepting:
+            await request.reject(503, body=b"server is shutting down\n")
+            return
+        ws = await request.accept()
+        conn = _Connection(self, ws)
+        self._connections.add(conn)
+        try:
+            await conn.run()
+        finally:
+            self._connections.discard(conn)
+            with trio.move_on_after(self.settings.close_timeout_s, shield=True):
+                await ws.aclose()
+
+    async def _close_connections(self) -> None:
+        async with trio.open_nursery() as nursery:
+            for conn in list(self._connections):
+                nursery.start_soon(conn.close_gracefully)
+
+
+class _Connection:
+    """One accepted websocket: a reader (this task), fire tasks, and a sender when subscribed."""
+
+    def __init__(self, server: HookServer, ws: WebSocketConnection) -> None:
+        self.server = server
+        self.ws = ws
+        self.tasks: trio.Nursery
+        self.fires: trio.Nursery  # set in run(); its own nursery so a cut-off spares the reader
+        self.slots = trio.Semaphore(server.settings.max_in_flight)
+        self.seq = 0
+        self.sub: Subscription[_Record] | None = None
+        self.sender_done: trio.Event | None = None
+        self.scope = trio.CancelScope()
+        self.batch_writes = all(hasattr(ws, a) for a in ("_wsproto", "_stream", "_stream_lock"))
+
+    async def run(self) -> None:
+        with self.scope:
+            async with trio.open_nursery() as tasks:
+                self.tasks = tasks
+                self.fires = await tasks.start(_nursery_host)
+                try:
+                    await self._read_loop()
+                finally:
+                    # The client is gone (or we closed it): stop its fires and its stream.
+                    if self.sub is not None:
+                        self.sub.close()
+                    tasks.cancel_scope.cancel()
+
+    async def send(self, text: str) -> bool:
+        """Send one frame; False when the connection is closed. A checkpoint."""
+        try:
+            await self.ws.send_message(text)
+        except ConnectionClosed:
+            return False
+        return True
+
+    async def _read_loop(self) -> None:
+        while True:
+            try:
+                frame = await self.ws.get_message()
+            except ConnectionClosed:
+                return
+            try:
+                msg = decode_client(frame)
+                await self._handle(msg)
+            except WireError as err:
+                await self.send(encode(err.reply()))
+                if err.code == "too_big":
+                    await self.ws.aclose(CLOSE_TOO_BIG, f"frame over {MAX_FRAME_BYTES} bytes")
+                    return
+
+    async def _handle(self, msg: ClientMessage) -> None:
+        match msg:
+            case Fire():
+                if not self.server._firing:
+                    raise WireError("shutting_down", "server is shutting down", msg.id)
+                await self.slots.acquire()  # backpressure: at most max_in_flight per connection
+                self.server._fire_started()
+                self.fires.start_soon(self._fire, msg)
+            case Subscribe():
+                await self._subscribe(msg)
+            case Unsubscribe():
+                await self._unsubscribe()
+                await self.send(encode(Unsubscribed(id=msg.id)))
+            case Ping():
+                await self.send(encode(Pong(id=msg.id)))
+            case Stats():
+                await self.send(encode(self.server.stats(msg.id)))
+
+    async def _fire(self, msg: Fire) -> None:
+        try:
+            try:
+                outcome = await self.server.engine.fire(msg.event, msg.payload)
+            except UnknownEventError as exc:
+                reply: Any = ErrorReply(id=msg.id, error=ErrorBody("unknown_event", str(exc)))
+            except PayloadError as exc:
+                reply = ErrorReply(id=msg.id, error=ErrorBody("invalid_payload", str(exc)))
+            except Exception as exc:
+                log.exception("fire %s failed", msg.event)
+                reply = ErrorReply(id=msg.id, error=ErrorBody("internal", repr(exc)))
+            else:
+                reply = OutcomeReply(id=msg.id, outcome=outcome)
+            await self.send(encode(reply))
+        finally:
+            self.slots.release()
+            self.server._fire_finished()
+
+    # -- the event stream ---------------------------------------------------------------------
+    async def _subscribe(self, msg: Subscribe) -> None:
+        events: frozenset[str] | None = None
+        if "*" not in msg.events:
+            try:
+                events = frozenset(canonical_event(name) for name in msg.events)
+            except UnknownEventError as exc:
+                raise WireError("unknown_event", str(exc), msg.id) from None
+        kinds: frozenset[str] | None = None
+        if msg.kinds is not None:
+            unknown = sorted(set(msg.kinds) - EVENT_KINDS)
+            if unknown:
+                known = ", ".join(sorted(EVENT_KINDS))
+                raise WireError(
+                    "unknown_kind", f"unknown kind(s) {unknown} (known: {known})", msg.id
+                )
+            kinds = frozenset(msg.kinds)
+
+        def accept(record: _Record) -> bool:
+            if kinds is not None and record.kind not in kinds:
+                return False
+            return events is None or record.event is None or record.event in events
+
+        reply = Subscribed(
+            id=msg.id,
+            events=sorted(events) if events is not None else ["*"],
+            kinds=sorted(kinds if kinds is not None else EVENT_KINDS),
+            buffer=self.server.hub.capacity,
+        )
+        if self.sub is not None:  # a new subscribe replaces the filter; seq goes on
+            self.sub.accept = accept
+            await self.send(encode(reply))
+            return
+        if self.server.hub.closed:
+            raise WireError("shutting_down", "server is shutting down", msg.id)
+        self.sub = self.server.hub.subscribe(accept)
+        # The reply goes out before the sender starts, so it precedes every event frame.
+        await self.send(encode(reply))
+        self.sender_done = trio.Event()
+        self.tasks.start_soon(self._send_events, self.sub, self.sender_done)
+
+    async def _unsubscribe(self) -> None:
+        if self.sub is None:
+            return
+        self.sub.close()
+        if self.sender_done is not None:
+            await self.sender_done.wait()  # so no event frame follows the reply
+        self.sub = None
+        self.sender_done = None
+
+    async def _send_events(self, sub: Subscription[_Record], done: trio.Event) -> None:
+        try:
+            while True:
+                frames: list[str] = []
+                ended = False
+                try:
+                    frames.append(self._event_frame(await sub.receive()))
+                    while len(frames) < SEND_BATCH:
+                        frames.append(self._event_frame(sub.receive_nowait()))
+                except trio.WouldBlock:
+                    pass
+                except Lagged as lag:  # the records lost come after those already taken
+                    frames.append(encode(LaggedMsg(missed=lag.missed)))
+                except (trio.EndOfChannel, trio.ClosedResourceError):
+                    ended = True
+                if (frames and not await self.send_frames(frames)) or ended:
+                    return
+        finally:
+            done.set()
+
+    def _event_frame(self, record: _Record) -> str:
+        self.seq += 1
+        return event_frame(self.seq, record.body)
+
+    async def send_frames(self, frames: list[str]) -> bool:
+        """Send text frames with one write when trio-websocket's internals are the known ones.
+
+        trio-websocket has no batch send, and one ``send_message`` per frame costs two
+        scheduler passes, which held the stream to ~12 000 events/s (bench/ws_stream.py).
+        This builds the frames with the connection's own wsproto object and writes them under
+        its stream lock, as ``send_message`` does; with other internals it falls back to
+        ``send_message``. A checkpoint. False when the connection is closed or broken.
+        """
+        ws = self.ws
+        if len(frames) == 1 or not self.batch_writes:
+            for frame in frames:
+                if not await self.send(frame):
+                    return False
+            return True
+        if ws.closed is not None:
+            return False
+        data = b"".join(ws._wsproto.send(TextMessage(data=frame)) for frame in frames)
+        async with ws._stream_lock:
+            try:
+                await ws._stream.send_all(data)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                return False  # the connection's reader sees the broken stream and ends it
+        return True
+
+    async def close_gracefully(self) -> None:
+        """Let the stream flush, then close with 1000; abort after ``close_timeout_s``."""
+        with trio.move_on_after(self.server.settings.close_timeout_s, shield=True) as scope:
+            if self.sender_done is not None:
+                await self.sender_done.wait()
+            await self.ws.aclose(CLOSE_NORMAL, "server shutting down")
+        if scope.cancelled_caught:
+            self.scope.cancel()  # a stalled client: drop it
+
+
+async def _nursery_host(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
+    async with trio.open_nursery() as nursery:
+        task_status.started(nursery)
+        await trio.sleep_forever()
+
+
+async def serve(
+    settings: ServeSettings, *, task_status: trio.TaskStatus[HookServer] = trio.TASK_STATUS_IGNORED
+) -> None:
+    """Open the engine, listen, and serve until :meth:`HookServer.shutdown` is called.
+
+    Supports ``server = await nursery.start(serve, settings)`` (started once listening). Returns
+    after the graceful shutdown. On cancel: stops at once, but the engine's close (post-queue
+    drain, shielded) still runs.
+    """
+    host = DEFAULT_HOST if settings.host == "localhost" else settings.host  # one port for port 0
+    async with trio.open_nursery() as connections:
+        async with HookEngine.open(**settings.engine) as engine:
+            server = HookServer(engine, settings, connections)
+            server.host = host
+            engine.add_listener(server.on_engine_event)
+            async with trio.open_nursery() as listening:
+                listeners = await trio.open_tcp_listeners(settings.port, host=host)
+                server.port = listeners[0].socket.getsockname()[1]
+                serving = partial(
+                    trio.serve_listeners, server.on_stream, listeners, handler_nursery=connections
+                )
+                await listening.start(serving)
+                task_status.started(server)
+                await server._shutdown.wait()
+                server._accepting = False
+                listening.cancel_scope.cancel()  # stop accepting
+            await server._finish_fires()
+        # The engine is closed here: its post queue drained, and subscribers were told
+        # (``closed``). Now the stream ends and every socket closes normally.
+        server.hub.close()
+        await server._close_connections()
+        connections.cancel_scope.cancel()
+    server.done.set()
+
+
+# -- the command line ---------------------------------------------------------------------------
+def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
+    """Register ``triohooks serve`` on the CLI's subparsers."""
+    from ._cli import _scope_args
+
+    p = sub.add_parser("serve", help="serve the websocket event stream and remote fire protocol")
+    _scope_args(p)
+    p.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: 8765; 0: any)")
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="file holding the bearer token (default: generate one under the state dir)",
+    )
+    p.add_argument(
+        "--allow-remote", action="store_true", help="allow binding a non-loopback address"
+    )
+    p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
+    p.add_argument("--no-audit", action="store_true", help="write no audit records")
+
+
+class ServeError(Exception):
+    """A usage problem of ``serve``: one line on stderr, exit 1."""
+
+
+def _load_token(token_file: Path | None) -> tuple[str, Path]:
+    if token_file is not None:
+        try:
+            token = token_file.read_text().strip()
+        except OSError as exc:
+            raise ServeError(f"cannot read token file {token_file}: {exc.strerror}") from None
+        if not token:
+            raise ServeError(f"token file {token_file} is empty")
+        return token, token_file
+    token = secrets.token_urlsafe(32)
+    path = private_dir(state_dir()) / TOKEN_FILE_NAME
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        os.write(fd, (token + "\n").encode())
+    finally:
+        os.close(fd)
+    return token, path
+
+
+def settings_from_args(args: argparse.Namespace) -> tuple[ServeSettings, Path]:
+    if not is_loopback(args.host) and not args.allow_remote:
+        raise ServeError(
+            f"refusing to bind non-loopback address {args.host} without --allow-remote"
+        )
+    workspace: Path = args.workspace if args.workspace is not None else Path.cwd()
+    if not workspace.is_dir():
+        raise ServeError(f"workspace {workspace} is not a directory")
+    token, token_path = _load_token(args.token_file)
+    engine: dict[str, Any] = {
+        "workspace": workspace,
+        "config_dir": args.config_dir,
+        "extra_configs": list(args.configs),
+        "trust": args.trust,
+        "audit": not args.no_audit,
+    }
+    return ServeSettings(token=token, host=args.host, port=args.port, engine=engine), token_path
+
+
+async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> int:
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        async with trio.open_nursery() as nursery:
+            server: HookServer = await nursery.start(serve, settings)
+            print(f"triohooks serve: listening on {server.url}", flush=True)
+            print(f"triohooks serve: token in {token_path}", flush=True)
+            if not is_loopback(settings.host):
+                print(
+                    "triohooks serve: warning: listening beyond loopback without TLS",
+                    file=sys.stderr,
+                    flush=True,
+                )
+            nursery.start_soon(_on_signals, signals, server, nursery.cancel_scope)
+            await server.done.wait()
+            nursery.cancel_scope.cancel()
+    print("triohooks serve: stopped", flush=True)
+    return 0
+
+
+async def _on_signals(signals: Any, server: HookServer, hard_stop: trio.CancelScope) -> None:
+    async for signum in signals:
+        if server.shutting_down:  # a second signal: stop now (the post-queue drain still runs)
+            print("triohooks serve: stopping now", file=sys.stderr, flush=True)
+            hard_stop.cancel()
+            return
+        name = signal.Signals(signum).name
+        print(f"triohooks serve: {name}: shutting down", file=sys.stderr, flush=True)
+        server.shutdown()
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    """``triohooks serve``: 0 after a graceful shutdown, 1 for usage or config errors."""
+    try:
+        settings, token_path = settings_from_args(args)
+    except ServeError as exc:
+        print(f"triohooks: {exc}", file=sys.stderr)
+        return 1
+    return trio.run(_serve_until_signalled, settings, token_path)
