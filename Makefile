@@ -30,7 +30,7 @@ test: lint types pytest
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
-	$(BIN)/python bench/run_all.py
+	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean:
 	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache

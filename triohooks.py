@@ -2,4 +2,16 @@
 
 from __future__ import annotations
 
-from runtime import *  # noqa: F403
+from typing import Any
+
+import runtime
+
+__all__ = runtime.__all__
+
+
+def __getattr__(name: str) -> Any:
+    return getattr(runtime, name)
+
+
+def __dir__() -> list[str]:
+    return list(__all__)

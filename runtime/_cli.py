@@ -8,9 +8,10 @@ never sees a traceback for bad input.
 from __future__ import annotations
 
 import argparse
+import importlib
 import logging
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -18,12 +19,9 @@ import msgspec
 import trio
 
 from ._config import load_table
-from ._demo import add_demo_command, cmd_demo
 from ._events import PayloadError, UnknownEventError, canonical_event, event_from_payload
 from ._model import ConfigError, Hook, HookTable
 from ._paths import global_config_dir, state_dir, workspace_config_files
-from ._selfconfig_cli import add_hooks_command, cmd_hooks
-from ._server import add_serve_command, cmd_serve
 from ._trust import record_trust, trust_digest, trust_state
 
 EXIT_OK = 0
@@ -67,7 +65,28 @@ def _scope_args(p: argparse.ArgumentParser) -> None:
     )
 
 
-def _parser() -> argparse.ArgumentParser:
+#: Subcommands that live in their own modules: name -> (module, add-parser fn, command fn).
+#: Only the chosen one is imported (``fire`` runs on every tool call an agent makes and must not
+#: pay for the websocket or HTTP libraries); ``--help`` imports them all.
+_PLUGINS: dict[str, tuple[str, str, str]] = {
+    "hooks": ("._selfconfig_cli", "add_hooks_command", "cmd_hooks"),
+    "demo": ("._demo", "add_demo_command", "cmd_demo"),
+    "serve": ("._server", "add_serve_command", "cmd_serve"),
+}
+
+
+def _plugin(name: str) -> tuple[Callable[[Any], None], Callable[[argparse.Namespace], int]]:
+    module_name, add_name, cmd_name = _PLUGINS[name]
+    module = importlib.import_module(module_name, __package__)
+    return getattr(module, add_name), getattr(module, cmd_name)
+
+
+def _chosen(argv: Sequence[str]) -> str | None:
+    """The subcommand named in ``argv`` (the first word that is not an option)."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
+def _parser(plugins: Sequence[str] = tuple(_PLUGINS)) -> argparse.ArgumentParser:
     parser = _Parser(prog="triohooks", description="Lifecycle hooks for AI coding agents.")
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     p = sub.add_parser("validate", help="check every config file; list every problem")
@@ -87,9 +106,10 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
-    add_hooks_command(sub)
-    add_demo_command(sub)
-    add_serve_command(sub)
+    for name in plugins:
+        add, command = _plugin(name)
+        add(sub)
+        COMMANDS[name] = command
     return parser
 
 
@@ -278,15 +298,12 @@ def cmd_fire(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-COMMANDS = {
+COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "validate": cmd_validate,
     "list": cmd_list,
     "trust": cmd_trust,
     "doctor": cmd_doctor,
     "fire": cmd_fire,
-    "hooks": cmd_hooks,
-    "demo": cmd_demo,
-    "serve": cmd_serve,
 }
 
 
@@ -307,7 +324,10 @@ def _expected(exc: BaseException) -> BaseException | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=logging.WARNING, format="triohooks: %(message)s", stream=sys.stderr)
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    chosen = _chosen(words)
+    plugins = [chosen] if chosen in _PLUGINS else [] if chosen in COMMANDS else list(_PLUGINS)
+    args = _parser(plugins).parse_args(words)
     try:
         try:
             return COMMANDS[args.command](args)

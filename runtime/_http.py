@@ -15,11 +15,13 @@ import time
 from collections.abc import Mapping, Sequence
 from contextlib import aclosing
 from types import TracebackType
-from typing import Final, Literal, Self
+from typing import TYPE_CHECKING, Final, Literal, Self
 
-import httpx2
 import msgspec
 import trio
+
+if TYPE_CHECKING:
+    import httpx2
 
 __all__ = ["DEFAULT_BODY_CAP", "HttpHookClient", "HttpReply", "expand_headers"]
 
@@ -93,6 +95,17 @@ class HttpHookClient:
         trust_env: bool = True,
         max_connections: int = 32,
     ) -> None:
+        self._settings = (verify, trust_env, max_connections)
+        #: Made on first use: importing httpx2 costs ~50 ms that an engine (or a one-shot
+        #: ``triohooks fire``) without http hooks should not pay.
+        self._client: httpx2.AsyncClient | None = None
+
+    def _pool(self) -> httpx2.AsyncClient:
+        if self._client is not None:
+            return self._client
+        import httpx2
+
+        verify, trust_env, max_connections = self._settings
         self._client = httpx2.AsyncClient(
             # The hook's timeout is a trio cancel scope around the whole exchange (post()).
             timeout=None,
@@ -105,6 +118,7 @@ class HttpHookClient:
             # identity: the cap then bounds what we hold, not a decompression of it.
             headers={"user-agent": USER_AGENT, "accept-encoding": "identity"},
         )
+        return self._client
 
     async def __aenter__(self) -> Self:
         return self
@@ -120,6 +134,8 @@ class HttpHookClient:
     async def aclose(self) -> None:
         """Close the pool. A checkpoint; shielded for up to 5 s so a cancelled engine still
         closes its sockets."""
+        if self._client is None:
+            return
         with trio.move_on_after(_CLOSE_TIMEOUT_S, shield=True):
             await self._client.aclose()
 
@@ -148,7 +164,7 @@ class HttpHookClient:
         error: str | None = None
         with trio.move_on_after(timeout_s) as scope:
             try:
-                async with self._client.stream("POST", url, content=body, headers=headers) as resp:
+                async with self._pool().stream("POST", url, content=body, headers=headers) as resp:
                     status_code = resp.status_code
                     async with aclosing(resp.aiter_bytes()) as chunks:
                         # Read to the end and discard past the cap, like a command's pipes.

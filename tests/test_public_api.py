@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
+import pytest
+
 import runtime
 import triohooks
 
@@ -28,18 +33,28 @@ EXPECTED = {
 }
 
 
-def public(module: object) -> set[str]:
-    return {name for name in vars(module) if not name.startswith("_") and name != "annotations"}
-
-
 def test_runtime_exports_exactly_the_public_names() -> None:
-    assert public(runtime) - {"annotations"} >= EXPECTED
-    extra = {
-        n for n in public(runtime) - EXPECTED if not isinstance(getattr(runtime, n), type(runtime))
-    }
-    assert extra == set()
+    assert set(runtime.__all__) == EXPECTED
+    for name in EXPECTED:
+        assert getattr(runtime, name) is not None
 
 
 def test_triohooks_module_mirrors_runtime() -> None:
+    assert set(triohooks.__all__) == EXPECTED
     for name in EXPECTED:
         assert getattr(triohooks, name) is getattr(runtime, name)
+
+
+def test_unknown_name_is_an_attribute_error() -> None:
+    with pytest.raises(AttributeError, match="no attribute 'Nope'"):
+        _ = runtime.Nope
+
+
+def test_fire_path_does_not_import_http_or_websocket_libraries() -> None:
+    code = (
+        "import sys, runtime._cli, runtime._engine\n"
+        "heavy = [m for m in ('httpx2', 'trio_websocket', 'asyncio') if m in sys.modules]\n"
+        "print(','.join(heavy))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stdout.strip() == ""
