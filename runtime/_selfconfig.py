@@ -18,8 +18,6 @@ from __future__ import annotations
 import errno
 import fcntl
 import os
-import secrets
-import stat
 import time
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
@@ -49,7 +47,12 @@ from ._model import (
     HookTable,
     JsonMatcher,
 )
-from ._paths import global_config_dir, global_config_files, workspace_config_files
+from ._paths import (
+    global_config_dir,
+    global_config_files,
+    workspace_config_files,
+    write_file_atomic,
+)
 from ._trust import record_trust
 
 if TYPE_CHECKING:
@@ -308,35 +311,6 @@ def encode_hooks_file(doc: Mapping[str, Any]) -> bytes:
         return msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n"
     except (TypeError, msgspec.EncodeError) as exc:
         raise SelfConfigError(f"the hook is not plain JSON: {exc}") from None
-
-
-def write_file_atomic(path: Path, data: bytes) -> None:
-    """Replace ``path`` with ``data`` atomically: a temp file in the same directory, fsync,
-    rename over the target, fsync the directory. An existing file's mode is kept (a new file
-    gets ``0666 & ~umask``); the temp file is removed when anything fails."""
-    try:
-        mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
-    except FileNotFoundError:
-        mode = None
-    tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
-    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
-    fd = os.open(tmp, flags, 0o600 if mode is not None else 0o666)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            if mode is not None:
-                os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY | os.O_CLOEXEC)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
 
 
 @contextmanager

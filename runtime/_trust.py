@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
-import tempfile
 import time
 from collections.abc import Iterable
 from pathlib import Path
@@ -20,6 +19,7 @@ from typing import Final, Literal
 import msgspec
 
 from ._model import ArgsHandler, CommandHandler, Handler, TrustInfo
+from ._paths import write_file_atomic
 
 STORE_NAME: Final = "trust.json"
 #: Files bigger than this are hashed by size and mtime only (a hook script is small).
@@ -107,17 +107,7 @@ def read_store(config_dir: Path) -> TrustStore:
 def write_store(config_dir: Path, store: TrustStore) -> None:
     config_dir.mkdir(parents=True, exist_ok=True)
     data = msgspec.json.format(msgspec.json.encode(store), indent=2) + b"\n"
-    fd, tmp = tempfile.mkstemp(prefix=".trust.", dir=config_dir)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o600)
-        os.replace(tmp, config_dir / STORE_NAME)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+    write_file_atomic(config_dir / STORE_NAME, data, new_mode=0o600)
 
 
 def trust_state(

@@ -18,12 +18,8 @@ import trio
 import runtime._selfconfig as sc
 from runtime._config import load_table
 from runtime._engine import HookEngine
-from runtime._selfconfig import (
-    TOOL_DEFINITIONS,
-    HooksTools,
-    SelfConfigError,
-    write_file_atomic,
-)
+from runtime._paths import write_file_atomic
+from runtime._selfconfig import TOOL_DEFINITIONS, HooksTools, SelfConfigError
 from runtime._selfconfig_cli import add_hooks_command, cmd_hooks
 from runtime._trust import record_trust
 
