@@ -41,13 +41,24 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
-def _scope_args(p: argparse.ArgumentParser) -> None:
+def _scope_args(p: argparse.ArgumentParser, *, configs: bool = True) -> None:
     p.add_argument(
         "--workspace",
         type=Path,
         default=None,
         help="workspace directory (default: the current directory)",
     )
+    if configs:
+        _config_arg(p)
+    p.add_argument(
+        "--config-dir",
+        type=Path,
+        default=None,
+        help="global config directory (default: $TRIOHOOKS_CONFIG_DIR or the platform's)",
+    )
+
+
+def _config_arg(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--config",
         dest="configs",
@@ -56,12 +67,6 @@ def _scope_args(p: argparse.ArgumentParser) -> None:
         default=[],
         metavar="FILE",
         help="extra user-trusted config file (.toml or .json); repeatable",
-    )
-    p.add_argument(
-        "--config-dir",
-        type=Path,
-        default=None,
-        help="global config directory (default: $TRIOHOOKS_CONFIG_DIR or the platform's)",
     )
 
 
@@ -72,6 +77,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "hooks": ("._selfconfig_cli", "add_hooks_command", "cmd_hooks"),
     "demo": ("._demo", "add_demo_command", "cmd_demo"),
     "serve": ("._server", "add_serve_command", "cmd_serve"),
+    "watch": ("._watch", "add_watch_command", "cmd_watch"),
 }
 
 
@@ -96,7 +102,7 @@ def _parser(plugins: Sequence[str] = tuple(_PLUGINS)) -> argparse.ArgumentParser
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trust", action="store_true", help="treat the workspace as trusted")
     p = sub.add_parser("trust", help="trust the workspace's hooks as they are now")
-    _scope_args(p)
+    _scope_args(p, configs=False)  # trust is about the workspace files only
     p.add_argument("--decline", action="store_true", help="record that you decline them")
     p = sub.add_parser("doctor", help="check that every hook's program resolves; list problems")
     _scope_args(p)

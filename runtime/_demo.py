@@ -4,16 +4,22 @@ Owns the demo: a temporary workspace and global config dir holding hooks in both
 (TOML in the global scope, JSON in the workspace scope, trusted for this run only), a scripted
 model (no network), the agent loop that fires each lifecycle event, and the live timeline it
 prints (event, hooks run, decision, ms) from the Outcomes and the engine's listener. After the
-session it shows what the close drained and the audit records written.
+session it shows what the close drained and the audit records written. With ``--serve`` the
+session runs through the engine of the websocket service (``runtime._server``) on 127.0.0.1,
+which first waits a bounded time for a subscriber (``triohooks watch``, docs/watching.md) so
+that it sees every record, and is shut down gracefully at the end.
 
 It must not hold engine logic: every decision on screen comes from the engine. It must not
-touch the user's own config, trust records or audit log (everything lives in the temp dir).
+touch the user's own config, trust records, audit log or state dir (everything, the generated
+serve token included, lives in the temp dir).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
+import secrets
 import shlex
 import shutil
 import sys
@@ -29,9 +35,11 @@ import trio
 
 from actors.audit import AuditRecord, audit_dir
 from actors.dispatcher import is_sync
+from actors.post_worker import WorkerReport
 
 from ._engine import HookEngine
 from ._outcome import Outcome, RunRecord
+from ._server import DEFAULT_HOST, HookServer, ServeError, ServeSettings, _load_token, serve
 
 SESSION = "demo-session"
 PROMPT_ID = "prompt-1"
@@ -260,7 +268,7 @@ class Timeline:
     """
 
     def __init__(self, out: TextIO) -> None:
-        self._out = out
+        self.out = out
         self._t0 = time.perf_counter()
         self.summary = DemoSummary()
         self._engine: HookEngine | None = None
@@ -268,8 +276,8 @@ class Timeline:
         self._held: list[AuditRecord] | None = None
 
     def _write(self, text: str) -> None:
-        self._out.write(text + "\n")
-        self._out.flush()
+        self.out.write(text + "\n")
+        self.out.flush()
 
     def _line(self, text: str) -> None:
         self._write(f"{time.perf_counter() - self._t0:6.2f}s  {text}")
@@ -397,10 +405,22 @@ async def _agent_session(engine: HookEngine, timeline: Timeline, workspace: Path
     await timeline.fire(lambda: engine.session_end("exit", session_id=SESSION))
 
 
-async def run_demo(root: Path, out: TextIO) -> DemoSummary:
+async def run_demo(
+    root: Path,
+    out: TextIO,
+    serving: ServeOptions | None = None,
+    *,
+    task_status: trio.TaskStatus[DemoService] = trio.TASK_STATUS_IGNORED,
+) -> DemoSummary:
     """Set up the demo under ``root``, run the scripted session, close, show the audit trail.
 
-    A checkpoint; on cancel the engine closes (running hooks are killed).
+    With ``serving``, the session runs through the engine of a websocket service on
+    127.0.0.1 (see :func:`_served_session`) and ``task_status.started`` gives its
+    :class:`DemoService` once it listens (so ``await nursery.start(run_demo, ...)`` works; its
+    summary is then lost - call it from your own task to keep it). Without ``serving`` it never
+    calls ``started``.
+
+    A checkpoint; on cancel the engine closes (running hooks are killed, the drain still runs).
     """
     paths = write_demo_setup(root)
     timeline = Timeline(out)
@@ -409,18 +429,20 @@ async def run_demo(root: Path, out: TextIO) -> DemoSummary:
     print(f"  workspace       {paths.workspace}", file=out)
     print(f"  global hooks    {paths.toml_file}  (TOML dialect)", file=out)
     print(f"  workspace hooks {paths.json_file}  (JSON dialect, trusted for this run)", file=out)
-    print(f"  audit dir       {audit_dir(paths.state_dir)}\n", file=out)
-    async with HookEngine.open(
-        workspace=paths.workspace,
-        config_dir=paths.config_dir,
-        state_dir=paths.state_dir,
-        trust=True,
-    ) as engine:
-        engine.add_listener(timeline.listen(engine))
-        timeline.header()
-        await _agent_session(engine, timeline, paths.workspace)
-        timeline.note("closing the engine: the background queue drains (up to 5 s)")
-    report = engine.close_report
+    print(f"  audit dir       {audit_dir(paths.state_dir)}", file=out)
+    engine_args: dict[str, Any] = {
+        "workspace": paths.workspace,
+        "config_dir": paths.config_dir,
+        "state_dir": paths.state_dir,
+        "trust": True,
+    }
+    if serving is None:
+        print(file=out)
+        async with HookEngine.open(**engine_args) as engine:
+            await _session(engine, timeline, paths.workspace)
+        report = engine.close_report
+    else:
+        report = await _served_session(engine_args, timeline, root, serving, task_status)
     if report is not None:
         timeline.note(
             f"closed: {report.ran} background event(s) ran, "
@@ -434,6 +456,119 @@ async def run_demo(root: Path, out: TextIO) -> DemoSummary:
         print(f"  | {line}", file=out)
     _show_audit(summary, paths.state_dir, out)
     return summary
+
+
+async def _session(engine: HookEngine, timeline: Timeline, workspace: Path) -> None:
+    engine.add_listener(timeline.listen(engine))
+    timeline.header()
+    await _agent_session(engine, timeline, workspace)
+    timeline.note("closing the engine: the background queue drains (up to 5 s)")
+
+
+# -- streaming the session (--serve) -----------------------------------------------------------
+
+
+class ServeOptions(msgspec.Struct, frozen=True, kw_only=True):
+    """``triohooks demo --serve``: stream the session over the websocket service."""
+
+    port: int = 0
+    #: How long to wait for a subscriber before the session starts; 0: don't wait.
+    wait_s: float = 10.0
+    #: Read the bearer token from here; None: generate one into the demo's temp dir.
+    token_file: Path | None = None
+
+
+class DemoService(msgspec.Struct, frozen=True):
+    """Where the demo's websocket service listens, and the file holding its token."""
+
+    url: str
+    token_file: Path
+
+
+#: How often the wait for a subscriber looks (see ``_wait_for_subscriber``).
+SUBSCRIBER_POLL_S = 0.02
+
+
+async def _served_session(
+    engine_args: dict[str, Any],
+    timeline: Timeline,
+    root: Path,
+    serving: ServeOptions,
+    task_status: trio.TaskStatus[DemoService],
+) -> WorkerReport | None:
+    """Run the session through the engine of ``triohooks serve`` on 127.0.0.1.
+
+    Starts the server (printing its URL and token file), waits up to ``serving.wait_s`` for a
+    subscriber so it sees every record of the session, runs the session, then shuts the server
+    down gracefully: the post queue drains, subscribers get the last records and ``closed``,
+    and every socket closes with 1000. Returns the engine's close report.
+    """
+    out = timeline.out
+    token, token_file = _demo_token(serving.token_file, root)
+    # A loopback subscriber flushes the demo's ~40 records in milliseconds; a short close
+    # timeout also caps the wait for the close handshake, which the server (as of now) sits
+    # out in full with every connected client.
+    settings = ServeSettings(
+        token=token, host=DEFAULT_HOST, port=serving.port, engine=engine_args, close_timeout_s=0.5
+    )
+    async with trio.open_nursery() as nursery:
+        try:
+            server: HookServer = await nursery.start(serve, settings)
+        except* OSError as group:
+            from ._cli import CliError
+
+            where = f"{DEFAULT_HOST}:{serving.port}"
+            first = group.exceptions[0]
+            raise CliError(f"demo --serve: cannot listen on {where}: {first}") from None
+        try:
+            service = DemoService(server.url, token_file)
+            print(f"  websocket       {service.url}", file=out)
+            print(f"  token file      {service.token_file}\n", file=out, flush=True)
+            task_status.started(service)
+            await _wait_for_subscriber(server, serving.wait_s, service, timeline)
+            await _session(server.engine, timeline, Path(engine_args["workspace"]))
+        finally:
+            server.shutdown()  # serve() returns after the graceful shutdown; the nursery waits
+    timeline.note("websocket service stopped")
+    return server.engine.close_report
+
+
+async def _wait_for_subscriber(
+    server: HookServer, seconds: float, service: DemoService, timeline: Timeline
+) -> None:
+    if seconds <= 0:
+        return
+    timeline.note(f"waiting up to {seconds:g} s for a subscriber; in another terminal run:")
+    token_file = shlex.quote(str(service.token_file))
+    timeline.note(f"  triohooks watch {service.url} --token-file {token_file}")
+    # HookServer has no "someone subscribed" event to wait on yet, so this looks every 20 ms:
+    # a bounded wait before the session starts, outside the engine. Swap it for the event
+    # when the server grows one.
+    with trio.move_on_after(seconds):
+        while not server.hub.subscribers:  # noqa: ASYNC110
+            await trio.sleep(SUBSCRIBER_POLL_S)
+    if server.hub.subscribers:
+        timeline.note("a subscriber is connected: starting the session\n")
+    else:
+        timeline.note(f"no subscriber after {seconds:g} s: starting the session anyway\n")
+
+
+def _demo_token(token_file: Path | None, root: Path) -> tuple[str, Path]:
+    """The bearer token: read from ``token_file``, or generated into ``root`` (mode 0600),
+    never into the user's state dir (the demo leaves the user's files alone)."""
+    if token_file is not None:
+        try:
+            return _load_token(token_file)
+        except ServeError as exc:
+            from ._cli import CliError
+
+            raise CliError(str(exc)) from None
+    token = secrets.token_urlsafe(32)
+    path = root / "serve-token"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "w") as f:
+        f.write(token + "\n")
+    return token, path
 
 
 def _show_audit(summary: DemoSummary, state: Path, out: TextIO) -> None:
@@ -456,14 +591,63 @@ def add_demo_command(sub: Any) -> None:
     p.add_argument(
         "--keep", action="store_true", help="keep the demo's temp dir (config, workspace, audit)"
     )
+    p.add_argument(
+        "--serve",
+        action="store_true",
+        help="also stream the session over the websocket service (watch it: triohooks watch)",
+    )
+    p.add_argument(
+        "--port", type=int, default=None, help="with --serve: port on 127.0.0.1 (default: 0, any)"
+    )
+    p.add_argument(
+        "--wait-seconds",
+        type=float,
+        default=None,
+        metavar="S",
+        help="with --serve: wait this long for a subscriber before starting (default 10; 0: none)",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="with --serve: read the bearer token here (default: generate one in the temp dir)",
+    )
+
+
+def serve_options(args: argparse.Namespace) -> ServeOptions | None:
+    """The ``--serve`` options of ``args``, or None; the serve-only flags need ``--serve``."""
+    given = [
+        flag
+        for flag, value in (
+            ("--port", args.port),
+            ("--wait-seconds", args.wait_seconds),
+            ("--token-file", args.token_file),
+        )
+        if value is not None
+    ]
+    if not args.serve:
+        if given:
+            from ._cli import CliError
+
+            verb = "needs" if len(given) == 1 else "need"
+            raise CliError(f"demo: {' and '.join(given)} {verb} --serve")
+        return None
+    defaults = ServeOptions()
+    return ServeOptions(
+        port=defaults.port if args.port is None else args.port,
+        wait_s=defaults.wait_s if args.wait_seconds is None else max(0.0, args.wait_seconds),
+        token_file=args.token_file,
+    )
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
+    """``triohooks demo``: 0 when the session ran; 1 for usage errors (a busy --port, ...)."""
+    serving = serve_options(args)
     root = Path(tempfile.mkdtemp(prefix="triohooks-demo-"))
     try:
-        trio.run(run_demo, root, sys.stdout)
+        trio.run(run_demo, root, sys.stdout, serving)
     finally:
-        if getattr(args, "keep", False):
+        if args.keep:
             print(f"\nkept {root}")
         else:
             shutil.rmtree(root, ignore_errors=True)
