@@ -223,9 +223,17 @@ async def open_websocket(
                     await ws.aclose()
                 nursery.cancel_scope.cancel()
     except BaseExceptionGroup as group:
-        if len(group.exceptions) == 1:
-            raise group.exceptions[0] from None
-        raise
+        inner = innermost(group)
+        if inner is group:
+            raise
+        raise inner from None
+
+
+def innermost(exc: BaseException) -> BaseException:
+    """The exception inside single-exception groups (our nurseries wrap what they carry)."""
+    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
+        exc = exc.exceptions[0]
+    return exc
 
 
 @asynccontextmanager
@@ -244,10 +252,16 @@ async def connect(
         url = f"{url}{'&' if '?' in url else '?'}token={quote(token, safe='')}"
     else:
         headers.append((b"Authorization", f"Bearer {token}".encode()))
-    async with open_websocket(url, headers) as ws, trio.open_nursery() as nursery:
-        client = HookClient(ws)
-        nursery.start_soon(client._read)
-        try:
-            yield client
-        finally:
-            nursery.cancel_scope.cancel()
+    try:
+        async with open_websocket(url, headers) as ws, trio.open_nursery() as nursery:
+            client = HookClient(ws)
+            nursery.start_soon(client._read)
+            try:
+                yield client
+            finally:
+                nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:  # one failure comes out as itself, e.g. RemoteError
+        inner = innermost(group)
+        if inner is group:
+            raise
+        raise inner from None

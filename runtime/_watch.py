@@ -23,7 +23,7 @@ from typing import Any, Final, TextIO
 import trio
 from trio_websocket import CloseReason, ConnectionRejected
 
-from ._client import RemoteError, connect
+from ._client import RemoteError, connect, innermost
 from ._wire import EventRecord, Lagged, encode
 
 #: Close codes that mean the server stopped on purpose (normal closure, going away).
@@ -109,8 +109,8 @@ async def watch(
 
     A checkpoint. Returns how the connection closed. Raises what :func:`runtime._client.connect`
     raises (``ConnectionRejected`` for a wrong token, ``OSError`` when nothing listens) and
-    ``RemoteError`` for an unknown event name, possibly inside a one-exception group (the
-    client's nurseries). On cancel the connection is closed (code 1000), the cancel propagates.
+    ``RemoteError`` for an unknown event name (the subscription's own nursery may still wrap
+    it in a one-exception group). On cancel the connection is closed (code 1000), the cancel propagates.
     """
     async with connect(url, token) as client, client.subscribe(events) as stream:
         out.write(f"watching {url} (events: {', '.join(events)})\n")
@@ -155,7 +155,7 @@ def cmd_watch(args: argparse.Namespace) -> int:
             partial(watch, args.url, token, sys.stdout, events=events, as_json=args.json)
         )
     except Exception as exc:
-        message = _refusal(_innermost(exc), args.url)
+        message = _refusal(innermost(exc), args.url)
         if message is None:
             raise
         return _fail(message)
@@ -163,13 +163,6 @@ def cmd_watch(args: argparse.Namespace) -> int:
         return _fail(f"connection to {args.url} ended abnormally: {closed}")
     print(f"stream ended: the server closed the connection ({closed.code} {closed.reason})")
     return 0
-
-
-def _innermost(exc: BaseException) -> BaseException:
-    """The exception inside single-exception groups (the client's nurseries wrap some)."""
-    while isinstance(exc, BaseExceptionGroup) and len(exc.exceptions) == 1:
-        exc = exc.exceptions[0]
-    return exc
 
 
 def _refusal(exc: BaseException, url: str) -> str | None:
