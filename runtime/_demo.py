@@ -485,10 +485,6 @@ class DemoService(msgspec.Struct, frozen=True):
     token_file: Path
 
 
-#: How often the wait for a subscriber looks (see ``_wait_for_subscriber``).
-SUBSCRIBER_POLL_S = 0.02
-
-
 async def _served_session(
     engine_args: dict[str, Any],
     timeline: Timeline,
@@ -541,12 +537,8 @@ async def _wait_for_subscriber(
     timeline.note(f"waiting up to {seconds:g} s for a subscriber; in another terminal run:")
     token_file = shlex.quote(str(service.token_file))
     timeline.note(f"  triohooks watch {service.url} --token-file {token_file}")
-    # HookServer has no "someone subscribed" event to wait on yet, so this looks every 20 ms:
-    # a bounded wait before the session starts, outside the engine. Swap it for the event
-    # when the server grows one.
     with trio.move_on_after(seconds):
-        while not server.hub.subscribers:  # noqa: ASYNC110
-            await trio.sleep(SUBSCRIBER_POLL_S)
+        await server.wait_for_subscriber()
     if server.hub.subscribers:
         timeline.note("a subscriber is connected: starting the session\n")
     else:

@@ -147,6 +147,7 @@ class HookServer:
         self._accepting = True
         self._firing = True
         self._shutdown = trio.Event()
+        self._subscribed = trio.Event()
         self.done = trio.Event()
         self._in_flight = 0
         self._idle: trio.Event | None = None
@@ -221,6 +222,10 @@ class HookServer:
                 await self._idle.wait()
         for conn in list(self._connections):  # grace over: cut off what is left
             conn.fires.cancel_scope.cancel()
+
+    async def wait_for_subscriber(self) -> None:
+        """Return once any client has subscribed (at once if one already did). A checkpoint."""
+        await self._subscribed.wait()
 
     # -- connections --------------------------------------------------------------------------
     async def on_stream(self, stream: trio.SocketStream) -> None:
@@ -397,6 +402,7 @@ class _Connection:
         if self.server.hub.closed:
             raise WireError("shutting_down", "server is shutting down", msg.id)
         self.sub = self.server.hub.subscribe(accept)
+        self.server._subscribed.set()
         # The reply goes out before the sender starts, so it precedes every event frame.
         await self.send(encode(reply))
         self.sender_done = trio.Event()
