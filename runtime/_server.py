@@ -271,6 +271,10 @@ class HookServer:
         finally:
             self._connections.discard(conn)
             with trio.move_on_after(self.settings.close_timeout_s, shield=True):
+                if conn.closing is not None:
+                    # We started the close: the client's reply is read by the connection's
+                    # reader task, which must outlive the handshake (on_stream cancels it).
+                    await conn.closing.wait()
                 await ws.aclose()
 
     async def _close_connections(self) -> None:
@@ -291,6 +295,8 @@ class _Connection:
         self.seq = 0
         self.sub: Subscription[_Record] | None = None
         self.sender_done: trio.Event | None = None
+        #: Set while (and after) the server closes this connection; done when the close is.
+        self.closing: trio.Event | None = None
         self.scope = trio.CancelScope()
         self.batch_writes = all(hasattr(ws, a) for a in ("_wsproto", "_stream", "_stream_lock"))
 
@@ -468,12 +474,16 @@ class _Connection:
 
     async def close_gracefully(self) -> None:
         """Let the stream flush, then close with 1000; abort after ``close_timeout_s``."""
-        with trio.move_on_after(self.server.settings.close_timeout_s, shield=True) as scope:
-            if self.sender_done is not None:
-                await self.sender_done.wait()
-            await self.ws.aclose(CLOSE_NORMAL, "server shutting down")
-        if scope.cancelled_caught:
-            self.scope.cancel()  # a stalled client: drop it
+        self.closing = trio.Event()
+        try:
+            with trio.move_on_after(self.server.settings.close_timeout_s, shield=True) as scope:
+                if self.sender_done is not None:
+                    await self.sender_done.wait()
+                await self.ws.aclose(CLOSE_NORMAL, "server shutting down")
+            if scope.cancelled_caught:
+                self.scope.cancel()  # a stalled client: drop it
+        finally:
+            self.closing.set()
 
 
 async def _nursery_host(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:

@@ -443,3 +443,26 @@ async def test_client_reports_remote_errors(tmp_path: Path) -> None:
                 await client.fire("nope")
             assert isinstance(client, HookClient)
     assert err.value.code == "unknown_event"
+
+
+async def test_shutdown_with_a_subscriber_does_not_wait_out_the_close_timeout(
+    tmp_path: Path,
+) -> None:
+    # Regression: the connection's reader was cancelled before it read the client's close
+    # reply, so every shutdown with a client connected took the whole close_timeout_s.
+    closed = trio.Event()
+
+    async def subscriber(server: HookServer) -> None:
+        async with connect(server.url, TOKEN) as client, client.subscribe(["*"]) as stream:
+            async for _ in stream:
+                pass
+        closed.set()
+
+    with trio.fail_after(20):
+        async with running(tmp_path, close_timeout_s=30) as server, trio.open_nursery() as n:
+            n.start_soon(subscriber, server)
+            await server.wait_for_subscriber()
+            with trio.fail_after(5):  # far below the 30 s close timeout
+                server.shutdown()
+                await server.done.wait()
+                await closed.wait()
