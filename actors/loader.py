@@ -84,29 +84,54 @@ class Loader:
         self.table = table
         return RebuildReport(True, table.generation, len(table.hooks), table.problems)
 
+    def _not_rebuilt(self, why: str) -> RebuildReport:
+        return RebuildReport(
+            False, self._generation, len(self.table.hooks), (ConfigProblem("<rebuild>", why),)
+        )
+
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """The actor loop: one rebuild at a time, in request order. Runs until cancelled."""
+        """The actor loop: one rebuild at a time, in request order. Runs until cancelled; then
+        every request still waiting is answered "not applied", so no caller waits forever."""
         task_status.started()
-        async with self._requests_recv:
+        try:
             async for reply in self._requests_recv:
+                report = self._not_rebuilt("the config loader stopped before rebuilding")
                 try:
                     report = await self._rebuild_now()
                 except Exception as exc:  # a bug in loading must not kill the engine
                     log.exception("config rebuild crashed")
-                    report = RebuildReport(
-                        False,
-                        self._generation,
-                        len(self.table.hooks),
-                        (ConfigProblem("<rebuild>", f"internal error: {exc!r}"),),
-                    )
-                reply.send_nowait(report)
+                    report = self._not_rebuilt(f"internal error: {exc!r}")
+                finally:
+                    _answer(reply, report)
+        finally:
+            while True:
+                try:
+                    reply = self._requests_recv.receive_nowait()
+                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                    break
+                _answer(reply, self._not_rebuilt("the config loader stopped before rebuilding"))
+            self._requests_recv.close()
 
     async def rebuild(self) -> RebuildReport:
         """Ask the loader to re-read config and wait for the result.
 
-        A checkpoint. Needs :meth:`serve` running; on cancel the rebuild may still happen.
+        A checkpoint. Needs :meth:`serve` running (once it has stopped, the report says "not
+        applied"); on cancel the rebuild may still happen, its report is dropped.
         """
         reply_send, reply_recv = trio.open_memory_channel[RebuildReport](1)
-        await self._requests_send.send(reply_send)
+        try:
+            await self._requests_send.send(reply_send)
+        except trio.BrokenResourceError:
+            return self._not_rebuilt("the config loader is not running")
         async with reply_recv:
             return await reply_recv.receive()
+
+
+def _answer(reply: trio.MemorySendChannel[RebuildReport], report: RebuildReport) -> None:
+    # The asker may have been cancelled and closed its end: the rebuild stands all the same
+    # (before, the BrokenResourceError here crashed the loader, and every later reload with it).
+    with reply:
+        try:
+            reply.send_nowait(report)
+        except trio.BrokenResourceError:
+            log.debug("rebuild requester gone; report dropped")

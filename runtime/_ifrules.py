@@ -397,6 +397,9 @@ def _re2(source: str) -> Any:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
             detail = detail.decode(errors="replace")
+        detail = str(detail)
+        if not detail.isprintable():  # RE2 quotes the bad part as is: keep the message one line
+            detail = detail.encode("unicode_escape").decode("ascii")
         raise IfRuleError(f"bad pattern: {detail}") from None
 
 

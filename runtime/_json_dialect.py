@@ -25,6 +25,7 @@ from ._model import (
     Hook,
     JsonMatcher,
     Scope,
+    location_name,
 )
 
 MAX_HOOKS_PER_FILE: Final = 64
@@ -70,7 +71,9 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         raise EntryError(None, "a hook must be a JSON object")
     for key in raw:
         if key not in _HOOK_KEYS:
-            raise EntryError(key, f"unknown field (known: {', '.join(sorted(_HOOK_KEYS))})")
+            raise EntryError(
+                location_name(key), f"unknown field (known: {', '.join(sorted(_HOOK_KEYS))})"
+            )
     hook_id = raw.get("id")
     if hook_id is not None and (not isinstance(hook_id, str) or not hook_id.strip()):
         raise EntryError("id", "must be a non-empty string")
@@ -98,7 +101,9 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         raise EntryError("executor", 'is required: {"type": "bash", "command": "..."}')
     for key in executor:
         if key not in _EXECUTOR_KEYS:
-            raise EntryError(f"executor.{key}", "unknown field (known: command, env, type)")
+            raise EntryError(
+                f"executor.{location_name(key)}", "unknown field (known: command, env, type)"
+            )
     if executor.get("type") != "bash":
         raise EntryError("executor.type", f'must be "bash", not {executor.get("type")!r}')
     command = executor.get("command")
@@ -154,7 +159,8 @@ def _matcher(raw: object, event: str) -> JsonMatcher | None:
     for key, value in raw.items():
         if key not in _MATCHER_KEYS:
             raise EntryError(
-                f"matcher.{key}", f"unknown field (known: {', '.join(sorted(_MATCHER_KEYS))})"
+                f"matcher.{location_name(key)}",
+                f"unknown field (known: {', '.join(sorted(_MATCHER_KEYS))})",
             )
         if value is not None and not isinstance(value, str):
             raise EntryError(f"matcher.{key}", "must be a string")
@@ -198,6 +204,10 @@ def parse_json_bytes(data: bytes, *, file: str, scope: Scope) -> JsonFile:
     except msgspec.DecodeError as exc:
         warn(f"malformed JSON, file skipped: {exc}")
         return out
+    except RecursionError:
+        # msgspec decodes nested arrays/objects recursively: `[[[[...]]]]` within the size limit.
+        warn("malformed JSON, file skipped: nested too deeply")
+        return out
     if not isinstance(doc, dict):
         warn("top level must be an object with a 'hooks' array; file skipped")
         return out
@@ -220,7 +230,7 @@ def parse_json_bytes(data: bytes, *, file: str, scope: Scope) -> JsonFile:
     seen: set[str] = set()
     for index, raw in enumerate(hooks):
         event = raw.get("event") if isinstance(raw, dict) else None
-        where = event if isinstance(event, str) else "hooks"
+        where = location_name(event) if isinstance(event, str) else "hooks"
         try:
             spec = validate_hook_spec(raw)
         except EntryError as exc:

@@ -127,6 +127,9 @@ def _compile_regex(field: str, pattern: str) -> Callable[[str], bool]:
         why = exc.args[0] if exc.args else exc
         if isinstance(why, bytes):
             why = why.decode("utf-8", "replace")
+        why = str(why)
+        if not why.isprintable():  # RE2 quotes the bad part as is: keep the message one line
+            why = why.encode("unicode_escape").decode("ascii")
         raise MatcherError(field, f"not a valid RE2 regex: {why}") from None
     return _searcher(regex)
 

@@ -131,6 +131,14 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
         return f"python: {getattr(h.func, '__qualname__', repr(h.func))}"
 
 
+def location_name(name: str) -> str:
+    """A user-written key (event, field) as it may appear in a problem's location: as is when
+    printable, else quoted and escaped, so a key holding a line break or nothing at all cannot
+    split or blank the ``file: event[index].field: message`` line.
+    """
+    return name if name and name.isprintable() else repr(name)
+
+
 class ConfigProblem(msgspec.Struct, frozen=True):
     """One thing wrong with a config file, located as precisely as we can."""
 

@@ -25,6 +25,7 @@ from ._model import (
     HttpHandler,
     PromptHandler,
     Scope,
+    location_name,
 )
 
 _FIELDS: Final = frozenset(
@@ -162,7 +163,7 @@ def _hook(
 ) -> Hook | None:
     for key in raw:
         if key not in _FIELDS:
-            entry.error(key, f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+            entry.error(location_name(key), f"unknown field (known: {', '.join(sorted(_FIELDS))})")
     kind = raw.get("type", "command")
     if not isinstance(kind, str):
         entry.error("type", f"must be a string, not {_type_name(kind)}")
@@ -257,11 +258,17 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
     except tomllib.TOMLDecodeError as exc:
         out.problems.append(ConfigProblem(file, f"not valid TOML: {exc}"))
         return out
+    except RecursionError:
+        # tomllib parses nested arrays and inline tables recursively: `a = [[[[...]]]]`.
+        out.problems.append(ConfigProblem(file, "not valid TOML: nested too deeply"))
+        return out
     for key in doc:
         if key not in _TOP_LEVEL:
             out.problems.append(
                 ConfigProblem(
-                    file, "unknown top-level key (expected [hooks] or [judge])", field=key
+                    file,
+                    "unknown top-level key (expected [hooks] or [judge])",
+                    field=location_name(key),
                 )
             )
     judge = doc.get("judge", {})
@@ -274,7 +281,7 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
                     ConfigProblem(
                         file,
                         f"unknown or non-string field (known: {', '.join(sorted(_JUDGE_FIELDS))})",
-                        field=f"judge.{key}",
+                        field=f"judge.{location_name(key)}",
                     )
                 )
             else:
@@ -283,6 +290,7 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
     if not isinstance(hooks, dict):
         out.problems.append(ConfigProblem(file, "must be a table of [[hooks.<event>]]", "hooks"))
         return out
+    ids: dict[str, str] = {}
     for event, tables in hooks.items():
         if event not in EVENTS:
             hint = ""
@@ -290,7 +298,11 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
                 hint = f" (the TOML dialect calls it {JSON_ALIASES[event]!r})"
             known = ", ".join(EVENTS)
             out.problems.append(
-                ConfigProblem(file, f"unknown event{hint}; known events: {known}", event=event)
+                ConfigProblem(
+                    file,
+                    f"unknown event{hint}; known events: {known}",
+                    event=location_name(event),
+                )
             )
             continue
         if not isinstance(tables, list) or not all(isinstance(t, dict) for t in tables):
@@ -301,6 +313,12 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
         for index, raw in enumerate(tables):
             entry = _Entry(file, event, index, out.problems)
             hook = _hook(entry, raw, scope, file, event, index)
+            if hook is not None and hook.explicit_id is not None:
+                # An id names one hook (list, audit, failure memory, self-configuration).
+                first = ids.setdefault(hook.explicit_id, f"{event}[{index}]")
+                if first != f"{event}[{index}]":
+                    entry.error("id", f"duplicate id {hook.explicit_id!r}: {first} has it already")
+                    continue
             if hook is not None:
                 out.hooks.append(hook)
     return out

@@ -110,7 +110,8 @@ async def watch(
     A checkpoint. Returns how the connection closed. Raises what :func:`runtime._client.connect`
     raises (``ConnectionRejected`` for a wrong token, ``OSError`` when nothing listens) and
     ``RemoteError`` for an unknown event name (the subscription's own nursery may still wrap
-    it in a one-exception group). On cancel the connection is closed (code 1000), the cancel propagates.
+    it in a one-exception group). On cancel the connection is closed (code 1000) and the
+    cancel propagates.
     """
     async with connect(url, token) as client, client.subscribe(events) as stream:
         out.write(f"watching {url} (events: {', '.join(events)})\n")
