@@ -4,12 +4,12 @@ Owns the decision rules: the first block wins and stops the chain; the first ``d
 any ``continue`` count; contexts join with newlines; every ``system_message`` is kept; rewrites
 chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``: shallow merge);
 failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it must not run
-anything or do I/O.
+anything or do I/O. It never mutates the dicts it is given (rewrites build new ones), so the
+caller's arguments and the hooks' decoded replies need no copying.
 """
 
 from __future__ import annotations
 
-import copy
 from typing import Any
 
 import msgspec
@@ -90,11 +90,11 @@ class Combiner:
         self._contexts: list[str] = []
         self._toml_rewrote = False
         if self.info.tool_event:
-            self.outcome.args = copy.deepcopy(fields.get("args") or {})
+            self.outcome.args = fields.get("args") or {}
         if event == "prompt_submit":
             self.outcome.prompt = fields.get("prompt") or ""
         if event in ("post_tool", "post_tool_failure"):
-            self.outcome.result = copy.deepcopy(fields.get("result"))
+            self.outcome.result = fields.get("result")
             self.outcome.error = fields.get("error")
         #: Set once a hook stopped the chain; later hooks must not run.
         self.stopped = False
@@ -200,7 +200,7 @@ class Combiner:
                 self._warn(f"hook {hook.name}: updated_args is only used on pre_tool")
             elif not self._toml_rewrote:
                 self._toml_rewrote = True
-                o.args = copy.deepcopy(r.updated_args)
+                o.args = r.updated_args
         if r.user_message and o.user_message is None:
             o.user_message = r.user_message
 
@@ -209,7 +209,7 @@ class Combiner:
         if self.event == "pre_tool":
             args = patch.get("arguments")
             if isinstance(args, dict):
-                o.args = {**(o.args or {}), **copy.deepcopy(args)}
+                o.args = {**(o.args or {}), **args}
             elif args is not None:
                 self._warn(f"hook {hook.name}: patch.arguments is not an object; ignored")
         elif self.event == "prompt_submit":
@@ -220,7 +220,7 @@ class Combiner:
                 self._warn(f"hook {hook.name}: patch.message is not a string; ignored")
         elif self.event == "post_tool":
             if "result" in patch:
-                o.result = copy.deepcopy(patch["result"])
+                o.result = patch["result"]
             if "error" in patch:
                 if isinstance(patch["error"], str) or patch["error"] is None:
                     o.error = patch["error"]
