@@ -328,7 +328,9 @@ class AuditSink:
         try:
             await trio.to_thread.run_sync(self._files.write, batch)
         except OSError as exc:
-            logger.exception("writing %d audit records failed", len(batch))
+            # An expected failure (a full disk, a state dir we may not write): one line, no
+            # traceback; _count_dropped warns once per sink.
+            logger.debug("writing %d audit records failed", len(batch), exc_info=True)
             self._count_dropped(len(batch), f"write failed: {exc}")
             await trio.to_thread.run_sync(self._files_reset)
         else:
