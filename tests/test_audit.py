@@ -260,7 +260,9 @@ async def test_write_failure_is_counted_and_the_sink_goes_on(
             sink.submit(rec("b"))
             await sink.close()
     assert sink.dropped == 1 and sink.written == 1
-    assert any("audit records are being dropped: write failed" in r.getMessage() for r in caplog.records)
+    assert any(
+        "audit records are being dropped: write failed" in r.getMessage() for r in caplog.records
+    )
     assert [r["hook"] for r in lines(tmp_path / "audit" / "audit-2024-03-01.jsonl")] == ["b"]
 
 
