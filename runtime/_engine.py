@@ -139,6 +139,8 @@ class HookEngine:
         if report is None:
             return
         self._dispatcher.emit("closed", report=report)
+        if report.offered == 0:
+            return  # nothing went through the queue: no record (a CLI fire closes every call)
         self._dispatcher.record(
             AuditRecord(
                 time="",
