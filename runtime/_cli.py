@@ -21,7 +21,13 @@ import trio
 from ._config import load_table
 from ._events import PayloadError, UnknownEventError, canonical_event, event_from_payload
 from ._model import ConfigError, Hook, HookTable
-from ._paths import global_config_dir, state_dir, workspace_config_files
+from ._paths import (
+    global_config_dir,
+    private_dir,
+    state_dir,
+    workspace_config_files,
+    write_file_atomic,
+)
 from ._trust import record_trust, trust_digest, trust_state
 
 EXIT_OK = 0
@@ -283,7 +289,12 @@ def cmd_fire(args: argparse.Namespace) -> int:
     payload = _read_payload()
     ws = _workspace(args)
     payload.setdefault("workspace", str(ws))
+    if not payload.get("cwd"):  # every event carries a cwd (DESIGN §2): the workspace by default
+        payload["cwd"] = payload["workspace"]
     ev = event_from_payload(event, payload)  # a bad payload fails here, before anything starts
+
+    # The stop cap (5 per prompt) and stop_hook_active must hold across one-shot runs.
+    stop_key = (ev.prompt_id or ev.session_id) if event == "stop" else ""
 
     async def run() -> Any:
         async with HookEngine.open(
@@ -293,7 +304,14 @@ def cmd_fire(args: argparse.Namespace) -> int:
             trust=args.trust,
             audit=not args.no_audit,
         ) as engine:
-            return await engine.fire(event, ev)
+            counts = _load_stop_counts() if stop_key else {}
+            if stop_key in counts:
+                engine.restore_stop_continues({stop_key: counts[stop_key]})
+            outcome = await engine.fire(event, ev)
+            if stop_key and outcome.continue_:
+                counts[stop_key] = engine.stop_continues.get(stop_key, 0)
+                _save_stop_counts(counts)
+            return outcome
 
     outcome = trio.run(run)
     for warning in outcome.warnings:
@@ -302,6 +320,33 @@ def cmd_fire(args: argparse.Namespace) -> int:
     if outcome.blocked:
         return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
     return EXIT_OK
+
+
+#: Stop-continue counts kept for this many prompts at most (the oldest are forgotten).
+_STOP_COUNTS_KEPT = 512
+
+
+def _stop_counts_file() -> Path:
+    return state_dir() / "stop-continues.json"
+
+
+def _load_stop_counts() -> dict[str, int]:
+    try:
+        data = msgspec.json.decode(_stop_counts_file().read_bytes(), type=dict[str, int])
+    except (OSError, msgspec.DecodeError):
+        return {}  # missing or torn: start afresh (the cap is a safety net, not a ledger)
+    return data
+
+
+def _save_stop_counts(counts: dict[str, int]) -> None:
+    kept = dict(list(counts.items())[-_STOP_COUNTS_KEPT:])
+    try:
+        directory = private_dir(state_dir())
+        write_file_atomic(
+            directory / "stop-continues.json", msgspec.json.encode(kept), new_mode=0o600
+        )
+    except OSError as exc:
+        print(f"triohooks: warning: cannot save the stop-hook count: {exc}", file=sys.stderr)
 
 
 COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {

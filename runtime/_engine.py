@@ -173,13 +173,13 @@ class HookEngine:
         else:
             data = dict(payload or {})
             data.update(fields)
-            data.setdefault("workspace", self._dispatcher.workspace)
+            _default_places(data, self._dispatcher.workspace)
             ev = event_from_payload(event, data)
         return await self._dispatcher.dispatch(ev)
 
     async def _fire_typed(self, event: str, **fields: Any) -> Outcome:
         """The typed helpers' path: fields are known names, so build the Struct directly."""
-        fields.setdefault("workspace", self._dispatcher.workspace)
+        _default_places(fields, self._dispatcher.workspace)
         try:
             ev = EVENT_TYPES[event](**fields)
         except TypeError:  # an unknown keyword: let the general path say which
@@ -285,9 +285,32 @@ class HookEngine:
         return await self._loader.rebuild()
 
     @property
+    def stop_continues(self) -> dict[str, int]:
+        """How often stop hooks made the agent go on, per prompt id (session id without one).
+
+        A one-shot front (``triohooks fire``) saves this between runs and gives it back with
+        :meth:`restore_stop_continues`, so the cap of 5 per prompt (blitz HK-51) and
+        ``stop_hook_active`` hold across processes too.
+        """
+        return dict(self._dispatcher._stop_continues)
+
+    def restore_stop_continues(self, counts: Mapping[str, int]) -> None:
+        """Start from ``counts`` (as :attr:`stop_continues` gave them); call before firing."""
+        self._dispatcher._stop_continues.update(counts)
+
+    @property
     def live_processes(self) -> int:
         return self._reaper.live
 
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
+
+
+def _default_places(fields: dict[str, Any], workspace: str) -> None:
+    """Every event carries ``workspace`` and ``cwd`` (DESIGN §2, blitz HK-50): when the agent
+    sends neither, the engine's workspace stands in for both (hooks run there too)."""
+    if not fields.get("workspace"):
+        fields["workspace"] = workspace
+    if not fields.get("cwd"):
+        fields["cwd"] = fields["workspace"]
