@@ -1,10 +1,10 @@
 """The process guard: the only place that starts, watches, kills and reaps hook processes.
 
 Owns: spawning (``bash -c <command>`` or a program's argv, in the workspace, each run in its own
-session and process group), feeding stdin, reading stdout/stderr ourselves with caps (the calling
-task serves a run's pipes and exit through a private epoll), timeouts, group kills (SIGTERM, a
-short grace, SIGKILL), sweeping what a hook leaves behind, the host-death watchdog helper
-(:mod:`actors._watchdog`) and the counters.
+session and process group; PATH lookups hashed like a shell's), feeding stdin, reading
+stdout/stderr ourselves with caps (the calling task serves a run's pipes and exit through a
+private epoll), timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook
+leaves behind, the host-death watchdog helper (:mod:`actors._watchdog`) and the counters.
 
 Must not: know about events, dialects or decisions (``runtime._protocol`` reads results), use
 ``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
@@ -41,7 +41,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal
+from typing import Final, Literal, cast
 
 import msgspec
 import trio
@@ -144,9 +144,28 @@ class _Capture:
 class _Run:
     """A live hook process, as the reaper tracks it: the child, its pidfd and our pipe ends."""
 
-    __slots__ = ("closed", "done", "no", "pid", "pidfd", "popen", "stderr", "stdin", "stdout")
+    __slots__ = (
+        "closed",
+        "done",
+        "no",
+        "pid",
+        "pidfd",
+        "popen",
+        "stderr",
+        "stdin",
+        "stdout",
+        "writers",
+    )
 
-    def __init__(self, no: int, popen: subprocess.Popen[bytes], stdin: int, out: int, err: int):
+    def __init__(
+        self,
+        no: int,
+        popen: subprocess.Popen[bytes],
+        stdin: int,
+        out: int,
+        err: int,
+        writers: tuple[int, int],
+    ):
         self.no = no
         self.popen = popen
         self.pid = popen.pid
@@ -154,6 +173,9 @@ class _Run:
         self.stdin: int | None = stdin
         self.stdout = out
         self.stderr = err
+        #: Our copies of the stdout/stderr write ends, held while the child runs so that its
+        #: exit does not hang up each pipe separately (each hang-up was a wakeup of its own).
+        self.writers: tuple[int, int] | None = writers
         #: kill_all signalled this run's group.
         self.closed = False
         #: Set once the direct child is reaped (or given up on).
@@ -172,8 +194,16 @@ class _Run:
             os.close(self.stdin)
             self.stdin = None
 
+    def release_writers(self) -> None:
+        """Drop our write ends: from now on, EOF means no process holds the pipe."""
+        if self.writers is not None:
+            for fd in self.writers:
+                os.close(fd)
+            self.writers = None
+
     def close_pipes(self) -> None:
         self.close_stdin()
+        self.release_writers()
         os.close(self.stdout)
         os.close(self.stderr)
 
@@ -187,8 +217,11 @@ def _close(fd: int) -> None:
 Environment = dict[str, str] | dict[bytes, bytes]
 
 
-def _spawn(spec: ProcessSpec, env: Environment, no: int) -> _Run:
+def _spawn(spec: ProcessSpec, env: Environment, no: int, executable: str | None = None) -> _Run:
     """Start the child in its own session, with three pipes whose far ends we keep.
+
+    ``executable``: where ``argv[0]`` lives, when :class:`_CommandHash` knows; else the child
+    searches PATH.
 
     Synchronous on purpose: CPython forks with vfork here (no preexec_fn), which blocks the loop
     only until the child execs, while a worker-thread hop under load costs more than the spawn
@@ -201,6 +234,7 @@ def _spawn(spec: ProcessSpec, env: Environment, no: int) -> _Run:
         (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
         popen = subprocess.Popen(
             spec.argv,
+            executable=executable,
             stdin=in_r,
             stdout=out_w,
             stderr=err_w,
@@ -213,11 +247,10 @@ def _spawn(spec: ProcessSpec, env: Environment, no: int) -> _Run:
             for fd in pair:
                 os.close(fd)
         raise
-    for fd in (in_r, out_w, err_w):
-        os.close(fd)
+    os.close(in_r)
     for fd in (in_w, out_r, err_r):
         os.set_blocking(fd, False)
-    return _Run(no, popen, in_w, out_r, err_r)
+    return _Run(no, popen, in_w, out_r, err_r, (out_w, err_w))
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -280,8 +313,18 @@ class _Plumbing:
     def close(self) -> None:
         _close_poller(self.poller)
 
+    def after_exit(self) -> None:
+        """The direct child is gone (or being stopped): drop our write ends and take what is
+        ready now -- usually the final output and EOF on both pipes, with no further wakeup."""
+        self.run.release_writers()
+        self.serve_ready()
+
     async def _step(self) -> None:
         await trio.lowlevel.wait_readable(self.poller.fileno())
+        self.serve_ready()
+
+    def serve_ready(self) -> None:
+        """Handle whatever the pipes and the pidfd have ready; never blocks."""
         run = self.run
         for fd, _ in self.poller.poll(0):
             if fd == run.pidfd:
@@ -339,6 +382,61 @@ class _HostEnvironment:
         return {**self._seen, RUN_VAR.encode(): marker.encode()}
 
 
+class _CommandHash:
+    """``argv[0]`` -> the file PATH finds for it, remembered per PATH, like a shell's hash table.
+
+    Without it the child tries ``execve`` in every PATH directory before the right one (~60 us
+    for bash on a PATH of 9 entries; bench/spawn_overhead.py). Only bare names on a PATH of
+    absolute directories are hashed (a relative entry is searched from the child's cwd, which
+    is not ours). The caller forgets an entry whose spawn failed and retries without it, so
+    failures read exactly as before. Stale only the way a shell's hash is: a program installed
+    *earlier* on PATH while the engine runs is not seen until PATH changes or the hashed file
+    fails to start.
+    """
+
+    #: Past this many entries the table is cleared (names come from config; PATHs rarely vary).
+    MAX_ENTRIES: Final = 256
+
+    def __init__(self) -> None:
+        self._paths: dict[tuple[str, str | bytes | None], str | None] = {}
+
+    def lookup(self, program: str, env: Environment) -> str | None:
+        """The file to exec for ``program`` under ``env``'s PATH; None: let the child search."""
+        if "/" in program:
+            return None
+        key = (program, _path_variable(env))
+        try:
+            return self._paths[key]
+        except KeyError:
+            pass
+        if len(self._paths) >= self.MAX_ENTRIES:
+            self._paths.clear()
+        # A miss is remembered too: the child then searches PATH itself, as without the hash.
+        found = self._paths[key] = _find_on_path(program, env)
+        return found
+
+    def forget(self, program: str) -> None:
+        for key in [key for key in self._paths if key[0] == program]:
+            del self._paths[key]
+
+
+def _path_variable(env: Environment) -> str | bytes | None:
+    if env and isinstance(next(iter(env)), bytes):
+        return cast("dict[bytes, bytes]", env).get(b"PATH")
+    return cast("dict[str, str]", env).get("PATH")
+
+
+def _find_on_path(program: str, env: Environment) -> str | None:
+    """What the child's PATH search would exec first, or None to let the child search."""
+    for directory in os.get_exec_path(cast("dict[str, str]", env)):  # bytes keys work too
+        if not os.path.isabs(directory):
+            return None
+        candidate = os.path.join(directory, program)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
+
+
 def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
     program = spec.argv[0]
     if isinstance(exc, OSError) and exc.filename == spec.cwd:
@@ -376,6 +474,7 @@ class Reaper:
         self._closing = False
         self._sweep_wanted = trio.Event()
         self._host_env = _HostEnvironment()
+        self._commands = _CommandHash()
         self._watchdog: trio.Process | None = None
         self._watchdog_fd: int | None = None
         self._spawned = 0
@@ -430,7 +529,7 @@ class Reaper:
             env = {**spec.env, RUN_VAR: marker}
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
-            run = _spawn(spec, env, no)
+            run = self._spawn(spec, env, no)
         except (OSError, ValueError) as exc:
             self._unfinished.discard(no)
             self._spawn_failures += 1
@@ -447,6 +546,17 @@ class Reaper:
         finally:
             await self._reap(run)
 
+    def _spawn(self, spec: ProcessSpec, env: Environment, no: int) -> _Run:
+        program = spec.argv[0]
+        executable = self._commands.lookup(program, env)
+        if executable is None:
+            return _spawn(spec, env, no)
+        try:
+            return _spawn(spec, env, no, executable)
+        except OSError:  # moved, or not startable after all: search PATH as if never hashed
+            self._commands.forget(program)
+            return _spawn(spec, env, no)
+
     async def _supervise(self, run: _Run, spec: ProcessSpec, started: float) -> ProcessResult:
         waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
         if self._closing:  # kill_all ran while we were spawning
@@ -462,7 +572,8 @@ class Reaper:
                 _signal_group(run.pid, signal.SIGKILL)
             else:  # timeout, overflow or close
                 await self._stop(run)
-            if pipes.open_outputs:  # usually EOF came with the exit, in the same wakeup
+            pipes.after_exit()
+            if pipes.open_outputs:  # a descendant holds a pipe, or output is still pending
                 with trio.move_on_after(EOF_GRACE_S):
                     await pipes.until_eof()
         except BaseException:

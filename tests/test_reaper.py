@@ -290,3 +290,62 @@ async def test_cancelling_the_body_cleans_up_everything() -> None:
         assert scope.cancelled_caught
         assert survivors(reaper) == []
         assert reaper.watchdog_pid is None
+
+
+# -- the remembered PATH lookup (a shell's command hash) ------------------------------------------
+
+
+def _program(directory: Any, text: str, mode: int = 0o755) -> str:
+    path = os.path.join(directory, "myprog")
+    with open(path, "w") as f:
+        f.write(text)
+    os.chmod(path, mode)
+    return path
+
+
+async def test_remembered_program_removed_falls_back_to_the_next_on_path(tmp_path: Any) -> None:
+    first, second = tmp_path / "a", tmp_path / "b"
+    first.mkdir()
+    second.mkdir()
+    env = dict(os.environ, PATH=f"{first}:{second}:/usr/bin:/bin")
+    spec = ProcessSpec(argv=("myprog",), cwd=str(tmp_path), env=env, timeout_s=5)
+    with trio.fail_after(10):
+        async with open_reaper(watchdog=False) as reaper:
+            missing = await reaper.run(spec)
+            mine = _program(first, "#!/bin/sh\necho first\n")
+            _program(second, "#!/bin/sh\necho second\n")
+            assert (await reaper.run(spec)).stdout.strip() == "first"
+            os.unlink(mine)  # the remembered file is gone: the search runs again
+            after = await reaper.run(spec)
+    assert missing.status == "spawn_failed" and "myprog" in (missing.error or "")
+    assert after.status == "exited" and after.stdout.strip() == "second"
+
+
+async def test_not_found_error_text_is_unchanged_by_the_cache(tmp_path: Any) -> None:
+    env = dict(os.environ, PATH=f"{tmp_path}:/usr/bin:/bin")
+    spec = ProcessSpec(argv=("no-such-program-xyz",), cwd=str(tmp_path), env=env, timeout_s=5)
+    with trio.fail_after(10):
+        async with open_reaper(watchdog=False) as reaper:
+            errors = [(await reaper.run(spec)).error for _ in range(2)]
+    assert errors[0] == errors[1] and errors[0] is not None
+    assert "no-such-program-xyz" in errors[0]
+
+
+async def test_relative_path_entries_are_searched_from_the_hooks_cwd(tmp_path: Any) -> None:
+    here, there = tmp_path / "here", tmp_path / "there"
+    here.mkdir()
+    there.mkdir()
+    _program(here, "#!/bin/sh\necho here\n")
+    _program(there, "#!/bin/sh\necho there\n")
+    env = dict(os.environ, PATH=".:/usr/bin:/bin")
+    with trio.fail_after(10):
+        async with open_reaper(watchdog=False) as reaper:
+            outs = [
+                (
+                    await reaper.run(
+                        ProcessSpec(argv=("myprog",), cwd=str(d), env=env, timeout_s=5)
+                    )
+                ).stdout.strip()
+                for d in (here, there)
+            ]
+    assert outs == ["here", "there"]  # "." is never remembered as one directory
