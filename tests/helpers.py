@@ -29,3 +29,26 @@ def bash_hook(
         spec["id"] = hook_id
     spec.update(extra)
     return spec
+
+
+#: The Outcome fields of DESIGN §7, and those of each entry of its ``runs``.
+OUTCOME_KEYS = frozenset(
+    {
+        "event",
+        "blocked",
+        "decision",
+        "reason",
+        "message_for_model",
+        "user_message",
+        "args",
+        "prompt",
+        "result",
+        "error",
+        "additional_context",
+        "system_messages",
+        "continue",
+        "queued",
+        "runs",
+    }
+)
+RUN_KEYS = frozenset({"hook", "source", "dialect", "outcome", "exit_code", "duration_ms", "error"})

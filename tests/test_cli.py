@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from .helpers import bash_hook, write_json_hooks, write_toml_hooks
+from .helpers import OUTCOME_KEYS, RUN_KEYS, bash_hook, write_json_hooks, write_toml_hooks
 
 pytestmark = pytest.mark.slow
 
@@ -65,32 +65,8 @@ def test_fire_exit_codes(tmp_path: Path) -> None:
         outcome["blocked"]
         and outcome["message_for_model"] == "blocked by pre_tool hook: blocked by hook"
     )
-    assert set(outcome) >= {
-        "event",
-        "blocked",
-        "decision",
-        "reason",
-        "message_for_model",
-        "user_message",
-        "args",
-        "prompt",
-        "result",
-        "error",
-        "additional_context",
-        "system_messages",
-        "continue",
-        "queued",
-        "runs",
-    }
-    assert set(outcome["runs"][0]) >= {
-        "hook",
-        "source",
-        "dialect",
-        "outcome",
-        "exit_code",
-        "duration_ms",
-        "error",
-    }
+    assert set(outcome) >= OUTCOME_KEYS
+    assert set(outcome["runs"][0]) >= RUN_KEYS
     ok = cli(tmp_path, "fire", "pre_tool_use", stdin='{"tool_name": "ls", "arguments": {}}')
     assert ok.returncode == 0 and json.loads(ok.stdout)["runs"] == []
     prompt = cli(tmp_path, "fire", "prompt_submit", stdin='{"prompt": "hi"}')

@@ -26,24 +26,8 @@ import trio
 
 from runtime import ConfigError, HookEngine, JudgeReply
 
-OUTCOME_KEYS = {
-    "event",
-    "blocked",
-    "decision",
-    "reason",
-    "message_for_model",
-    "user_message",
-    "args",
-    "prompt",
-    "result",
-    "error",
-    "additional_context",
-    "system_messages",
-    "continue",
-    "queued",
-    "runs",
-}
-RUN_KEYS = {"hook", "source", "dialect", "outcome", "exit_code", "duration_ms", "error"}
+from .helpers import OUTCOME_KEYS, RUN_KEYS
+
 CLI_TIMEOUT_S = 30
 
 
