@@ -266,8 +266,19 @@ def merge_json_scopes(files: Sequence[JsonFile]) -> tuple[list[Hook], list[str]]
     contributions = [c for jf in files for c in jf.disabled_contributions]
     muted = set(contributions)
     hooks: list[Hook] = []
+    explicit = {spec.id for _, _, spec in effective if spec.id is not None}
     for position, (jf, index, spec) in enumerate(effective):
-        resolved = f"user:{spec.id}" if spec.id is not None else f"user:{spec.event}_{position}"
+        if spec.id is not None:
+            resolved = f"user:{spec.id}"
+        else:
+            generated = f"{spec.event}_{position}"
+            # An explicit id may spell a generated one; the id-less hook then takes a suffix,
+            # so every hook keeps its own id (audit records, failure memory, EVERRUNS_HOOK_ID).
+            suffix = 1
+            while generated in explicit:
+                generated = f"{spec.event}_{position}_{suffix}"
+                suffix += 1
+            resolved = f"user:{generated}"
         if resolved in muted:
             continue
         hooks.append(_to_hook(jf, index, spec, resolved))

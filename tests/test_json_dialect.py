@@ -194,3 +194,12 @@ def test_run_order_global_toml_json_then_workspace(tmp_path: Path) -> None:
     write_json_hooks(tmp_path / "ws/.agents", [bash_hook("k", "w-json")])
     t = table(tmp_path)
     assert [h.runs for h in t.hooks] == ["g-toml", "g-json", "w-toml", "w-json"]
+
+
+def test_generated_id_never_collides_with_an_explicit_one(tmp_path: Path) -> None:
+    write_json_hooks(
+        tmp_path / "g", [bash_hook(None, "id-less"), bash_hook("pre_tool_use_0", "explicit")]
+    )
+    t = table(tmp_path)
+    assert ids(t) == ["user:pre_tool_use_0_1", "user:pre_tool_use_0"]
+    assert len(set(ids(t))) == len(t.hooks)
