@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+import msgspec
+
 from ._json_dialect import JsonFile, merge_json_scopes, parse_json_bytes
 from ._model import (
     CommandHandler,
@@ -109,6 +111,28 @@ def _handlers(scope: _ScopeFiles) -> list[Handler]:
     return handlers
 
 
+def _unique_ids(hooks: list[Hook]) -> list[Hook]:
+    """Give every hook its own id: audit records, failure memory and ``runs`` key on it.
+
+    Ids repeat only across files (a TOML id in the global and the workspace file, or the
+    generated ``extra:pre_tool[0]`` of two ``--config`` files); a later one is qualified by its
+    file, then numbered.
+    """
+    seen: set[str] = set()
+    out: list[Hook] = []
+    for hook in hooks:
+        hook_id = hook.id
+        if hook_id in seen:
+            hook_id = f"{hook.id}@{Path(hook.source).name}"
+            n = 2
+            while hook_id in seen:
+                hook_id = f"{hook.id}@{Path(hook.source).name}#{n}"
+                n += 1
+        seen.add(hook_id)
+        out.append(hook if hook_id == hook.id else msgspec.structs.replace(hook, id=hook_id))
+    return out
+
+
 def load_table(
     *,
     workspace: Path | None,
@@ -149,6 +173,7 @@ def load_table(
     for scope in scopes:
         hooks.extend(scope.toml_hooks)
         hooks.extend(h for h in json_hooks if h.scope == scope.scope)
+    hooks = _unique_ids(hooks)
     return HookTable(
         hooks=tuple(hooks),
         by_event=index_by_event(tuple(hooks)),

@@ -203,3 +203,19 @@ def test_generated_id_never_collides_with_an_explicit_one(tmp_path: Path) -> Non
     t = table(tmp_path)
     assert ids(t) == ["user:pre_tool_use_0_1", "user:pre_tool_use_0"]
     assert len(set(ids(t))) == len(t.hooks)
+
+
+def test_ids_are_unique_across_files(tmp_path: Path) -> None:
+    (tmp_path / "a.toml").write_text(
+        '[[hooks.pre_tool]]\ncommand = "a"\n[[hooks.stop]]\nid = "x"\ncommand = "a"\n'
+    )
+    (tmp_path / "b.toml").write_text(
+        '[[hooks.pre_tool]]\ncommand = "b"\n[[hooks.stop]]\nid = "x"\ncommand = "b"\n'
+    )
+    t = load_table(
+        workspace=tmp_path / "ws",
+        config_dir=tmp_path / "g",
+        extra_configs=[tmp_path / "a.toml", tmp_path / "b.toml"],
+    )
+    assert ids(t) == ["extra:pre_tool[0]", "x", "extra:pre_tool[0]@b.toml", "x@b.toml"]
+    assert [h.runs for h in t.hooks] == ["a", "a", "b", "b"]
