@@ -13,6 +13,9 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ._asyncio import AsyncioHookEngine as AsyncioHookEngine
+    from ._client import HookClient as HookClient
+    from ._client import RemoteError as RemoteError
+    from ._client import connect as connect
     from ._engine import HookEngine as HookEngine
     from ._events import EVENTS as EVENTS
     from ._events import JSON_ALIASES as JSON_ALIASES
@@ -35,6 +38,9 @@ if TYPE_CHECKING:
 #: Public name -> the private module that defines it.
 _EXPORTS: dict[str, str] = {
     "AsyncioHookEngine": "._asyncio",
+    "HookClient": "._client",
+    "RemoteError": "._client",
+    "connect": "._client",
     "HookEngine": "._engine",
     "EVENTS": "._events",
     "JSON_ALIASES": "._events",
@@ -61,6 +67,7 @@ __all__ = [
     "EVENTS",
     "Hook",
     "HookEngine",
+    "HookClient",
     "HookTable",
     "HooksTools",
     "JSON_ALIASES",
@@ -68,11 +75,13 @@ __all__ = [
     "JudgeReply",
     "Outcome",
     "PayloadError",
+    "RemoteError",
     "RunRecord",
     "SelfConfigError",
     "TOOL_DEFINITIONS",
     "UnknownEventError",
     "canonical_event",
+    "connect",
     "skill_text",
 ]
 assert set(__all__) == set(_EXPORTS)

@@ -107,38 +107,23 @@ class HookClient:
         assert isinstance(reply, StatsReply)
         return reply
 
-    @asynccontextmanager
-    async def subscribe(
+    def subscribe(
         self,
         events: Sequence[str] = ("*",),
         kinds: Sequence[str] | None = None,
         *,
         buffer: int = SUBSCRIPTION_BUFFER,
-    ) -> AsyncIterator[trio.MemoryReceiveChannel[StreamItem]]:
+    ) -> Subscription:
         """Stream engine events (:class:`EventRecord`, with :class:`Lagged` when some were lost).
 
-        Events start flowing once the server has confirmed the subscription, which is before
-        this context is entered. One subscription per connection at a time. On exit the
-        client unsubscribes (a checkpoint; on cancel the connection may still be subscribed).
+        Use it as ``async with client.subscribe(...) as events: async for item in events`` (the
+        subscription ends with the block), or directly as an async iterator,
+        ``async for item in client.subscribe(...)`` (it subscribes on the first iteration and
+        lasts until :meth:`Subscription.aclose` or the connection closes). Events start flowing
+        once the server has confirmed the subscription. One subscription per connection at a
+        time.
         """
-        if self._events is not None:
-            raise RuntimeError("this connection already has a subscription")
-        send, receive = trio.open_memory_channel[StreamItem](buffer)
-        self._events = send
-        try:
-            msg_id = f"c{next(self._ids)}"
-            sub = Subscribe(id=msg_id, events=list(events), kinds=list(kinds) if kinds else None)
-            reply = await self._request(msg_id, sub)
-            assert isinstance(reply, Subscribed)
-            async with receive:
-                yield receive
-        finally:
-            self._events = None
-            send.close()
-        if self._closed is None:
-            msg_id = f"c{next(self._ids)}"
-            done = await self._request(msg_id, Unsubscribe(id=msg_id))
-            assert isinstance(done, Unsubscribed)
+        return Subscription(self, events, kinds, buffer)
 
     async def _request(self, msg_id: str, msg: Any) -> ServerMessage:
         if self._closed is not None:
@@ -192,6 +177,84 @@ class HookClient:
             waiter.done.set()
         if self._events is not None:
             self._events.close()
+
+
+class Subscription:
+    """One subscription of a :class:`HookClient` (see :meth:`HookClient.subscribe`): an async
+    context manager giving the stream's receive channel, and an async iterator over the stream."""
+
+    def __init__(
+        self,
+        client: HookClient,
+        events: Sequence[str],
+        kinds: Sequence[str] | None,
+        buffer: int,
+    ) -> None:
+        self._client = client
+        self._filter = Subscribe(events=list(events), kinds=list(kinds) if kinds else None)
+        self._buffer = buffer
+        self._receive: trio.MemoryReceiveChannel[StreamItem] | None = None
+        self._done = False
+
+    async def start(self) -> trio.MemoryReceiveChannel[StreamItem]:
+        """Subscribe (once) and return the stream's channel. A checkpoint. Raises
+        :class:`RemoteError` for a refused filter (unknown event or kind)."""
+        if self._receive is not None:
+            return self._receive
+        client = self._client
+        if client._events is not None:
+            raise RuntimeError("this connection already has a subscription")
+        if self._done:
+            raise RuntimeError("this subscription has ended")
+        send, receive = trio.open_memory_channel[StreamItem](self._buffer)
+        client._events = send
+        try:
+            msg_id = f"c{next(client._ids)}"
+            reply = await client._request(msg_id, msgspec.structs.replace(self._filter, id=msg_id))
+            assert isinstance(reply, Subscribed)
+        except BaseException:
+            client._events = None
+            send.close()
+            receive.close()
+            raise
+        self._receive = receive
+        return receive
+
+    async def aclose(self) -> None:
+        """End the subscription: no more items, and the server is told (``unsubscribe``).
+        A checkpoint; on cancel the connection may still be subscribed. Idempotent."""
+        receive, self._receive = self._receive, None
+        if receive is None:
+            return
+        self._done = True
+        client = self._client
+        send = client._events
+        client._events = None
+        if send is not None:
+            send.close()
+        receive.close()
+        if client._closed is None:
+            msg_id = f"c{next(client._ids)}"
+            done = await client._request(msg_id, Unsubscribe(id=msg_id))
+            assert isinstance(done, Unsubscribed)
+
+    async def __aenter__(self) -> trio.MemoryReceiveChannel[StreamItem]:
+        return await self.start()
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()
+
+    def __aiter__(self) -> Subscription:
+        return self
+
+    async def __anext__(self) -> StreamItem:
+        if self._done:
+            raise StopAsyncIteration
+        receive = self._receive if self._receive is not None else await self.start()
+        try:
+            return await receive.receive()
+        except (trio.EndOfChannel, trio.ClosedResourceError):
+            raise StopAsyncIteration from None
 
 
 @asynccontextmanager

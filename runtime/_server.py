@@ -374,12 +374,11 @@ class _Connection:
 
     # -- the event stream ---------------------------------------------------------------------
     async def _subscribe(self, msg: Subscribe) -> None:
-        events: frozenset[str] | None = None
-        if "*" not in msg.events:
-            try:
-                events = frozenset(canonical_event(name) for name in msg.events)
-            except UnknownEventError as exc:
-                raise WireError("unknown_event", str(exc), msg.id) from None
+        try:  # every name is checked, even next to "*" (a typo is never silently ignored)
+            named = frozenset(canonical_event(name) for name in msg.events if name != "*")
+        except UnknownEventError as exc:
+            raise WireError("unknown_event", str(exc), msg.id) from None
+        events = None if "*" in msg.events else named
         kinds: frozenset[str] | None = None
         if msg.kinds is not None:
             unknown = sorted(set(msg.kinds) - EVENT_KINDS)

@@ -17,6 +17,7 @@ EXPECTED = {
     "EVENTS",
     "Hook",
     "HookEngine",
+    "HookClient",
     "HookTable",
     "HooksTools",
     "JSON_ALIASES",
@@ -24,11 +25,13 @@ EXPECTED = {
     "JudgeReply",
     "Outcome",
     "PayloadError",
+    "RemoteError",
     "RunRecord",
     "SelfConfigError",
     "TOOL_DEFINITIONS",
     "UnknownEventError",
     "canonical_event",
+    "connect",
     "skill_text",
 }
 
