@@ -22,6 +22,7 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from runtime import _json_dialect, _toml_dialect
 from runtime._cli import main as cli_main
 from runtime._config import load_table
 from runtime._events import EVENTS, JSON_ALIASES
@@ -41,6 +42,7 @@ from runtime._model import (
     Hook,
     HookTable,
     HttpHandler,
+    JsonMatcher,
     PromptHandler,
     index_by_event,
 )
@@ -136,24 +138,10 @@ JSON_SEEDS: tuple[bytes, ...] = (
 
 # -- strategies -------------------------------------------------------------------------------
 
-TOML_FIELDS = (
-    "id",
-    "description",
-    "match",
-    "if",
-    "type",
-    "command",
-    "args",
-    "url",
-    "headers",
-    "allowed_env_vars",
-    "prompt",
-    "model",
-    "timeout_seconds",
-    "fail_closed",
-)
-JSON_HOOK_KEYS = ("id", "event", "matcher", "executor", "timeout_ms", "on_error", "description")
-MATCHER_KEYS = ("tool_name", "tool_name_glob", "args_jsonpath", "match_regex", "deny_regex")
+# The real field names (the generators mix them with unknown ones and wrong value types).
+TOML_FIELDS = tuple(sorted(_toml_dialect._FIELDS))
+JSON_HOOK_KEYS = tuple(sorted(_json_dialect._HOOK_KEYS))
+MATCHER_KEYS = JsonMatcher.__struct_fields__
 
 # Text a file could hold (no lone surrogates: a file read as UTF-8 cannot contain them).
 text = st.text(st.characters(codec="utf-8"), max_size=20)
