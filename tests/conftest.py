@@ -45,8 +45,13 @@ def _live_children() -> list[psutil.Process]:
     return alive
 
 
-def leftover_processes(grace: float = 1.0) -> list[psutil.Process]:
-    """Processes this test run started that are still alive after ``grace`` seconds."""
+def leftover_processes(grace: float = 3.0) -> list[psutil.Process]:
+    """Processes this test run started that are still alive after ``grace`` seconds.
+
+    The wait ends as soon as none is left, so it costs nothing when all is well; the margin is
+    for a killed group still being torn down by a loaded machine (tests that promise a
+    deadline assert it themselves).
+    """
     deadline = time.monotonic() + grace
     while True:
         left = {p.pid: p for p in _live_children() + _marked_processes()}
