@@ -1,16 +1,22 @@
 # Two commands for a newcomer: `make demo` (the main job) and `make test` (lint + types + tests).
 # Each bootstraps .venv from pyproject.toml on first use (and again when pyproject.toml changes).
+SHELL := bash
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# mypy names modules after directories, and the repository keeps the design card's folders
+# (runtime/, actors/) that install as `triohooks` and `triohooks.actors`: `make types` checks
+# them through a tree of symlinks with the installed names, rebuilt on every run.
+TYPES_TREE := build/mypy
 
 .PHONY: demo test lint types pytest bench clean
 
+# The install log is kept in .venv/install.log and shown only when the install fails.
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
+	@$(BIN)/pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@$(BIN)/pip install --quiet -e '.[dev]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -21,7 +27,11 @@ lint: $(STAMP)
 	$(BIN)/ruff format --check .
 
 types: $(STAMP)
-	$(BIN)/mypy
+	@rm -rf $(TYPES_TREE) && mkdir -p $(TYPES_TREE)/triohooks
+	@ln -s $(CURDIR)/runtime/* $(TYPES_TREE)/triohooks/
+	@ln -s $(CURDIR)/actors $(TYPES_TREE)/triohooks/actors
+	@# Errors name the files as they are in the repository, not their link in the tree.
+	@$(BIN)/mypy | sed -e 's|^$(TYPES_TREE)/triohooks/actors/|actors/|' -e 's|^$(TYPES_TREE)/triohooks/|runtime/|'; exit $${PIPESTATUS[0]}
 
 pytest: $(STAMP)
 	$(BIN)/pytest -q
@@ -33,4 +43,4 @@ bench: $(STAMP)
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TYPES_TREE) .mypy_cache .pytest_cache .ruff_cache

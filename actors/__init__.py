@@ -1,9 +1,6 @@
-"""The concurrent machinery of triohooks: one module per actor, plus the supervisor.
+"""``triohooks.actors``: the concurrent machinery, one module per actor, plus the supervisor.
 
-Actors talk over bounded trio memory channels only; every timeout is a cancel scope at the
-boundary that owns it.
+The loader, dispatcher, post worker, reaper and audit sink each own their state and live in a
+module of their name; ``supervisor`` starts and restarts them. docs/architecture.md says, hop by
+hop, which of their exchanges are channel messages and which are calls.
 """
-
-# The engine (in ``runtime``) wires these actors, and the actors use ``runtime``'s pure logic;
-# importing the public package first makes ``import actors.x`` work as a first import too.
-import runtime as _runtime  # noqa: F401

@@ -1,6 +1,6 @@
 """The host-death watchdog, and the run-marker scan it shares with the reaper (DESIGN §4).
 
-One small helper process per engine, started by :mod:`actors.reaper` as
+One small helper process per engine, started by :mod:`triohooks.actors.reaper` as
 ``python -I -S _watchdog.py <engine-id>`` with the read end of a pipe as its stdin. The engine
 writes one line per hook process group: ``+<pgid>`` once spawned, ``-<pgid>`` once reaped (the
 watchdog sleeps in poll() for POLLHUP only, so these writes never wake it; it empties the pipe

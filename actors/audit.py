@@ -26,8 +26,9 @@ import msgspec
 import trio
 from opentelemetry import trace
 
-from runtime import _paths
-from runtime._redact import REDACTED, redact, secret_key
+from triohooks.config import paths as _paths
+
+from .redact import REDACTED, redact, secret_key
 
 logger = logging.getLogger("triohooks.audit")
 
@@ -72,7 +73,7 @@ def is_failure(record: AuditRecord) -> bool:
 
 
 def audit_dir(state_dir: Path | None = None) -> Path:
-    """``<state dir>/audit``; the state dir defaults to :func:`runtime._paths.state_dir`."""
+    """``<state dir>/audit``; the state dir defaults to :func:`triohooks.config.paths.state_dir`."""
     return (state_dir if state_dir is not None else _paths.state_dir()) / "audit"
 
 

@@ -2,7 +2,7 @@
 
 Owns the per-event path: take the hook-table snapshot, filter hooks (``match``, ``if``, JSON
 matchers), run the synchronous ones in order under their own deadlines, fold replies with
-:class:`~runtime._outcome.Combiner`, queue the background ones on the post worker, and send
+:class:`~triohooks.combine.outcome.Combiner`, queue the background ones on the post worker, and send
 audit records. A crash while handling one event is contained and turned into that event's
 failure result; other events are untouched. It must not spawn processes itself (the reaper
 does) nor write files (the audit sink does).
@@ -20,12 +20,9 @@ from typing import Any
 import msgspec
 import trio
 
-from runtime._events import EVENTS, JSON_NAMES, MAX_STOP_CONTINUES, EventBase
-from runtime._http import HttpHookClient, expand_headers
-from runtime._ifrules import rule_applies
-from runtime._judge import Judge
-from runtime._matching import matcher_fires, toml_match_fires
-from runtime._model import (
+from triohooks.combine.outcome import Combiner, Outcome, failure_text, plain_outcome
+from triohooks.config.events import EVENTS, JSON_NAMES, MAX_STOP_CONTINUES, EventBase
+from triohooks.config.model import (
     ArgsHandler,
     CommandHandler,
     Hook,
@@ -33,8 +30,10 @@ from runtime._model import (
     PromptHandler,
     PythonHandler,
 )
-from runtime._outcome import Combiner, Outcome, failure_text, plain_outcome
-from runtime._protocol import (
+from triohooks.handlers.http import HttpHookClient, expand_headers
+from triohooks.handlers.judge import Judge
+from triohooks.handlers.process import ProcessSpec
+from triohooks.handlers.replies import (
     JSON_OUTPUT_CAP,
     TOML_OUTPUT_CAP,
     RunResult,
@@ -45,11 +44,13 @@ from runtime._protocol import (
     read_json_reply,
     read_toml_reply,
 )
+from triohooks.match.ifrules import rule_applies
+from triohooks.match.matchers import matcher_fires, toml_match_fires
 
 from .audit import AuditRecord, AuditSink, end_run, hook_span
 from .loader import Loader
 from .post_worker import BackgroundItem, PostWorker, encode_payload
-from .reaper import ProcessSpec, Reaper
+from .reaper import Reaper
 
 log = logging.getLogger("triohooks.dispatcher")
 

@@ -15,8 +15,8 @@ from pathlib import Path
 import msgspec
 import trio
 
-from runtime._config import load_table
-from runtime._model import ConfigError, ConfigProblem, HookTable
+from triohooks.config.model import ConfigError, ConfigProblem, HookTable
+from triohooks.config.table import load_table
 
 log = logging.getLogger("triohooks.loader")
 

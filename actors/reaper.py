@@ -4,10 +4,10 @@ Owns: spawning (``bash -c <command>`` or a program's argv, in the workspace, eac
 session and process group; PATH lookups hashed like a shell's), feeding stdin, reading
 stdout/stderr ourselves with caps (the calling task serves a run's pipes and exit through a
 private epoll), timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook
-leaves behind, the host-death watchdog helper (:mod:`actors._watchdog`) and the counters.
+leaves behind, the host-death watchdog helper (:mod:`triohooks.actors._watchdog`) and the counters.
 
-Must not: know about events, dialects or decisions (``runtime._protocol`` reads results), use
-``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
+Must not: know about events, dialects or decisions (``triohooks.handlers.replies`` reads results),
+use ``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
 (trio forks from worker threads that exit) or any process-wide SIGCHLD handling.
 
 How nothing survives a run:
@@ -41,10 +41,12 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from functools import partial
 from pathlib import Path
-from typing import Final, Literal, cast
+from typing import Final, cast
 
 import msgspec
 import trio
+
+from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 from ._watchdog import RUN_VAR, kill_marked, run_marker
 
@@ -63,47 +65,6 @@ WATCHDOG_STOP_S: Final = 2.0
 READ_CHUNK: Final = 65536
 WATCHDOG_PIPE_BYTES: Final = 1 << 20
 WATCHDOG_SCRIPT: Final = Path(__file__).with_name("_watchdog.py")
-
-
-class ProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
-    """What to run, where, with what, for how long."""
-
-    #: ``("bash", "-c", command)`` or a program's argv.
-    argv: tuple[str, ...]
-    cwd: str
-    #: The full environment; None inherits ``os.environ``. ``TRIOHOOKS_RUN`` is always added.
-    env: dict[str, str] | None = None
-    stdin: bytes = b""
-    timeout_s: float
-    #: Per stream.
-    output_cap: int = 100 * 1024
-    #: "truncate": keep the first ``output_cap`` bytes, drain and count the rest.
-    #: "error": more than ``output_cap`` bytes on either stream kills the group (``overflow``).
-    overflow: Literal["truncate", "error"] = "truncate"
-    label: str = ""
-
-
-ProcessStatus = Literal["exited", "signaled", "timeout", "killed", "spawn_failed", "overflow"]
-
-
-class ProcessResult(msgspec.Struct, frozen=True, kw_only=True):
-    """How one hook process ended and what it said. Exactly one per :meth:`Reaper.run`."""
-
-    #: ``killed`` = by us, on cancel or close; ``signaled`` = by a signal we did not send.
-    status: ProcessStatus
-    exit_code: int | None = None
-    signal: int | None = None
-    duration_ms: float = 0.0
-    #: Decoded as UTF-8 with replacement, at most ``output_cap`` bytes' worth.
-    stdout: str = ""
-    stderr: str = ""
-    #: Total bytes seen on each stream, including what was discarded.
-    stdout_bytes: int = 0
-    stderr_bytes: int = 0
-    truncated: bool = False
-    #: Human text for timeout / spawn_failed / overflow / killed / signaled.
-    error: str | None = None
-    pid: int | None = None
 
 
 class ReaperStats(msgspec.Struct, frozen=True, kw_only=True):

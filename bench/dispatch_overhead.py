@@ -25,7 +25,7 @@ from typing import Any
 
 import trio
 
-from runtime._engine import HookEngine
+from triohooks.engine.hook_engine import HookEngine
 
 TOML = """
 [[hooks.pre_tool]]

@@ -1,6 +1,6 @@
 """Cost of the ``if`` filter per tool call vs the cost of the hook spawn it saves (HK-64).
 
-For a few typical rules and calls it times :func:`runtime._ifrules.rule_applies` per call, in
+For a few typical rules and calls it times :func:`triohooks.match.ifrules.rule_applies` per call, in
 two regimes: *cold* (every call brings a script never seen before, so tree-sitter parses and
 the walker runs) and *warm* (the same script again: the parse comes from the LRU cache). It
 "p99 no gc" repeats the cold run with the collector off: the difference is the
@@ -24,7 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Final
 
-from runtime._ifrules import parse_if_rule, rule_applies
+from triohooks.match.ifrules import parse_if_rule, rule_applies
 
 OUT_DIR: Final = Path(__file__).resolve().parent / "out"
 WORKSPACE: Final = str(Path(__file__).resolve().parent.parent)

@@ -1,8 +1,8 @@
 """Queue-limits benchmark for the ordered background worker (DESIGN §6, blitz HK-30..HK-33).
 
 Offers background events at several rates (1k, 10k, 100k per second, and one burst of 10 000)
-to a :class:`actors.post_worker.PostWorker` whose hooks cost nothing (in-process no-op), 1 ms
-(in-process sleep) or a real ``bash -c true``; plus a saturation run per cost (the producer
+to a :class:`triohooks.actors.post_worker.PostWorker` whose hooks cost nothing (in-process no-op),
+1 ms (in-process sleep) or a real ``bash -c true``; plus a saturation run per cost (the producer
 keeps the queue topped up without dropping) and a close-deadline run (256 queued ``sleep 0.05``
 hooks, cut off by the 5 s drain). For each it prints offered, ran, dropped, warnings, order,
 enqueue latency p50/p99, max queue depth and drain time; writes ``bench/out/queue_limits.json``
@@ -31,7 +31,7 @@ from typing import Final
 import msgspec
 import trio
 
-from actors.post_worker import BackgroundItem, PostWorker, encode_payload
+from triohooks.actors.post_worker import BackgroundItem, PostWorker, encode_payload
 
 OUT_DIR: Final = Path(__file__).resolve().parent / "out"
 P99_TARGET_US: Final = 20.0

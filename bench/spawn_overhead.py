@@ -23,9 +23,10 @@ from pathlib import Path
 
 import trio
 
-from actors.reaper import ProcessSpec, open_reaper
-from runtime._engine import HookEngine
-from runtime._protocol import TOML_OUTPUT_CAP, read_toml_reply
+from triohooks.actors.reaper import open_reaper
+from triohooks.engine.hook_engine import HookEngine
+from triohooks.handlers.process import ProcessSpec
+from triohooks.handlers.replies import TOML_OUTPUT_CAP, read_toml_reply
 
 HookRunner = Callable[[], Awaitable[None]]
 

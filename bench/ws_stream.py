@@ -1,7 +1,7 @@
 """Websocket event-stream benchmark for ``triohooks serve`` (issue 7).
 
-Runs the real server (:func:`runtime._server.serve`: engine, listener, broadcaster, senders) in
-this process and its subscribers in a separate client process (``--client`` mode, real
+Runs the real server (:func:`triohooks.fronts.server.serve`: engine, listener, broadcaster,
+senders) in this process and its subscribers in a separate client process (``--client`` mode, real
 trio-websocket connections over 127.0.0.1), so the two sides use two cores.
 
 Stream capacity: records are published through the server's engine listener (the same call the
@@ -37,9 +37,9 @@ import msgspec
 import trio
 from trio_websocket import open_websocket_url, wrap_client_stream
 
-from runtime._client import connect
-from runtime._server import HookServer, ServeSettings, serve
-from runtime._wire import Lagged, Subscribe, decode_server, encode
+from triohooks.fronts.client import connect
+from triohooks.fronts.server import HookServer, ServeSettings, serve
+from triohooks.fronts.wire import Lagged, Subscribe, decode_server, encode
 
 ROOT: Final = Path(__file__).resolve().parent.parent
 OUT_DIR: Final = ROOT / "bench" / "out"

@@ -12,7 +12,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from runtime import AsyncioHookEngine
+from triohooks import AsyncioHookEngine
 
 EXAMPLES = Path(__file__).resolve().parent
 SESSION = {"session_id": "example-session", "prompt_id": "prompt-1"}

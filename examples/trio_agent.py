@@ -14,7 +14,7 @@ from typing import Any
 
 import trio
 
-from runtime import HookEngine
+from triohooks import HookEngine
 
 EXAMPLES = Path(__file__).resolve().parent
 SESSION = {"session_id": "example-session", "prompt_id": "prompt-1"}

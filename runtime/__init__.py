@@ -12,53 +12,53 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ._asyncio import AsyncioHookEngine as AsyncioHookEngine
-    from ._client import HookClient as HookClient
-    from ._client import RemoteError as RemoteError
-    from ._client import connect as connect
-    from ._engine import HookEngine as HookEngine
-    from ._events import EVENTS as EVENTS
-    from ._events import JSON_ALIASES as JSON_ALIASES
-    from ._events import PayloadError as PayloadError
-    from ._events import UnknownEventError as UnknownEventError
-    from ._events import canonical_event as canonical_event
-    from ._judge import Judge as Judge
-    from ._judge import JudgeReply as JudgeReply
-    from ._model import ConfigError as ConfigError
-    from ._model import ConfigProblem as ConfigProblem
-    from ._model import Hook as Hook
-    from ._model import HookTable as HookTable
-    from ._outcome import Outcome as Outcome
-    from ._outcome import RunRecord as RunRecord
-    from ._selfconfig import TOOL_DEFINITIONS as TOOL_DEFINITIONS
-    from ._selfconfig import HooksTools as HooksTools
-    from ._selfconfig import SelfConfigError as SelfConfigError
-    from ._selfconfig import skill_text as skill_text
+    from .combine.outcome import Outcome as Outcome
+    from .combine.outcome import RunRecord as RunRecord
+    from .config.events import EVENTS as EVENTS
+    from .config.events import JSON_ALIASES as JSON_ALIASES
+    from .config.events import PayloadError as PayloadError
+    from .config.events import UnknownEventError as UnknownEventError
+    from .config.events import canonical_event as canonical_event
+    from .config.model import ConfigError as ConfigError
+    from .config.model import ConfigProblem as ConfigProblem
+    from .config.model import Hook as Hook
+    from .config.model import HookTable as HookTable
+    from .engine.asyncio_engine import AsyncioHookEngine as AsyncioHookEngine
+    from .engine.hook_engine import HookEngine as HookEngine
+    from .fronts.client import HookClient as HookClient
+    from .fronts.client import RemoteError as RemoteError
+    from .fronts.client import connect as connect
+    from .fronts.selfconfig import TOOL_DEFINITIONS as TOOL_DEFINITIONS
+    from .fronts.selfconfig import HooksTools as HooksTools
+    from .fronts.selfconfig import SelfConfigError as SelfConfigError
+    from .fronts.selfconfig import skill_text as skill_text
+    from .handlers.judge import Judge as Judge
+    from .handlers.judge import JudgeReply as JudgeReply
 
-#: Public name -> the private module that defines it.
+#: Public name -> the internal module that defines it.
 _EXPORTS: dict[str, str] = {
-    "AsyncioHookEngine": "._asyncio",
-    "HookClient": "._client",
-    "RemoteError": "._client",
-    "connect": "._client",
-    "HookEngine": "._engine",
-    "EVENTS": "._events",
-    "JSON_ALIASES": "._events",
-    "PayloadError": "._events",
-    "UnknownEventError": "._events",
-    "canonical_event": "._events",
-    "Judge": "._judge",
-    "JudgeReply": "._judge",
-    "ConfigError": "._model",
-    "ConfigProblem": "._model",
-    "Hook": "._model",
-    "HookTable": "._model",
-    "Outcome": "._outcome",
-    "RunRecord": "._outcome",
-    "TOOL_DEFINITIONS": "._selfconfig",
-    "HooksTools": "._selfconfig",
-    "SelfConfigError": "._selfconfig",
-    "skill_text": "._selfconfig",
+    "AsyncioHookEngine": ".engine.asyncio_engine",
+    "HookClient": ".fronts.client",
+    "RemoteError": ".fronts.client",
+    "connect": ".fronts.client",
+    "HookEngine": ".engine.hook_engine",
+    "EVENTS": ".config.events",
+    "JSON_ALIASES": ".config.events",
+    "PayloadError": ".config.events",
+    "UnknownEventError": ".config.events",
+    "canonical_event": ".config.events",
+    "Judge": ".handlers.judge",
+    "JudgeReply": ".handlers.judge",
+    "ConfigError": ".config.model",
+    "ConfigProblem": ".config.model",
+    "Hook": ".config.model",
+    "HookTable": ".config.model",
+    "Outcome": ".combine.outcome",
+    "RunRecord": ".combine.outcome",
+    "TOOL_DEFINITIONS": ".fronts.selfconfig",
+    "HooksTools": ".fronts.selfconfig",
+    "SelfConfigError": ".fronts.selfconfig",
+    "skill_text": ".fronts.selfconfig",
 }
 __all__ = [
     "AsyncioHookEngine",

@@ -1,9 +1,9 @@
-"""``python -m runtime``: the triohooks command line."""
+"""``python -m triohooks``: the triohooks command line."""
 
 from __future__ import annotations
 
 import sys
 
-from ._cli import main
+from .fronts.cli import main
 
 sys.exit(main())

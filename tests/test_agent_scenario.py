@@ -19,8 +19,8 @@ import msgspec
 import pytest
 import trio
 
-from runtime._engine import HookEngine
-from runtime._selfconfig import TOOL_DEFINITIONS, HooksTools, skill_text
+from triohooks.engine.hook_engine import HookEngine
+from triohooks.fronts.selfconfig import TOOL_DEFINITIONS, HooksTools, skill_text
 
 pytestmark = pytest.mark.slow
 

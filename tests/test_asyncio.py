@@ -15,10 +15,10 @@ from typing import Any
 import psutil
 import pytest
 
-from runtime._asyncio import AsyncioHookEngine, guest_runs_active
-from runtime._judge import JudgeReply
-from runtime._model import ConfigError
 from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
+from triohooks.config.model import ConfigError
+from triohooks.engine.asyncio_engine import AsyncioHookEngine, guest_runs_active
+from triohooks.handlers.judge import JudgeReply
 
 DEADLINE_S = 15
 

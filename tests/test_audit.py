@@ -20,7 +20,7 @@ import pytest
 import trio
 from opentelemetry import trace
 
-from actors.audit import (
+from triohooks.actors.audit import (
     ATTR_DIALECT,
     ATTR_DURATION_MS,
     ATTR_EVENT,
@@ -34,7 +34,7 @@ from actors.audit import (
     end_run,
     hook_span,
 )
-from actors.post_worker import WorkerReport
+from triohooks.actors.post_worker import WorkerReport
 
 FIELDS = [
     "time",

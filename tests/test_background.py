@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 import trio
 
-from runtime._engine import HookEngine
+from triohooks.engine.hook_engine import HookEngine
 
 from .helpers import bash_hook, write_json_hooks, write_toml_hooks
 

@@ -7,7 +7,7 @@ import trio
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.broadcast import Broadcaster, Lagged, Subscription
+from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
 
 
 def drain(sub: Subscription[int]) -> list[int | str]:

@@ -23,7 +23,7 @@ def cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProc
     }
     (tmp_path / "ws").mkdir(exist_ok=True)
     return subprocess.run(
-        [sys.executable, "-m", "runtime", *args],
+        [sys.executable, "-m", "triohooks", *args],
         input=stdin,
         capture_output=True,
         text=True,

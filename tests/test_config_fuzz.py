@@ -22,18 +22,16 @@ import msgspec
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from runtime import _json_dialect, _toml_dialect
-from runtime._cli import main as cli_main
-from runtime._config import load_table
-from runtime._events import EVENTS, JSON_ALIASES
-from runtime._globs import validate_go_glob
-from runtime._json_dialect import (
+from triohooks.config import json_dialect as _json_dialect
+from triohooks.config import toml_dialect as _toml_dialect
+from triohooks.config.events import EVENTS, JSON_ALIASES
+from triohooks.config.json_dialect import (
     MAX_COMMAND_BYTES,
     MAX_ENV_VARS,
     MAX_HOOKS_PER_FILE,
     parse_json_bytes,
 )
-from runtime._model import (
+from triohooks.config.model import (
     JSON_MAX_TIMEOUT_MS,
     JSON_MIN_TIMEOUT_MS,
     ArgsHandler,
@@ -42,11 +40,14 @@ from runtime._model import (
     Hook,
     HookTable,
     HttpHandler,
-    JsonMatcher,
     PromptHandler,
     index_by_event,
 )
-from runtime._toml_dialect import MAX_TIMEOUT_S, parse_toml_text
+from triohooks.config.table import load_table
+from triohooks.config.toml_dialect import MAX_TIMEOUT_S, parse_toml_text
+from triohooks.fronts.cli import main as cli_main
+from triohooks.match.globs import validate_go_glob
+from triohooks.match.matchers import JsonMatcher
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -652,7 +653,7 @@ def test_json_parser_never_raises_and_accounts_for_every_entry(data: bytes) -> N
             assert (index in kept) != (index in warned), index
     else:
         assert not out.specs and out.problems, out
-    from runtime._json_dialect import merge_json_scopes
+    from triohooks.config.json_dialect import merge_json_scopes
 
     hooks, _ = merge_json_scopes([out])
     for hook in hooks:

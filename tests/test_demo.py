@@ -13,7 +13,7 @@ from pathlib import Path
 
 import trio
 
-from runtime._demo import run_demo
+from triohooks.fronts.demo import run_demo
 
 #: What the timeline must show, event by event: (event, tool, decision).
 EXPECTED = [
@@ -86,7 +86,7 @@ async def test_demo_command_runs_from_the_cli_and_leaves_nothing(tmp_path: Path)
     }
     with trio.fail_after(60):
         done = await trio.run_process(
-            [sys.executable, "-m", "runtime", "demo"],
+            [sys.executable, "-m", "triohooks", "demo"],
             env=env,
             capture_stdout=True,
             capture_stderr=True,

@@ -1,7 +1,7 @@
 """``triohooks demo --serve`` and ``triohooks watch``: the demo streamed to real subscribers.
 
 The demo's real hook processes of both dialects, the real websocket server on 127.0.0.1 port 0,
-real trio-websocket clients (``runtime._client``) and the real clock. ``cmd_watch`` and the
+real trio-websocket clients (``triohooks.fronts.client``) and the real clock. ``cmd_watch`` and the
 CLI's ``main`` call ``trio.run`` themselves, so they run in a worker thread here.
 """
 
@@ -20,12 +20,12 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._cli import main as cli_main
-from runtime._client import connect
-from runtime._demo import DemoService, DemoSummary, ServeOptions, run_demo
-from runtime._server import HookServer, ServeSettings, serve
-from runtime._watch import add_watch_command, cmd_watch, format_record, watch
-from runtime._wire import EventRecord, Lagged, decode_server
+from triohooks.fronts.cli import main as cli_main
+from triohooks.fronts.client import connect
+from triohooks.fronts.demo import DemoService, DemoSummary, ServeOptions, run_demo
+from triohooks.fronts.server import HookServer, ServeSettings, serve
+from triohooks.fronts.watch import add_watch_command, cmd_watch, format_record, watch
+from triohooks.fronts.wire import EventRecord, Lagged, decode_server
 
 from .test_demo import EXPECTED
 
@@ -189,7 +189,7 @@ async def test_demo_serve_and_watch_commands_in_two_terminals(
         "TRIOHOOKS_STATE_DIR": str(home["state"]),
         "TMPDIR": str(home["tmp"]),
     }
-    command = [sys.executable, "-m", "runtime", "demo", "--serve", "--wait-seconds", "20"]
+    command = [sys.executable, "-m", "triohooks", "demo", "--serve", "--wait-seconds", "20"]
     demo = await trio.lowlevel.open_process(command, env=env, stdout=subprocess.PIPE)
     assert demo.stdout is not None
     seen = bytearray()

@@ -45,16 +45,14 @@ import pytest
 import trio
 from trio_websocket import ConnectionRejected, WebSocketConnection
 
-from actors.reaper import ProcessResult
-from runtime import _cli
-from runtime._client import open_websocket
-from runtime._config import load_table
-from runtime._engine import HookEngine
-from runtime._events import canonical_event
-from runtime._outcome import Outcome, RunRecord
-from runtime._protocol import read_json_reply
-from runtime._server import TOKEN_FILE_NAME, HookServer, ServeSettings, serve
-from runtime._wire import (
+from triohooks.combine.outcome import Outcome, RunRecord
+from triohooks.config.events import canonical_event
+from triohooks.config.table import load_table
+from triohooks.engine.hook_engine import HookEngine
+from triohooks.fronts import cli as _cli
+from triohooks.fronts.client import open_websocket
+from triohooks.fronts.server import TOKEN_FILE_NAME, HookServer, ServeSettings, serve
+from triohooks.fronts.wire import (
     CLIENT_TYPES,
     EVENT_KINDS,
     ErrorCode,
@@ -62,6 +60,8 @@ from runtime._wire import (
     decode_client,
     decode_server,
 )
+from triohooks.handlers.process import ProcessResult
+from triohooks.handlers.replies import read_json_reply
 
 from .helpers import write_json_hooks, write_toml_hooks
 from .test_docs_examples import DOCS as EXAMPLE_DOCS

@@ -3,9 +3,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from runtime._cli import main
-from runtime._config import load_table
-from runtime._doctor import diagnose
+from triohooks.config.table import load_table
+from triohooks.fronts.cli import main
+from triohooks.fronts.doctor import diagnose
 
 from .helpers import bash_hook, write_json_hooks, write_toml_hooks
 

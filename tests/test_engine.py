@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._engine import HookEngine
+from triohooks.engine.hook_engine import HookEngine
 
 from .helpers import bash_hook, write_json_hooks, write_toml_hooks
 
@@ -374,7 +374,7 @@ async def test_cancelled_fire_kills_the_hook(dirs, tmp_path: Path) -> None:
 
 
 async def test_unknown_event_is_an_error(dirs) -> None:
-    from runtime import UnknownEventError
+    from triohooks import UnknownEventError
 
     with trio.fail_after(10):
         async with engine(dirs) as e:

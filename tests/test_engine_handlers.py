@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 import trio
 
-from runtime import JudgeReply
-from runtime._engine import HookEngine
+from triohooks import JudgeReply
+from triohooks.engine.hook_engine import HookEngine
 
 from .helpers import write_toml_hooks
 from .test_http_hooks import Reply, Request, loopback_server

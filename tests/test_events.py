@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from runtime._events import (
+from triohooks.config.events import (
     EVENTS,
     JSON_ALIASES,
     PayloadError,

@@ -27,10 +27,10 @@ import pytest
 import trio
 from trio_websocket import ConnectionClosed, ConnectionRejected, WebSocketConnection
 
-from runtime import AsyncioHookEngine, HookEngine, HooksTools
-from runtime._client import open_websocket
-from runtime._server import ServeSettings, serve
-from runtime._wire import EventRecord
+from triohooks import AsyncioHookEngine, HookEngine, HooksTools
+from triohooks.fronts.client import open_websocket
+from triohooks.fronts.server import ServeSettings, serve
+from triohooks.fronts.wire import EventRecord
 
 from .helpers import OUTCOME_KEYS, RUN_KEYS, bash_hook, write_json_hooks, write_toml_hooks
 
@@ -90,7 +90,7 @@ async def served(tmp_path: Path, *extra: str) -> AsyncIterator[Served]:
         "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
         "TRIOHOOKS_STATE_DIR": str(tmp_path / "state"),
     }
-    argv = [sys.executable, "-m", "runtime", "serve", "--port", "0"]
+    argv = [sys.executable, "-m", "triohooks", "serve", "--port", "0"]
     argv += ["--workspace", str(tmp_path / "ws"), *extra]
     proc = await trio.lowlevel.open_process(
         argv, env=env, cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE
@@ -361,7 +361,7 @@ async def test_serve_subscribe_seq_filters_and_bad_input(tmp_path: Path) -> None
 
 async def test_serve_refuses_non_loopback_without_allow_remote(tmp_path: Path) -> None:
     with trio.fail_after(10):
-        argv = [sys.executable, "-m", "runtime", "serve", "--host", "0.0.0.0", "--port", "0"]
+        argv = [sys.executable, "-m", "triohooks", "serve", "--host", "0.0.0.0", "--port", "0"]
         argv += ["--workspace", str(tmp_path)]
         env = {**os.environ, "TRIOHOOKS_STATE_DIR": str(tmp_path / "state")}
         done = await trio.run_process(
@@ -596,7 +596,7 @@ async def test_next_event_sees_an_upserted_hook_without_restart(tmp_path: Path) 
 
 
 def _cli(tmp_path: Path, *argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    args = [sys.executable, "-m", "runtime", "hooks", *argv]
+    args = [sys.executable, "-m", "triohooks", "hooks", *argv]
     args += ["--workspace", str(tmp_path / "ws"), "--config-dir", str(tmp_path / "g")]
     return subprocess.run(
         args, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=20, check=False
@@ -759,7 +759,7 @@ def test_asyncio_cancelling_the_closing_task_does_not_cut_the_drain_short(tmp_pa
 
 
 async def test_client_subscribe_is_an_async_iterator_too(tmp_path: Path) -> None:
-    from runtime._client import RemoteError, connect
+    from triohooks.fronts.client import RemoteError, connect
 
     settings = ServeSettings(
         token="t0k3n", port=0, engine={"workspace": tmp_path, "config_dir": tmp_path / "g"}
@@ -797,7 +797,7 @@ async def test_client_subscribe_is_an_async_iterator_too(tmp_path: Path) -> None
 
 
 async def _fire_once(server: Any) -> None:
-    from runtime._client import connect
+    from triohooks.fronts.client import connect
 
     await server.wait_for_subscriber()
     async with connect(server.url, "t0k3n") as client:

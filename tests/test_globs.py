@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime._globs import (
+from triohooks.match.globs import (
     GlobError,
     compile_go_glob,
     compile_tool_name_glob,

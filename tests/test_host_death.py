@@ -22,7 +22,8 @@ REPO = Path(__file__).resolve().parent.parent
 HOST = """
 import sys
 import trio
-from actors.reaper import ProcessSpec, open_reaper
+from triohooks.actors.reaper import open_reaper
+from triohooks.handlers.process import ProcessSpec
 
 async def main():
     async with open_reaper() as reaper, trio.open_nursery() as nursery:

@@ -14,9 +14,15 @@ from typing import Any
 import pytest
 import trio
 
-from actors.reaper import ProcessResult, ProcessSpec, open_reaper
-from runtime._protocol import JSON_OUTPUT_CAP, TOML_OUTPUT_CAP, read_json_reply, read_toml_reply
 from tests.test_reaper import assert_no_survivors, sh
+from triohooks.actors.reaper import open_reaper
+from triohooks.handlers.process import ProcessResult, ProcessSpec
+from triohooks.handlers.replies import (
+    JSON_OUTPUT_CAP,
+    TOML_OUTPUT_CAP,
+    read_json_reply,
+    read_toml_reply,
+)
 
 pytestmark = pytest.mark.slow
 

@@ -17,7 +17,7 @@ import msgspec
 import pytest
 import trio
 
-from runtime._http import DEFAULT_BODY_CAP, HttpHookClient, expand_headers
+from triohooks.handlers.http import DEFAULT_BODY_CAP, HttpHookClient, expand_headers
 
 
 class Request(msgspec.Struct):

@@ -8,7 +8,7 @@ from pathlib import Path
 import msgspec
 import pytest
 
-from runtime._ifrules import IfRule, IfRuleError, parse_if_rule, rule_applies
+from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule, rule_applies
 
 WS = "/work/ws"
 

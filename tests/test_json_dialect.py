@@ -5,8 +5,8 @@ from pathlib import Path
 
 import pytest
 
-from runtime._config import load_table
-from runtime._json_dialect import EntryError, parse_json_bytes, validate_hook_spec
+from triohooks.config.json_dialect import EntryError, parse_json_bytes, validate_hook_spec
+from triohooks.config.table import load_table
 
 from .helpers import bash_hook, write_json_hooks
 

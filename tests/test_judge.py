@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import trio
 
-from runtime._http import HttpHookClient
-from runtime._judge import (
+from tests.test_http_hooks import Reply, Request, loopback_server, never_answers
+from triohooks.handlers.http import HttpHookClient
+from triohooks.handlers.judge import (
     ENV_API_KEY_VAR,
     ENV_BASE_URL,
     ENV_MODEL,
@@ -20,7 +21,6 @@ from runtime._judge import (
     OpenAIJudge,
     judge_from_env,
 )
-from tests.test_http_hooks import Reply, Request, loopback_server, never_answers
 
 KEY = "sk-test-0123456789"
 EVENT = json.dumps({"event": "pre_tool", "tool": "bash", "args": {"command": "git push"}})

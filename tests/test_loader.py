@@ -12,10 +12,10 @@ import pytest
 import trio
 import trio.testing
 
-from actors.loader import Loader, RebuildReport
-from runtime._engine import HookEngine
-from runtime._model import ConfigError
-from runtime._outcome import Outcome
+from triohooks.actors.loader import Loader, RebuildReport
+from triohooks.combine.outcome import Outcome
+from triohooks.config.model import ConfigError
+from triohooks.engine.hook_engine import HookEngine
 
 from .helpers import bash_hook, write_json_hooks, write_toml_hooks
 

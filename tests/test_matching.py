@@ -8,16 +8,16 @@ from typing import Any
 
 import pytest
 
-from runtime._globs import GlobError
-from runtime._matching import (
+from triohooks.match.globs import GlobError
+from triohooks.match.matchers import (
     MAX_MATCHER_FIELD_BYTES,
+    JsonMatcher,
     MatcherError,
     compile_matcher,
     jsonpath_value,
     matcher_fires,
     toml_match_fires,
 )
-from runtime._model import JsonMatcher
 
 GIT = r"(^|[;&|()[:space:]])git([[:space:]]|$)"
 
@@ -276,7 +276,7 @@ def test_searcher_falls_back_to_public_search() -> None:
     # search is used and the answers stay the same.
     import re2
 
-    from runtime._matching import _searcher
+    from triohooks.match.matchers import _searcher
 
     rx = re2.compile("g.t")
     fast = _searcher(rx)

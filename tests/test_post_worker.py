@@ -12,7 +12,7 @@ import pytest
 import trio
 import trio.testing
 
-from actors.post_worker import (
+from triohooks.actors.post_worker import (
     CONSUME_BATCH,
     BackgroundItem,
     PostWorker,

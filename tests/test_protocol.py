@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.reaper import ProcessResult
-from runtime._protocol import (
+from triohooks.handlers.process import ProcessResult
+from triohooks.handlers.replies import (
     MAX_ENV_STRING,
     RunResult,
     json_hook_environment,

@@ -7,7 +7,6 @@ import sys
 
 import pytest
 
-import runtime
 import triohooks
 
 EXPECTED = {
@@ -36,26 +35,20 @@ EXPECTED = {
 }
 
 
-def test_runtime_exports_exactly_the_public_names() -> None:
-    assert set(runtime.__all__) == EXPECTED
-    for name in EXPECTED:
-        assert getattr(runtime, name) is not None
-
-
-def test_triohooks_module_mirrors_runtime() -> None:
+def test_triohooks_exports_exactly_the_public_names() -> None:
     assert set(triohooks.__all__) == EXPECTED
     for name in EXPECTED:
-        assert getattr(triohooks, name) is getattr(runtime, name)
+        assert getattr(triohooks, name) is not None
 
 
 def test_unknown_name_is_an_attribute_error() -> None:
     with pytest.raises(AttributeError, match="no attribute 'Nope'"):
-        _ = runtime.Nope
+        _ = triohooks.Nope
 
 
 def test_fire_path_does_not_import_http_or_websocket_libraries() -> None:
     code = (
-        "import sys, runtime._cli, runtime._engine\n"
+        "import sys, triohooks.fronts.cli, triohooks.engine.hook_engine\n"
         "heavy = [m for m in ('httpx2', 'trio_websocket', 'asyncio') if m in sys.modules]\n"
         "print(','.join(heavy))"
     )

@@ -10,8 +10,9 @@ from typing import Any
 import pytest
 import trio
 
-from actors._watchdog import RUN_VAR, marked_processes
-from actors.reaper import ProcessSpec, Reaper, open_reaper
+from triohooks.actors._watchdog import RUN_VAR, marked_processes
+from triohooks.actors.reaper import Reaper, open_reaper
+from triohooks.handlers.process import ProcessSpec
 
 pytestmark = pytest.mark.slow
 

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from runtime._redact import REDACTED, redact, secret_key
+from triohooks.actors.redact import REDACTED, redact, secret_key
 
 R = REDACTED
 

@@ -15,13 +15,13 @@ from typing import Any
 import pytest
 import trio
 
-import runtime._selfconfig as sc
-from runtime._config import load_table
-from runtime._engine import HookEngine
-from runtime._paths import write_file_atomic
-from runtime._selfconfig import TOOL_DEFINITIONS, HooksTools, SelfConfigError
-from runtime._selfconfig_cli import add_hooks_command, cmd_hooks
-from runtime._trust import record_trust
+import triohooks.fronts.selfconfig as sc
+from triohooks.config.paths import write_file_atomic
+from triohooks.config.table import load_table
+from triohooks.config.trust import record_trust
+from triohooks.engine.hook_engine import HookEngine
+from triohooks.fronts.selfconfig import TOOL_DEFINITIONS, HooksTools, SelfConfigError
+from triohooks.fronts.selfconfig_cli import add_hooks_command, cmd_hooks
 
 from .helpers import bash_hook, write_json_hooks, write_toml_hooks
 

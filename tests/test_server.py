@@ -24,9 +24,9 @@ from trio_websocket import (
     wrap_client_stream,
 )
 
-from runtime._client import HookClient, RemoteError, connect, open_websocket
-from runtime._server import HookServer, ServeSettings, add_serve_command, cmd_serve, serve
-from runtime._wire import (
+from triohooks.fronts.client import HookClient, RemoteError, connect, open_websocket
+from triohooks.fronts.server import HookServer, ServeSettings, add_serve_command, cmd_serve, serve
+from triohooks.fronts.wire import (
     MAX_FRAME_BYTES,
     ErrorReply,
     EventRecord,
@@ -376,7 +376,7 @@ def test_sigterm_drains_and_exits_0(tmp_path: Path) -> None:
         "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
         "TRIOHOOKS_STATE_DIR": str(tmp_path / "state"),
     }
-    argv = [sys.executable, "-m", "runtime", "serve", "--port", "0"]
+    argv = [sys.executable, "-m", "triohooks", "serve", "--port", "0"]
     argv += ["--workspace", str(tmp_path / "ws"), "--token-file", str(token_file)]
     proc = subprocess.Popen(
         argv, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
@@ -427,7 +427,7 @@ def test_non_loopback_bind_is_refused_without_allow_remote(
 def test_generated_token_is_private_under_the_state_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from runtime._server import settings_from_args
+    from triohooks.fronts.server import settings_from_args
 
     monkeypatch.setenv("TRIOHOOKS_STATE_DIR", str(tmp_path / "state"))
     settings, path = settings_from_args(_args("--workspace", str(tmp_path)))

@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from runtime._shell import MAX_DEPTH, ParsedScript, parse_argv, parse_script
+from triohooks.match.shell import MAX_DEPTH, ParsedScript, parse_argv, parse_script
 
 
 def shown(parsed: ParsedScript) -> list[str]:

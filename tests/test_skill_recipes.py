@@ -13,8 +13,8 @@ import msgspec
 import pytest
 import trio
 
-from runtime._engine import HookEngine
-from runtime._selfconfig import HooksTools, skill_text, validate
+from triohooks.engine.hook_engine import HookEngine
+from triohooks.fronts.selfconfig import HooksTools, skill_text, validate
 
 pytestmark = pytest.mark.slow
 

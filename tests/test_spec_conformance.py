@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 import trio
 
-from runtime import ConfigError, HookEngine, JudgeReply
+from triohooks import ConfigError, HookEngine, JudgeReply
 
 from .helpers import OUTCOME_KEYS, RUN_KEYS
 
@@ -63,7 +63,7 @@ class Env:
         if words and words[0] in ("fire", "list", "validate", "doctor", "trust"):
             words += ["--workspace", str(self.ws)]
         return subprocess.run(
-            [sys.executable, "-m", "runtime", *words],
+            [sys.executable, "-m", "triohooks", *words],
             input=stdin,
             capture_output=True,
             text=True,

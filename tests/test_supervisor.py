@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 import trio
 
-from actors.supervisor import ActorFailed, Supervisor
+from triohooks.actors.supervisor import ActorFailed, Supervisor
 
 
 async def test_actors_start_in_order_each_ready_before_the_next(autojump_clock) -> None:

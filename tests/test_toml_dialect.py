@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import pytest
 
-from runtime._model import ArgsHandler, CommandHandler, HttpHandler, PromptHandler
-from runtime._toml_dialect import parse_toml_text
+from triohooks.config.model import ArgsHandler, CommandHandler, HttpHandler, PromptHandler
+from triohooks.config.toml_dialect import parse_toml_text
 
 
 def parse(text: str):

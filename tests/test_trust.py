@@ -2,9 +2,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from runtime._config import load_table
-from runtime._paths import workspace_config_files
-from runtime._trust import record_trust, trust_digest
+from triohooks.config.paths import workspace_config_files
+from triohooks.config.table import load_table
+from triohooks.config.trust import record_trust, trust_digest
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:

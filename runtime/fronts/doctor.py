@@ -16,7 +16,14 @@ from typing import Final
 
 import msgspec
 
-from ._model import ArgsHandler, CommandHandler, Hook, HookTable, HttpHandler, PromptHandler
+from triohooks.config.model import (
+    ArgsHandler,
+    CommandHandler,
+    Hook,
+    HookTable,
+    HttpHandler,
+    PromptHandler,
+)
 
 #: Words bash resolves itself: keywords and builtins (``compgen -k``, ``compgen -b``).
 SHELL_WORDS: Final = frozenset(

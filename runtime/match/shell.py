@@ -2,7 +2,7 @@
 
 This module owns reading a bash script (with tree-sitter-bash) into a flat list of simple
 commands — each an argv of normalised words — plus an ``uncertain`` flag. It must not decide
-whether a hook runs (that is :mod:`runtime._ifrules`) and must never be *optimistic*: the
+whether a hook runs (that is :mod:`triohooks.match.ifrules`) and must never be *optimistic*: the
 filter it feeds exists to save a spawn, never to skip a guard. Whenever the script could run
 something this walker does not list, ``uncertain`` is set and the caller runs the hook.
 

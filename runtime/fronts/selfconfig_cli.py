@@ -2,7 +2,7 @@
 command line.
 
 Owns only argument parsing and printing; every read and write goes through
-:class:`runtime._selfconfig.HooksTools`, the same code the agent's tools run. ``set`` and
+:class:`triohooks.fronts.selfconfig.HooksTools`, the same code the agent's tools run. ``set`` and
 ``remove`` default to the global scope (the person at the terminal configures their own hooks);
 ``--scope workspace`` edits ``<workspace>/.agents/hooks.json``. Exit codes: 0 done, 1 an error
 (one line on stderr, never a traceback). It must not touch ``hooks.toml``.
@@ -18,7 +18,7 @@ from typing import Any
 import msgspec
 import trio
 
-from ._selfconfig import HookList, HooksTools, SelfConfigError
+from .selfconfig import HookList, HooksTools, SelfConfigError
 
 _EXIT_OK = 0
 _EXIT_ERROR = 1

@@ -9,8 +9,8 @@ environment variables and a private file; stdout is ``{decision: allow|block|mut
 user_message, patch}``; a decision overrides the exit code; an empty stdout is allow on exit 0
 and an error otherwise; more than 64 KiB of output is an error.
 
-Owns: turning a :class:`~actors.reaper.ProcessResult` into a :class:`RunResult`, building the
-JSON dialect's environment and payload, and the payload file. Must not: start processes, apply
+Owns: turning a :class:`~triohooks.actors.reaper.ProcessResult` into a :class:`RunResult`, building
+the JSON dialect's environment and payload, and the payload file. Must not: start processes, apply
 ``on_error`` / ``fail_closed`` or combine runs (the dispatcher does), or do I/O beyond the
 payload file.
 """
@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 
 if TYPE_CHECKING:  # the type only: reading a result needs no process machinery
-    from actors.reaper import ProcessResult
+    from .process import ProcessResult
 
 #: The JSON dialect's output limit, per stream (yolop: "Hook output is capped").
 JSON_OUTPUT_CAP: Final = 64 * 1024

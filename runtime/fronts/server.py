@@ -1,13 +1,13 @@
 """``triohooks serve``: one engine behind one websocket endpoint (docs/protocol.md, issue 7).
 
-Owns the service around a :class:`~runtime._engine.HookEngine`: the listener (loopback unless
-``--allow-remote``), bearer-token auth at the handshake (HTTP 401 before any message is read,
+Owns the service around a :class:`~triohooks.engine.hook_engine.HookEngine`: the listener (loopback
+unless ``--allow-remote``), bearer-token auth at the handshake (HTTP 401 before any message is read,
 constant-time compare), one task per connection reading frames, fires run concurrently per
 connection (at most ``max_in_flight``, then the reader waits), the event stream (engine listener
--> :class:`~actors.broadcast.Broadcaster` -> one sender task per subscribed connection, so a
-stalled client loses its oldest records and is told ``lagged`` while nobody else waits), and the
-graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the post
-queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0.
+-> :class:`~triohooks.actors.broadcast.Broadcaster` -> one sender task per subscribed connection,
+so a stalled client loses its oldest records and is told ``lagged`` while nobody else waits), and
+the graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the
+post queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0.
 
 It must not contain decision logic or run hooks (the engine does), nor define message shapes
 (``_wire`` does). A failure in one connection is contained and logged; the server goes on.
@@ -39,12 +39,12 @@ from trio_websocket import (
 )
 from wsproto.events import TextMessage
 
-from actors.broadcast import Broadcaster, Lagged, Subscription
+from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
+from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
+from triohooks.config.paths import private_dir, state_dir
+from triohooks.engine.hook_engine import HookEngine
 
-from ._engine import HookEngine
-from ._events import PayloadError, UnknownEventError, canonical_event
-from ._paths import private_dir, state_dir
-from ._wire import (
+from .wire import (
     CLOSE_NORMAL,
     CLOSE_TOO_BIG,
     EVENT_KINDS,
@@ -68,7 +68,7 @@ from ._wire import (
     encode_event_body,
     event_frame,
 )
-from ._wire import Lagged as LaggedMsg
+from .wire import Lagged as LaggedMsg
 
 log = logging.getLogger("triohooks.server")
 
@@ -529,7 +529,7 @@ async def serve(
 # -- the command line ---------------------------------------------------------------------------
 def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``triohooks serve`` on the CLI's subparsers."""
-    from ._cli import _scope_args
+    from .cli import _scope_args
 
     p = sub.add_parser("serve", help="serve the websocket event stream and remote fire protocol")
     _scope_args(p)

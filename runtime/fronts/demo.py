@@ -5,7 +5,7 @@ Owns the demo: a temporary workspace and global config dir holding hooks in both
 model (no network), the agent loop that fires each lifecycle event, and the live timeline it
 prints (event, hooks run, decision, ms) from the Outcomes and the engine's listener. After the
 session it shows what the close drained and the audit records written. With ``--serve`` the
-session runs through the engine of the websocket service (``runtime._server``) on 127.0.0.1,
+session runs through the engine of the websocket service (``triohooks.fronts.server``) on 127.0.0.1,
 which first waits a bounded time for a subscriber (``triohooks watch``, docs/watching.md) so
 that it sees every record, and is shut down gracefully at the end.
 
@@ -33,13 +33,13 @@ from typing import Any, TextIO
 import msgspec
 import trio
 
-from actors.audit import AuditRecord, audit_dir
-from actors.dispatcher import is_sync
-from actors.post_worker import WorkerReport
+from triohooks.actors.audit import AuditRecord, audit_dir
+from triohooks.actors.dispatcher import is_sync
+from triohooks.actors.post_worker import WorkerReport
+from triohooks.combine.outcome import Outcome, RunRecord
+from triohooks.engine.hook_engine import HookEngine
 
-from ._engine import HookEngine
-from ._outcome import Outcome, RunRecord
-from ._server import DEFAULT_HOST, HookServer, ServeError, ServeSettings, _load_token, serve
+from .server import DEFAULT_HOST, HookServer, ServeError, ServeSettings, _load_token, serve
 
 SESSION = "demo-session"
 PROMPT_ID = "prompt-1"
@@ -511,7 +511,7 @@ async def _served_session(
         try:
             server: HookServer = await nursery.start(serve, settings)
         except* OSError as group:
-            from ._cli import CliError
+            from .cli import CliError
 
             where = f"{DEFAULT_HOST}:{serving.port}"
             first = group.exceptions[0]
@@ -552,7 +552,7 @@ def _demo_token(token_file: Path | None, root: Path) -> tuple[str, Path]:
         try:
             return _load_token(token_file)
         except ServeError as exc:
-            from ._cli import CliError
+            from .cli import CliError
 
             raise CliError(str(exc)) from None
     token = secrets.token_urlsafe(32)
@@ -619,7 +619,7 @@ def serve_options(args: argparse.Namespace) -> ServeOptions | None:
     ]
     if not args.serve:
         if given:
-            from ._cli import CliError
+            from .cli import CliError
 
             verb = "needs" if len(given) == 1 else "need"
             raise CliError(f"demo: {' and '.join(given)} {verb} --serve")

@@ -14,9 +14,9 @@ from typing import Any
 
 import msgspec
 
-from ._events import ADVISORY_JSON_EVENTS, EVENTS
-from ._model import Hook
-from ._protocol import RunResult
+from triohooks.config.events import ADVISORY_JSON_EVENTS, EVENTS
+from triohooks.config.model import Hook
+from triohooks.handlers.replies import RunResult
 
 _FAILED = frozenset({"error", "timeout", "spawn_failed", "killed"})
 

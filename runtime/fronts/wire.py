@@ -12,7 +12,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
-from ._outcome import Outcome
+from triohooks.combine.outcome import Outcome
 
 #: Largest client frame the server reads (issue 7). Bigger ones get ``too_big`` and close 1009.
 MAX_FRAME_BYTES: Final = 1024 * 1024

@@ -18,8 +18,8 @@ from typing import Final, Literal
 
 import msgspec
 
-from ._model import ArgsHandler, CommandHandler, Handler, TrustInfo
-from ._paths import write_file_atomic
+from .model import ArgsHandler, CommandHandler, Handler, TrustInfo
+from .paths import write_file_atomic
 
 STORE_NAME: Final = "trust.json"
 #: Files bigger than this are hashed by size and mtime only (a hook script is small).

@@ -26,7 +26,7 @@ from typing import Final, Self
 
 import msgspec
 
-from ._http import HttpHookClient
+from .http import HttpHookClient
 
 __all__ = [
     "ENV_API_KEY_VAR",

@@ -30,8 +30,7 @@ from typing import Any, Final
 import msgspec
 import re2
 
-from ._globs import GlobError, compile_tool_name_glob, go_path_match
-from ._model import JsonMatcher
+from .globs import GlobError, compile_tool_name_glob, go_path_match
 
 __all__ = [
     "MAX_MATCHER_FIELD_BYTES",
@@ -48,6 +47,16 @@ MAX_MATCHER_FIELD_BYTES: Final = 2048
 
 _FIELDS: Final = ("tool_name", "tool_name_glob", "args_jsonpath", "match_regex", "deny_regex")
 _BAD_KEY_CHARS: Final = frozenset("[]*")
+
+
+class JsonMatcher(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
+    """The JSON dialect's restricted matcher (yolop spec: Events)."""
+
+    tool_name: str | None = None
+    tool_name_glob: str | None = None
+    args_jsonpath: str | None = None
+    match_regex: str | None = None
+    deny_regex: str | None = None
 
 
 class MatcherError(ValueError):

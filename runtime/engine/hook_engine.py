@@ -2,7 +2,7 @@
 
 Owns wiring the actors together in dependency order and closing them in reverse: intake stops,
 the post queue drains (5 s), the reaper kills what is left, the audit sink flushes. It must not
-contain decision logic (``_outcome``) or process handling (``actors.reaper``).
+contain decision logic (``_outcome``) or process handling (``triohooks.actors.reaper``).
 """
 
 from __future__ import annotations
@@ -18,18 +18,17 @@ from typing import Any
 import msgspec
 import trio
 
-from actors.audit import AuditRecord, AuditSink
-from actors.dispatcher import Dispatcher
-from actors.loader import Loader, RebuildReport
-from actors.post_worker import WorkerReport
-from actors.reaper import Reaper, open_reaper
-from actors.supervisor import Supervisor
-
-from ._events import EVENT_TYPES, EventBase, canonical_event, event_from_payload
-from ._http import HttpHookClient
-from ._judge import Judge, judge_from_env
-from ._model import Hook, HookTable, PythonHandler, PythonHookFunc
-from ._outcome import Outcome
+from triohooks.actors.audit import AuditRecord, AuditSink
+from triohooks.actors.dispatcher import Dispatcher
+from triohooks.actors.loader import Loader, RebuildReport
+from triohooks.actors.post_worker import WorkerReport
+from triohooks.actors.reaper import Reaper, open_reaper
+from triohooks.actors.supervisor import Supervisor
+from triohooks.combine.outcome import Outcome
+from triohooks.config.events import EVENT_TYPES, EventBase, canonical_event, event_from_payload
+from triohooks.config.model import Hook, HookTable, PythonHandler, PythonHookFunc
+from triohooks.handlers.http import HttpHookClient
+from triohooks.handlers.judge import Judge, judge_from_env
 
 log = logging.getLogger("triohooks")
 
@@ -250,7 +249,7 @@ class HookEngine:
         ``func(event_fields)`` returns a reply dict (TOML-dialect fields: ``decision``,
         ``reason``, ``updated_args``, ``additional_context`` ...), a string, or None.
         """
-        from ._globs import validate_go_glob
+        from triohooks.match.globs import validate_go_glob
 
         canon = canonical_event(event)
         if match:

@@ -12,10 +12,11 @@ import tomllib
 from collections.abc import Mapping
 from typing import Any, Final
 
-from ._events import EVENTS, JSON_ALIASES
-from ._globs import GlobError, validate_go_glob
-from ._ifrules import IfRuleError, parse_if_rule
-from ._model import (
+from triohooks.match.globs import GlobError, validate_go_glob
+from triohooks.match.ifrules import IfRuleError, parse_if_rule
+
+from .events import EVENTS, JSON_ALIASES
+from .model import (
     TOML_DEFAULT_TIMEOUT_S,
     ArgsHandler,
     CommandHandler,

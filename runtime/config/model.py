@@ -12,6 +12,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from triohooks.match.matchers import JsonMatcher
+
 Dialect = Literal["toml", "json", "python"]
 Scope = Literal["global", "workspace", "extra", "api"]
 OnError = Literal["warn", "block", "allow"]
@@ -63,16 +65,6 @@ class PythonHandler(msgspec.Struct, frozen=True, tag="python"):
 
 
 Handler = CommandHandler | ArgsHandler | HttpHandler | PromptHandler | PythonHandler
-
-
-class JsonMatcher(msgspec.Struct, frozen=True, forbid_unknown_fields=True):
-    """The JSON dialect's restricted matcher (yolop spec: Events)."""
-
-    tool_name: str | None = None
-    tool_name_glob: str | None = None
-    args_jsonpath: str | None = None
-    match_regex: str | None = None
-    deny_regex: str | None = None
 
 
 class Hook(msgspec.Struct, frozen=True, kw_only=True):

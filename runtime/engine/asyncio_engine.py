@@ -12,8 +12,8 @@ In-process hooks and the judge are asyncio coroutine functions and run as asynci
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
 objects are shared without locks; asyncio code wakes Trio only through the run's TrioToken.
-It must not hold engine logic (``runtime._engine`` and the actors do) nor run a second Trio
-run on a loop that has one.
+It must not hold engine logic (``triohooks.engine.hook_engine`` and the actors do) nor run a second
+Trio run on a loop that has one.
 """
 
 from __future__ import annotations
@@ -29,14 +29,14 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 import trio
 
-from actors.loader import RebuildReport
-from actors.post_worker import WorkerReport
+from triohooks.actors.loader import RebuildReport
+from triohooks.actors.post_worker import WorkerReport
+from triohooks.combine.outcome import Outcome
+from triohooks.config.events import EventBase
+from triohooks.config.model import Hook, HookTable
+from triohooks.handlers.judge import JudgeReply
 
-from ._engine import CLOSE_DRAIN_S, HookEngine
-from ._events import EventBase
-from ._judge import JudgeReply
-from ._model import Hook, HookTable
-from ._outcome import Outcome
+from .hook_engine import CLOSE_DRAIN_S, HookEngine
 
 if TYPE_CHECKING:
     import outcome

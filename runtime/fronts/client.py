@@ -25,8 +25,9 @@ import msgspec
 import trio
 from trio_websocket import ConnectionClosed, WebSocketConnection, wrap_client_stream
 
-from ._outcome import Outcome
-from ._wire import (
+from triohooks.combine.outcome import Outcome
+
+from .wire import (
     ErrorReply,
     EventRecord,
     Fire,

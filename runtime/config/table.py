@@ -14,8 +14,8 @@ from pathlib import Path
 
 import msgspec
 
-from ._json_dialect import JsonFile, merge_json_scopes, parse_json_bytes
-from ._model import (
+from .json_dialect import JsonFile, merge_json_scopes, parse_json_bytes
+from .model import (
     CommandHandler,
     ConfigProblem,
     Handler,
@@ -25,9 +25,9 @@ from ._model import (
     TrustInfo,
     index_by_event,
 )
-from ._paths import global_config_dir, global_config_files, workspace_config_files
-from ._toml_dialect import parse_toml_text
-from ._trust import trust_digest, trust_state
+from .paths import global_config_dir, global_config_files, workspace_config_files
+from .toml_dialect import parse_toml_text
+from .trust import trust_digest, trust_state
 
 
 class _ScopeFiles:

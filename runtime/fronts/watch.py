@@ -1,9 +1,9 @@
 """``triohooks watch``: follow a running service's event stream, one line per record.
 
 Owns the ``watch`` subcommand: reading the token file, subscribing through
-:mod:`runtime._client`, and turning each ``event`` / ``lagged`` frame into one line (readable
-by default, the record's JSON with ``--json``) until the server closes the connection - which
-``triohooks demo --serve`` and ``triohooks serve`` do with code 1000 when they stop.
+:mod:`triohooks.fronts.client`, and turning each ``event`` / ``lagged`` frame into one line
+(readable by default, the record's JSON with ``--json``) until the server closes the connection -
+which ``triohooks demo --serve`` and ``triohooks serve`` do with code 1000 when they stop.
 
 It must not fire events, keep state between records, or decide anything: a line shows what the
 record says, nothing more.
@@ -23,8 +23,8 @@ from typing import Any, Final, TextIO
 import trio
 from trio_websocket import CloseReason, ConnectionRejected
 
-from ._client import RemoteError, connect, innermost
-from ._wire import EventRecord, Lagged, encode
+from .client import RemoteError, connect, innermost
+from .wire import EventRecord, Lagged, encode
 
 #: Close codes that mean the server stopped on purpose (normal closure, going away).
 CLEAN_CLOSE: Final = frozenset({1000, 1001})
@@ -107,11 +107,11 @@ async def watch(
 ) -> CloseReason | None:
     """Subscribe to ``url`` and write one line per record to ``out`` until the server closes.
 
-    A checkpoint. Returns how the connection closed. Raises what :func:`runtime._client.connect`
-    raises (``ConnectionRejected`` for a wrong token, ``OSError`` when nothing listens) and
-    ``RemoteError`` for an unknown event name (the subscription's own nursery may still wrap
-    it in a one-exception group). On cancel the connection is closed (code 1000) and the
-    cancel propagates.
+    A checkpoint. Returns how the connection closed. Raises what
+    :func:`triohooks.fronts.client.connect` raises (``ConnectionRejected`` for a wrong token,
+    ``OSError`` when nothing listens) and ``RemoteError`` for an unknown event name (the
+    subscription's own nursery may still wrap it in a one-exception group). On cancel the
+    connection is closed (code 1000) and the cancel propagates.
     """
     async with connect(url, token) as client, client.subscribe(events) as stream:
         out.write(f"watching {url} (events: {', '.join(events)})\n")

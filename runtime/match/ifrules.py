@@ -9,7 +9,7 @@ unknown tool carrying a path) answers True, "run the hook".
 Grammar — one rule per ``if`` (no ``a || b``: write two hooks), surrounding blanks ignored:
 
 - ``shell(<pattern>)``: the call runs a shell script or argv and *some* simple command of it
-  (see :mod:`runtime._shell`: pipelines, lists, subshells, substitutions, ``bash -c``,
+  (see :mod:`triohooks.match.shell`: pipelines, lists, subshells, substitutions, ``bash -c``,
   wrappers...) matches ``<pattern>``. Words are normalised before matching, so quoting cannot
   dodge a rule (``'git'``, ``"git"``, ``g\\it``, ``$'\\x67it'`` are ``git``), and a program
   given by path also matches by its base name (``/usr/bin/git log`` matches ``git log``).
@@ -60,8 +60,8 @@ last ``.``/``__``/``:``/``/`` segment):
 - skill / agent: :data:`SKILL_TOOLS` / :data:`AGENT_TOOLS`; the name from the first present key
   of :data:`SKILL_KEYS` / :data:`AGENT_KEYS`; missing: run.
 
-Speed: parsing a script is cached (LRU on its text) in :mod:`runtime._shell`; command globs are
-translated to backtracking-safe stdlib patterns (atomic groups, like ``fnmatch``), user ``re:``
+Speed: parsing a script is cached (LRU on its text) in :mod:`triohooks.match.shell`; command globs
+are translated to backtracking-safe stdlib patterns (atomic groups, like ``fnmatch``), user ``re:``
 regexes compile with RE2 (linear time), path and host globs with RE2 too.
 """
 
@@ -79,7 +79,7 @@ from urllib.parse import urlsplit
 import msgspec
 import re2
 
-from ._shell import ParsedScript, SimpleCommand, parse_argv, parse_script
+from .shell import ParsedScript, SimpleCommand, parse_argv, parse_script
 
 Kind = Literal["shell", "read", "write", "delete", "web", "skill", "agent", "tool"]
 Form = Literal["any", "words", "glob", "regex"]

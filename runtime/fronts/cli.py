@@ -18,17 +18,22 @@ from typing import Any, NoReturn
 import msgspec
 import trio
 
-from ._config import load_table
-from ._events import PayloadError, UnknownEventError, canonical_event, event_from_payload
-from ._model import ConfigError, Hook, HookTable
-from ._paths import (
+from triohooks.config.events import (
+    PayloadError,
+    UnknownEventError,
+    canonical_event,
+    event_from_payload,
+)
+from triohooks.config.model import ConfigError, Hook, HookTable
+from triohooks.config.paths import (
     global_config_dir,
     private_dir,
     state_dir,
     workspace_config_files,
     write_file_atomic,
 )
-from ._trust import record_trust, trust_digest, trust_state
+from triohooks.config.table import load_table
+from triohooks.config.trust import record_trust, trust_digest, trust_state
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -80,10 +85,10 @@ def _config_arg(p: argparse.ArgumentParser) -> None:
 #: Only the chosen one is imported (``fire`` runs on every tool call an agent makes and must not
 #: pay for the websocket or HTTP libraries); ``--help`` imports them all.
 _PLUGINS: dict[str, tuple[str, str, str]] = {
-    "hooks": ("._selfconfig_cli", "add_hooks_command", "cmd_hooks"),
-    "demo": ("._demo", "add_demo_command", "cmd_demo"),
-    "serve": ("._server", "add_serve_command", "cmd_serve"),
-    "watch": ("._watch", "add_watch_command", "cmd_watch"),
+    "hooks": (".selfconfig_cli", "add_hooks_command", "cmd_hooks"),
+    "demo": (".demo", "add_demo_command", "cmd_demo"),
+    "serve": (".server", "add_serve_command", "cmd_serve"),
+    "watch": (".watch", "add_watch_command", "cmd_watch"),
 }
 
 
@@ -178,7 +183,7 @@ def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) ->
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from actors.audit import FailureMemory
+    from triohooks.actors.audit import FailureMemory
 
     table = _load(args, trust=args.trust)
     memory = FailureMemory.from_audit_dir(state_dir() / "audit")
@@ -253,7 +258,7 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
-    from ._doctor import diagnose
+    from .doctor import diagnose
 
     lines = diagnose(_load(args))
     problems = [line for line in lines if not line.ok]
@@ -280,7 +285,7 @@ def _read_payload() -> dict[str, Any]:
 
 
 def cmd_fire(args: argparse.Namespace) -> int:
-    from ._engine import HookEngine
+    from triohooks.engine.hook_engine import HookEngine
 
     try:
         event = canonical_event(args.event)

@@ -28,9 +28,8 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 import msgspec
 import trio
 
-from ._config import load_table
-from ._events import JSON_ALIASES
-from ._json_dialect import (
+from triohooks.config.events import JSON_ALIASES
+from triohooks.config.json_dialect import (
     MAX_COMMAND_BYTES,
     MAX_ENV_VARS,
     MAX_FILE_BYTES,
@@ -39,24 +38,25 @@ from ._json_dialect import (
     EntryError,
     validate_hook_spec,
 )
-from ._model import (
+from triohooks.config.model import (
     JSON_DEFAULT_TIMEOUT_MS,
     JSON_MAX_TIMEOUT_MS,
     JSON_MIN_TIMEOUT_MS,
     Hook,
     HookTable,
-    JsonMatcher,
 )
-from ._paths import (
+from triohooks.config.paths import (
     global_config_dir,
     global_config_files,
     workspace_config_files,
     write_file_atomic,
 )
-from ._trust import record_trust
+from triohooks.config.table import load_table
+from triohooks.config.trust import record_trust
+from triohooks.match.matchers import JsonMatcher
 
 if TYPE_CHECKING:
-    from ._engine import HookEngine
+    from triohooks.engine.hook_engine import HookEngine
 
 EditScope = Literal["global", "workspace"]
 
@@ -267,7 +267,9 @@ TOOL_DEFINITIONS: Final[tuple[ToolDefinition, ...]] = (
 
 def skill_text() -> str:
     """The bundled ``yolop-hooks`` skill (recipes mapping intents to hook specs), as markdown."""
-    return resources.files("runtime").joinpath(f"skills/{SKILL_NAME}.md").read_text("utf-8")
+    return (
+        resources.files("triohooks.fronts.skills").joinpath(f"{SKILL_NAME}.md").read_text("utf-8")
+    )
 
 
 # -- one file: strict read, atomic write ---------------------------------------------------------

@@ -14,16 +14,16 @@ from typing import Any, Final
 
 import msgspec
 
-from ._events import JSON_ALIASES
-from ._matching import MatcherError, compile_matcher
-from ._model import (
+from triohooks.match.matchers import JsonMatcher, MatcherError, compile_matcher
+
+from .events import JSON_ALIASES
+from .model import (
     JSON_DEFAULT_TIMEOUT_MS,
     JSON_MAX_TIMEOUT_MS,
     JSON_MIN_TIMEOUT_MS,
     CommandHandler,
     ConfigProblem,
     Hook,
-    JsonMatcher,
     Scope,
     location_name,
 )

@@ -1,0 +1,61 @@
+"""The process contract between the runners and the process guard.
+
+A runner describes the process it wants (:class:`ProcessSpec`) and gets back exactly one
+:class:`ProcessResult`; a :class:`Spawner` (in the engine, :class:`triohooks.actors.reaper.Reaper`)
+does the starting, guarding, killing and reaping. Plain data and a Protocol: nothing here runs a
+process, so the handlers never import the actor that does.
+"""
+
+from __future__ import annotations
+
+from typing import Literal, Protocol
+
+import msgspec
+
+
+class ProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
+    """What to run, where, with what, for how long."""
+
+    #: ``("bash", "-c", command)`` or a program's argv.
+    argv: tuple[str, ...]
+    cwd: str
+    #: The full environment; None inherits ``os.environ``. ``TRIOHOOKS_RUN`` is always added.
+    env: dict[str, str] | None = None
+    stdin: bytes = b""
+    timeout_s: float
+    #: Per stream.
+    output_cap: int = 100 * 1024
+    #: "truncate": keep the first ``output_cap`` bytes, drain and count the rest.
+    #: "error": more than ``output_cap`` bytes on either stream kills the group (``overflow``).
+    overflow: Literal["truncate", "error"] = "truncate"
+    label: str = ""
+
+
+ProcessStatus = Literal["exited", "signaled", "timeout", "killed", "spawn_failed", "overflow"]
+
+
+class ProcessResult(msgspec.Struct, frozen=True, kw_only=True):
+    """How one hook process ended and what it said. Exactly one per :meth:`Reaper.run`."""
+
+    #: ``killed`` = by us, on cancel or close; ``signaled`` = by a signal we did not send.
+    status: ProcessStatus
+    exit_code: int | None = None
+    signal: int | None = None
+    duration_ms: float = 0.0
+    #: Decoded as UTF-8 with replacement, at most ``output_cap`` bytes' worth.
+    stdout: str = ""
+    stderr: str = ""
+    #: Total bytes seen on each stream, including what was discarded.
+    stdout_bytes: int = 0
+    stderr_bytes: int = 0
+    truncated: bool = False
+    #: Human text for timeout / spawn_failed / overflow / killed / signaled.
+    error: str | None = None
+    pid: int | None = None
+
+
+class Spawner(Protocol):
+    """Runs one hook process to its end (the reaper). A checkpoint; on cancel the process
+    group is killed and reaped before ``Cancelled`` propagates."""
+
+    async def run(self, spec: ProcessSpec) -> ProcessResult: ...
