@@ -6,19 +6,26 @@ drop accounting with its once-per-episode "falling behind" warning, per-event cr
 and the close protocol (stop intake, drain up to 5 s, kill what still runs, drop and count the
 rest).
 
-It must not know how hooks run: the engine hands it an async callable that runs one queued event
-(and, for close, one that kills the hook process groups still running through the reaper).
-Enqueueing never awaits; nothing here blocks the agent.
+Each queued item carries the hooks it is for (chosen and filtered by the dispatcher when the event
+was fired) and the event's JSON bytes, encoded then. The consumer runs those hooks, in order,
+through the same runner interface the dispatcher uses (:class:`HookRunner`, in the engine
+:class:`~triohooks.actors.runs.HookRuns`); it must not know how a hook runs, and it never calls
+back into the dispatcher. For close it is handed one callable that kills the hook process groups
+still running (the reaper's). Enqueueing never awaits; nothing here blocks the agent.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 import msgspec
 import trio
+
+from triohooks.combine.outcome import failure_text
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput
 
 logger = logging.getLogger("triohooks.post_worker")
 
@@ -44,8 +51,8 @@ def encode_payload(payload: Any) -> bytes:
     return _encoder.encode(payload)
 
 
-class BackgroundItem(msgspec.Struct, frozen=True, gc=False):
-    """One queued background event."""
+class BackgroundItem(msgspec.Struct, frozen=True):
+    """One queued background event and the hooks it runs."""
 
     seq: int
     #: Canonical event name.
@@ -53,9 +60,14 @@ class BackgroundItem(msgspec.Struct, frozen=True, gc=False):
     session_id: str
     #: JSON bytes encoded when the event was fired.
     payload: bytes
-    hook_count: int
+    #: The hooks to run, in order: opaque to the worker, handed to the runner as they are.
+    hooks: tuple[Any, ...]
     #: ``trio.current_time()`` at enqueue.
     enqueued_at: float
+
+    @property
+    def hook_count(self) -> int:
+        return len(self.hooks)
 
 
 class WorkerReport(msgspec.Struct, frozen=True):
@@ -78,7 +90,13 @@ class WorkerReport(msgspec.Struct, frozen=True):
     max_depth: int
 
 
-RunItem = Callable[[BackgroundItem], Awaitable[None]]
+class HookRunner(Protocol):
+    """Runs one hook for one event (:class:`triohooks.handlers.runner.Runner`'s shape)."""
+
+    async def run(self, hook: Any, hook_input: HookInput, /) -> RunResult: ...
+
+
+_FAILED: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
 
 
 class PostWorker:
@@ -91,7 +109,7 @@ class PostWorker:
 
     def __init__(
         self,
-        run_item: RunItem,
+        runner: HookRunner,
         *,
         capacity: int = DEFAULT_CAPACITY,
         on_warning: Callable[[str], None] | None = None,
@@ -101,7 +119,7 @@ class PostWorker:
     ) -> None:
         if capacity < 1:
             raise ValueError("capacity must be at least 1")
-        self._run_item = run_item
+        self._runner = runner
         self._capacity = capacity
         self._on_warning = on_warning
         self._on_drop = on_drop
@@ -144,7 +162,7 @@ class PostWorker:
         """Make the first :meth:`offer` start the consumer in ``nursery``."""
         self._nursery = nursery
 
-    def offer(self, *, event: str, session_id: str, payload: bytes, hook_count: int) -> bool:
+    def offer(self, *, event: str, session_id: str, payload: bytes, hooks: tuple[Any, ...]) -> bool:
         """Queue one background event; never awaits. False = dropped (counted and logged).
 
         An event is dropped when the queue is full (the first drop of an episode also shows
@@ -152,9 +170,7 @@ class PostWorker:
         """
         self._offered += 1
         self._seq += 1
-        item = BackgroundItem(
-            self._seq, event, session_id, payload, hook_count, trio.current_time()
-        )
+        item = BackgroundItem(self._seq, event, session_id, payload, hooks, trio.current_time())
         if self._closing:
             self._dropped_at_close += 1
             self._drop(item, "closed")
@@ -269,7 +285,7 @@ class PostWorker:
     async def _run_one(self, item: BackgroundItem) -> None:
         self._current = item
         try:
-            await self._run_item(item)
+            await self._run_hooks(item)
         except Exception:
             if self._current is item:
                 self._failed += 1
@@ -286,6 +302,14 @@ class PostWorker:
         if self._behind and self._depth == 0:
             self._behind = False
             logger.info("background queue caught up")
+
+    async def _run_hooks(self, item: BackgroundItem) -> None:
+        hook_input = HookInput(item.event, item.session_id, payload=item.payload)
+        for hook in item.hooks:
+            result = await self._runner.run(hook, hook_input)
+            if result.outcome in _FAILED:
+                name = getattr(hook, "name", hook)
+                logger.warning("background hook %s failed: %s", name, failure_text(result))
 
     # -- close ----------------------------------------------------------------------------
 

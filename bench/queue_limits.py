@@ -32,6 +32,8 @@ import msgspec
 import trio
 
 from triohooks.actors.post_worker import BackgroundItem, PostWorker, encode_payload
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput
 
 OUT_DIR: Final = Path(__file__).resolve().parent / "out"
 P99_TARGET_US: Final = 20.0
@@ -109,7 +111,8 @@ class FakeRunner:
         self.episodes = 0
         self._proc: trio.Process | None = None
 
-    async def run(self, item: BackgroundItem) -> None:
+    async def run(self, hook: int, hook_input: HookInput) -> RunResult:
+        """One event's one hook; ``hook`` is the event's sequence number (see :func:`_offer`)."""
         if self.cost == "noop":
             pass
         elif self.cost == "sleep_1ms":
@@ -120,10 +123,11 @@ class FakeRunner:
             await self._bash("sleep 0.05")
         else:  # pragma: no cover - scenario table bug
             raise ValueError(self.cost)
-        self.completed.append(item.seq)
+        self.completed.append(hook)
         assert self.worker is not None
         if self.worker.depth == 0:  # the worker ends its episode at this same point
             self.in_episode = False
+        return RunResult(outcome="ok")
 
     async def _bash(self, script: str) -> None:
         async with trio.open_nursery() as nursery:
@@ -153,7 +157,8 @@ class FakeRunner:
 def _offer(worker: PostWorker, seq: int, latencies: list[int], accepted: list[int]) -> None:
     payload = encode_payload({"event": "post_tool", "tool": "bash", "seq": seq})
     t0 = time.perf_counter_ns()
-    ok = worker.offer(event="post_tool", session_id="bench", payload=payload, hook_count=1)
+    hooks = (worker.last_seq + 1,)  # the one "hook" is the event's own sequence number
+    ok = worker.offer(event="post_tool", session_id="bench", payload=payload, hooks=hooks)
     latencies.append(time.perf_counter_ns() - t0)
     if ok:
         accepted.append(worker.last_seq)
@@ -214,7 +219,7 @@ async def run_scenario(scenario: Scenario, window: float) -> Result:
     log.setLevel(logging.INFO)  # drops at close are logged at INFO
     warnings: list[str] = []
     worker = PostWorker(
-        runner.run,
+        runner,
         on_warning=warnings.append,
         on_drop=runner.on_drop,
         kill_running=runner.kill_running,

@@ -1,12 +1,15 @@
 """The ordered background worker: queue, drops, warning episodes, containment, the 5 s close.
 
-All timing runs on the autojump clock against fake run_item callables (sleeps and gates).
+All timing runs on the autojump clock against fake runners (sleeps and gates). Every item the
+tests offer carries one "hook": its own sequence number, so a fake sees which item it runs.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+from collections.abc import Awaitable, Callable
+from typing import NamedTuple
 
 import pytest
 import trio
@@ -19,10 +22,30 @@ from triohooks.actors.post_worker import (
     WorkerReport,
     encode_payload,
 )
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput
+
+
+class Item(NamedTuple):
+    """What a fake sees of one queued item."""
+
+    seq: int
+    payload: bytes
+
+
+class PerItem:
+    """A runner for the tests' one-hook items: calls ``fn(Item(seq, payload))``."""
+
+    def __init__(self, fn: Callable[[Item], Awaitable[None]]) -> None:
+        self.fn = fn
+
+    async def run(self, hook: int, hook_input: HookInput) -> RunResult:
+        await self.fn(Item(hook, hook_input.payload))
+        return RunResult(outcome="ok")
 
 
 class FakeHooks:
-    """A run_item that records what ran, with optional per-item sleep and a gate."""
+    """A runner that records what ran, with optional per-item sleep and a gate."""
 
     def __init__(self, *, sleep: float = 0.0, gated: bool = False) -> None:
         self.sleep = sleep
@@ -31,7 +54,11 @@ class FakeHooks:
         self.finished: list[int] = []
         self.fail_on: set[int] = set()
 
-    async def __call__(self, item: BackgroundItem) -> None:
+    async def run(self, hook: int, hook_input: HookInput) -> RunResult:
+        await self(Item(hook, hook_input.payload))
+        return RunResult(outcome="ok")
+
+    async def __call__(self, item: Item) -> None:
         self.started.append(item.seq)
         if self.gate is not None:
             await self.gate.acquire()
@@ -44,7 +71,8 @@ class FakeHooks:
 
 def offer(worker: PostWorker, n: int = 1, event: str = "post_tool") -> list[bool]:
     return [
-        worker.offer(event=event, session_id="s1", payload=b"{}", hook_count=2) for _ in range(n)
+        worker.offer(event=event, session_id="s1", payload=b"{}", hooks=(worker.last_seq + 1,))
+        for _ in range(n)
     ]
 
 
@@ -57,7 +85,7 @@ async def test_runs_in_order_one_at_a_time(autojump_clock: trio.testing.MockCloc
     most = 0
     seen: list[int] = []
 
-    async def run(item: BackgroundItem) -> None:
+    async def run(item: Item) -> None:
         nonlocal running, most
         running += 1
         most = max(most, running)
@@ -65,7 +93,7 @@ async def test_runs_in_order_one_at_a_time(autojump_clock: trio.testing.MockCloc
         seen.append(item.seq)
         running -= 1
 
-    worker = PostWorker(run)
+    worker = PostWorker(PerItem(run))
     with trio.fail_after(60):
         async with trio.open_nursery() as nursery:
             worker.attach(nursery)
@@ -82,16 +110,16 @@ async def test_runs_in_order_one_at_a_time(autojump_clock: trio.testing.MockCloc
 async def test_payload_is_taken_at_fire_time(autojump_clock: trio.testing.MockClock) -> None:
     got: list[bytes] = []
 
-    async def run(item: BackgroundItem) -> None:
+    async def run(item: Item) -> None:
         got.append(item.payload)
 
-    worker = PostWorker(run)
+    worker = PostWorker(PerItem(run))
     data = {"tool": "bash", "result": {"out": "first"}}
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             worker.attach(nursery)
             worker.offer(
-                event="post_tool", session_id="s", payload=encode_payload(data), hook_count=1
+                event="post_tool", session_id="s", payload=encode_payload(data), hooks=(1,)
             )
             data["result"]["out"] = "mutated"  # type: ignore[index]
             await worker.close()
@@ -175,7 +203,7 @@ async def test_full_queue_drops_and_warns_once_per_episode(
     assert_accounted(report)
     drop_logs = [r for r in caplog.records if r.getMessage().startswith("dropped background")]
     assert len(drop_logs) == 5
-    assert "post_tool (session s1, 2 hooks, seq 6): queue full" in drop_logs[0].getMessage()
+    assert "post_tool (session s1, 1 hooks, seq 6): queue full" in drop_logs[0].getMessage()
     assert all(r.levelno == logging.WARNING for r in drop_logs)
 
 
@@ -185,12 +213,12 @@ async def test_a_crash_in_one_event_is_contained(
     hooks = FakeHooks(sleep=0.01)
     hooks.fail_on = {2, 4}
 
-    async def run(item: BackgroundItem) -> None:
+    async def run(item: Item) -> None:
         if item.seq == 3:
             raise ExceptionGroup("group bug", [KeyError("x")])
         await hooks(item)
 
-    worker = PostWorker(run)
+    worker = PostWorker(PerItem(run))
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             worker.attach(nursery)
@@ -275,7 +303,7 @@ async def test_close_returns_promptly_when_a_hook_ignores_cancel(
 ) -> None:
     finished: list[int] = []
 
-    async def stuck(item: BackgroundItem) -> None:
+    async def stuck(item: Item) -> None:
         with trio.CancelScope(shield=True):
             await trio.sleep(100)
         finished.append(item.seq)
@@ -283,7 +311,7 @@ async def test_close_returns_promptly_when_a_hook_ignores_cancel(
     async def kill_running() -> int:
         await trio.sleep_forever()  # a wedged reaper: bounded by KILL_TIMEOUT_S
 
-    worker = PostWorker(stuck, kill_running=kill_running)
+    worker = PostWorker(PerItem(stuck), kill_running=kill_running)
     with trio.fail_after(300):
         async with trio.open_nursery() as nursery:
             worker.attach(nursery)
@@ -403,7 +431,7 @@ async def test_random_schedules_keep_order_and_accounting(
             in_episode = True
             episodes += 1
 
-    async def run(item: BackgroundItem) -> None:
+    async def run(item: Item) -> None:
         nonlocal in_episode
         try:
             await trio.sleep(rng.choice([0, 0.001, 0.01, 0.05]))
@@ -415,7 +443,7 @@ async def test_random_schedules_keep_order_and_accounting(
                 in_episode = False
 
     worker = PostWorker(
-        run, capacity=rng.choice([1, 8, 32]), on_warning=warnings.append, on_drop=on_drop
+        PerItem(run), capacity=rng.choice([1, 8, 32]), on_warning=warnings.append, on_drop=on_drop
     )
     with trio.fail_after(600):
         async with trio.open_nursery() as nursery:
@@ -447,10 +475,10 @@ async def test_cheap_hooks_still_let_other_tasks_run(
             ticks += 1
             await trio.lowlevel.checkpoint()
 
-    async def noop(item: BackgroundItem) -> None:
+    async def noop(item: Item) -> None:
         seen_at.append(ticks)
 
-    worker = PostWorker(noop)
+    worker = PostWorker(PerItem(noop))
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             worker.attach(nursery)
@@ -465,3 +493,26 @@ async def test_cheap_hooks_still_let_other_tasks_run(
     for t in seen_at:
         runs[t] = runs.get(t, 0) + 1
     assert max(runs.values()) <= 2 * CONSUME_BATCH and len(runs) >= 200 // (2 * CONSUME_BATCH)
+
+
+async def test_an_item_carries_its_hooks_to_the_runner_in_order(
+    autojump_clock: trio.testing.MockClock,
+) -> None:
+    seen: list[tuple[str, str, bytes, str]] = []
+
+    class Recording:
+        async def run(self, hook: str, hook_input: HookInput) -> RunResult:
+            seen.append((hook, hook_input.event, hook_input.payload, hook_input.session_id))
+            return (
+                RunResult(outcome="error", error="boom") if hook == "b" else RunResult(outcome="ok")
+            )
+
+    worker = PostWorker(Recording())
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            worker.attach(nursery)
+            worker.offer(event="session_end", session_id="s9", payload=b"{}", hooks=("a", "b", "c"))
+            report = await worker.close()
+    # A failed hook is logged, not fatal: the item's later hooks still run.
+    assert seen == [(h, "session_end", b"{}", "s9") for h in ("a", "b", "c")]
+    assert report.ran == 1 and report.failed == 0

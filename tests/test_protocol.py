@@ -20,9 +20,10 @@ from triohooks.handlers.replies import (
     json_hook_environment,
     json_payload,
     parse_toml_stdout,
-    private_payload_file,
     read_json_reply,
     read_toml_reply,
+    remove_payload_file,
+    write_payload_file,
 )
 
 
@@ -315,15 +316,11 @@ def test_json_payload_shape_and_timestamp() -> None:
     assert datetime.fromisoformat(doc["ts"]).utcoffset() is not None
 
 
-def test_private_payload_file_is_0600_and_removed() -> None:
-    with private_payload_file(b'{"a":1}') as path:
-        assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-        with open(path, "rb") as f:
-            assert f.read() == b'{"a":1}'
+def test_payload_file_is_0600_and_removed() -> None:
+    path = write_payload_file(b'{"a":1}')
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    with open(path, "rb") as f:
+        assert f.read() == b'{"a":1}'
+    remove_payload_file(path)
     assert not os.path.exists(path)
-
-
-def test_private_payload_file_is_removed_on_error() -> None:
-    with pytest.raises(RuntimeError), private_payload_file(b"{}") as path:
-        raise RuntimeError("hook runner failed")
-    assert not os.path.exists(path)
+    remove_payload_file(path)  # already gone: fine

@@ -10,11 +10,12 @@ caller's arguments and the hooks' decoded replies need no copying.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
 
-from triohooks.config.events import ADVISORY_JSON_EVENTS, EVENTS
+from triohooks.config.events import ADVISORY_JSON_EVENTS, EVENTS, MAX_STOP_CONTINUES
 from triohooks.config.model import Hook
 from triohooks.handlers.replies import RunResult
 
@@ -246,3 +247,55 @@ class Combiner:
         if self._contexts:
             self.outcome.additional_context = self._joined()
         return self.outcome
+
+
+def audit_decision(event: str, result: RunResult) -> str | None:
+    """What the audit trail records for one run (DESIGN §8): ``error`` for a failure, ``block``
+    (``hook-deny`` on a permission request) for a block or deny, ``hook-allow`` for an allow of a
+    tool call or permission; None: the run is not audited."""
+    if result.outcome in _FAILED:
+        return "error"
+    if result.outcome == "block" or result.decision in ("block", "deny"):
+        return "hook-deny" if event == "permission_request" else "block"
+    if result.decision == "allow" and event in ("permission_request", "pre_tool"):
+        return "hook-allow"
+    return None
+
+
+class StopContinues:
+    """How often stop hooks made the agent go on, per prompt (blitz HK-51: at most
+    :data:`~triohooks.config.events.MAX_STOP_CONTINUES` times; ``stop_hook_active`` after the
+    first). Keyed by the prompt id, or the session id when the agent sends no prompt id."""
+
+    def __init__(self) -> None:
+        self._counts: dict[str, int] = {}
+
+    @staticmethod
+    def key(prompt_id: str | None, session_id: str) -> str:
+        return prompt_id or session_id
+
+    def active(self, key: str) -> bool:
+        """Whether a stop hook already made this prompt go on (``stop_hook_active``)."""
+        return self._counts.get(key, 0) > 0
+
+    def settle(self, key: str, outcome: Outcome) -> None:
+        """Count a ``continue`` in ``outcome``, or turn it into a stop once the cap is reached."""
+        if not outcome.continue_:
+            return
+        count = self._counts.get(key, 0)
+        if count >= MAX_STOP_CONTINUES:
+            outcome.continue_ = False
+            outcome.blocked = False
+            outcome.decision = None
+            outcome.warnings.append(
+                f"stop hooks asked to continue, but the limit of {MAX_STOP_CONTINUES} "
+                "per prompt is reached; the agent stops"
+            )
+        else:
+            self._counts[key] = count + 1
+
+    def snapshot(self) -> dict[str, int]:
+        return dict(self._counts)
+
+    def restore(self, counts: Mapping[str, int]) -> None:
+        self._counts.update(counts)

@@ -23,10 +23,12 @@ from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.actors.reaper import Reaper, open_reaper
+from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import EVENT_TYPES, EventBase, canonical_event, event_from_payload
 from triohooks.config.model import Hook, HookTable, PythonHandler, PythonHookFunc
+from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
 from triohooks.handlers.judge import Judge, judge_from_env
 
@@ -98,14 +100,15 @@ class HookEngine:
             if sink is not None:
                 await supervisor.start("audit", sink.serve)
             async with open_reaper(watchdog=watchdog) as reaper:
-                dispatcher = Dispatcher(
-                    loader=loader,
-                    reaper=reaper,
-                    audit=sink,
-                    drain_timeout_s=drain_timeout_s,
+                runners = builtin_runners(
+                    spawner=reaper,
                     http=http,
                     judge=built if built is not None else judge,
                     workspace=str(ws),
+                )
+                runs = HookRuns(runners, audit=sink, listeners=Listeners(), workspace=str(ws))
+                dispatcher = Dispatcher(
+                    loader=loader, reaper=reaper, runs=runs, drain_timeout_s=drain_timeout_s
                 )
                 engine = cls(dispatcher, loader, reaper, sink, judge_warning)
                 async with trio.open_nursery() as events:
@@ -130,17 +133,16 @@ class HookEngine:
         """Call ``listener(kind, fields)`` for everything that happens: ``fired``,
         ``hook_started``, ``hook_finished``, ``outcome``, ``dropped``, ``falling_behind``,
         ``audit``, ``closed``. It runs synchronously and must not block. Returns a remover."""
-        self._dispatcher.listeners.append(listener)
-        return lambda: self._dispatcher.listeners.remove(listener)
+        return self._dispatcher.runs.listeners.add(listener)
 
     def _audit_close_report(self) -> None:
         report = self.close_report
         if report is None:
             return
-        self._dispatcher.emit("closed", report=report)
+        self._dispatcher.runs.listeners.emit("closed", report=report)
         if report.offered == 0:
             return  # nothing went through the queue: no record (a CLI fire closes every call)
-        self._dispatcher.record(
+        self._dispatcher.runs.record(
             AuditRecord(
                 time="",
                 session="",
@@ -291,11 +293,11 @@ class HookEngine:
         :meth:`restore_stop_continues`, so the cap of 5 per prompt (blitz HK-51) and
         ``stop_hook_active`` hold across processes too.
         """
-        return dict(self._dispatcher._stop_continues)
+        return self._dispatcher.stop_continues.snapshot()
 
     def restore_stop_continues(self, counts: Mapping[str, int]) -> None:
         """Start from ``counts`` (as :attr:`stop_continues` gave them); call before firing."""
-        self._dispatcher._stop_continues.update(counts)
+        self._dispatcher.stop_continues.restore(counts)
 
     @property
     def live_processes(self) -> int:

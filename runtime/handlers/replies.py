@@ -19,8 +19,8 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Mapping, Sequence
+from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -296,14 +296,20 @@ def json_payload(
     )
 
 
-@contextmanager
-def private_payload_file(payload: bytes) -> Iterator[str]:
-    """A 0600 temporary file holding ``payload``; its path; removed afterwards, even on error."""
+def write_payload_file(payload: bytes) -> str:
+    """Write ``payload`` to a new 0600 temporary file and return its path (blocking I/O: call
+    it from a worker thread). The caller removes it with :func:`remove_payload_file`."""
     fd, path = tempfile.mkstemp(prefix="triohooks-payload-", suffix=".json")
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(payload)
-        yield path
-    finally:
-        with suppress(FileNotFoundError):
-            os.unlink(path)
+    except BaseException:
+        remove_payload_file(path)
+        raise
+    return path
+
+
+def remove_payload_file(path: str) -> None:
+    """Remove a payload file; one already gone is fine (blocking I/O, as above)."""
+    with suppress(FileNotFoundError):
+        os.unlink(path)

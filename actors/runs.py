@@ -1,0 +1,124 @@
+"""Running one hook, observed: the one path every hook run takes, synchronous or background.
+
+:class:`HookRuns` wraps the handlers' :class:`~triohooks.handlers.runner.Runners` with what the
+engine sees of a run: the OpenTelemetry span ``hook <event>``, the ``hook_started`` /
+``hook_finished`` events for listeners, and the audit record of a run that blocks, allows or
+fails (the mapping is :func:`~triohooks.combine.outcome.audit_decision`). The dispatcher calls it
+for synchronous hooks and the post worker for background ones; neither calls the other.
+
+Not an actor: it holds no task and no state but its counters' owners (the audit sink, the
+listeners), and every call is a direct call from the task that runs the hook.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+from triohooks.combine.outcome import audit_decision
+from triohooks.config.model import Hook
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput, Runners
+
+from .audit import AuditRecord, AuditSink, end_run, hook_span
+
+log = logging.getLogger("triohooks.runs")
+
+Listener = Callable[[str, dict[str, Any]], None]
+
+
+class Listeners:
+    """Observers of what happens (the websocket stream, the demo timeline), called synchronously
+    with ``(kind, fields)``. They must not block; one that raises is logged and kept."""
+
+    def __init__(self) -> None:
+        self._listeners: list[Listener] = []
+
+    def add(self, listener: Listener) -> Callable[[], None]:
+        """Add ``listener``; returns the function that removes it again."""
+        self._listeners.append(listener)
+        return lambda: self._listeners.remove(listener)
+
+    def __bool__(self) -> bool:
+        return bool(self._listeners)
+
+    def emit(self, kind: str, **fields: Any) -> None:
+        """Tell every listener; cheap when there are none."""
+        for listener in self._listeners:
+            try:
+                listener(kind, fields)
+            except Exception:
+                log.exception("event listener failed")
+
+
+class HookRuns:
+    """A :class:`~triohooks.handlers.runner.Runner` that observes every run it makes."""
+
+    def __init__(
+        self,
+        runners: Runners,
+        *,
+        audit: AuditSink | None,
+        listeners: Listeners,
+        workspace: str,
+    ) -> None:
+        self.runners = runners
+        self.audit = audit
+        self.listeners = listeners
+        self.workspace = workspace
+
+    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
+        """Run ``hook`` through its runner. A checkpoint; on cancel the run is stopped (its
+        process group killed) and ``Cancelled`` propagates, unaudited."""
+        event = hook_input.event
+        listeners = self.listeners
+        if listeners:
+            listeners.emit("hook_started", event=event, hook=hook.name)
+        with hook_span(event, hook.id, hook.dialect) as span:
+            result = await self.runners.run(hook, hook_input)
+            end_run(
+                span,
+                outcome=result.outcome,
+                duration_ms=result.duration_ms,
+                output_bytes=result.stdout_bytes + result.stderr_bytes,
+            )
+        if listeners:
+            listeners.emit(
+                "hook_finished",
+                event=event,
+                hook=hook.name,
+                outcome=result.outcome,
+                exit_code=result.exit_code,
+                duration_ms=result.duration_ms,
+            )
+        self._audit(hook, hook_input, result)
+        return result
+
+    def record(self, record: AuditRecord) -> None:
+        """Send one audit record to the sink (never waits) and to the listeners."""
+        if self.audit is not None:
+            self.audit.submit(record)
+        if self.listeners:
+            self.listeners.emit("audit", record=record)
+
+    def _audit(self, hook: Hook, hook_input: HookInput, result: RunResult) -> None:
+        if self.audit is None and not self.listeners:
+            return
+        decision = audit_decision(hook_input.event, result)
+        if decision is None:
+            return
+        self.record(
+            AuditRecord(
+                time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+                session=hook_input.session_id,
+                kind="hook",
+                event=hook_input.event,
+                hook=hook.id,
+                decision=decision,
+                error=result.error if decision == "error" else result.reason,
+                duration_ms=round(result.duration_ms, 3),
+                workspace=self.workspace,
+            )
+        )

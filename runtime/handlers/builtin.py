@@ -1,0 +1,36 @@
+"""The runners of the built-in hook kinds, wired to one engine's spawner, http client and judge."""
+
+from __future__ import annotations
+
+from triohooks.config.model import (
+    ArgsHandler,
+    CommandHandler,
+    HttpHandler,
+    PromptHandler,
+    PythonHandler,
+)
+
+from .command import CommandRunner
+from .http import HttpHookClient
+from .http_hook import HttpRunner
+from .json_command import JsonCommandRunner
+from .judge import Judge
+from .process import Spawner
+from .prompt import PromptRunner
+from .python import PythonRunner
+from .runner import Runners
+
+
+def builtin_runners(
+    *, spawner: Spawner, http: HttpHookClient | None, judge: Judge | None, workspace: str
+) -> Runners:
+    """TOML command/args/http/prompt hooks, JSON-dialect bash hooks and in-process Python hooks."""
+    runners = Runners()
+    command = CommandRunner(spawner, workspace)
+    runners.register(CommandHandler, command)
+    runners.register(ArgsHandler, command)
+    runners.register(CommandHandler, JsonCommandRunner(spawner, workspace), dialect="json")
+    runners.register(HttpHandler, HttpRunner(http))
+    runners.register(PromptHandler, PromptRunner(judge))
+    runners.register(PythonHandler, PythonRunner())
+    return runners

@@ -1,0 +1,108 @@
+"""JSON-dialect (everruns) bash hooks: the payload in ``EVERRUNS_HOOK_*`` variables and a private
+file, stdout read as ``{decision: allow|block|mutate, ...}``, more than 64 KiB an error.
+
+The payload file is written and removed in a worker thread: nothing here does file I/O on the
+event loop.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from typing import Any
+
+import trio
+
+from triohooks.config.events import EVENTS, JSON_NAMES
+from triohooks.config.model import CommandHandler, Hook
+
+from .process import ProcessSpec, Spawner
+from .replies import (
+    JSON_OUTPUT_CAP,
+    RunResult,
+    json_hook_environment,
+    json_payload,
+    read_json_reply,
+    remove_payload_file,
+    write_payload_file,
+)
+from .runner import HookInput
+
+
+def json_event_name(hook: Hook, event: str) -> str:
+    """The event name a JSON-dialect hook is told: as its config wrote it when that is one of
+    the dialect's names (``turn_end``), else the dialect's alias of the canonical event."""
+    if hook.config_event in JSON_NAMES.values():
+        return hook.config_event
+    return JSON_NAMES.get(event, event)
+
+
+def json_data(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``data`` object of a JSON-dialect payload."""
+    if EVENTS[event].tool_event:
+        data: dict[str, Any] = {
+            "tool_name": fields.get("tool"),
+            "tool_call_id": fields.get("tool_call_id"),
+            "arguments": fields.get("args") or {},
+        }
+        if event in ("post_tool", "post_tool_failure"):
+            data["result"] = fields.get("result")
+            data["error"] = fields.get("error")
+            data["success"] = not fields.get("error")
+        return data
+    if event == "prompt_submit":
+        return {"message": fields.get("prompt")}
+    skip = {"event", "session_id", "turn_id"}
+    return {k: v for k, v in fields.items() if k not in skip and v is not None}
+
+
+class JsonCommandRunner:
+    """Runs a JSON-dialect ``bash`` executor through the spawner."""
+
+    def __init__(self, spawner: Spawner, workspace: str) -> None:
+        self._spawner = spawner
+        self._workspace = workspace
+
+    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
+        assert isinstance(hook.handler, CommandHandler)
+        event = hook_input.event
+        fields = hook_input.fields
+        name = json_event_name(hook, event)
+        turn_id = fields.get("turn_id") or fields.get("prompt_id")
+        session_id = str(fields.get("session_id") or "")
+        payload = json_payload(
+            event_name=name,
+            hook_id=hook.id,
+            session_id=session_id,
+            turn_id=turn_id,
+            data=json_data(event, fields),
+        )
+        tool_event = EVENTS[event].tool_event
+        path = await trio.to_thread.run_sync(write_payload_file, payload)
+        try:
+            env = json_hook_environment(
+                base_env=os.environ,
+                hook_id=hook.id,
+                event_name=name,
+                session_id=session_id,
+                turn_id=turn_id,
+                tool_name=str(fields.get("tool") or "") if tool_event else None,
+                tool_call_id=fields.get("tool_call_id") if tool_event else None,
+                payload_json=payload.decode(),
+                payload_path=path,
+                spec_env=hook.env,
+            )
+            spec = ProcessSpec(
+                argv=("bash", "-c", hook.handler.command),
+                cwd=hook_input.cwd(self._workspace),
+                env=env,
+                stdin=b"",
+                timeout_s=hook.timeout_s,
+                output_cap=JSON_OUTPUT_CAP,
+                overflow="error",
+                label=hook.name,
+            )
+            return read_json_reply(await self._spawner.run(spec))
+        finally:
+            with trio.CancelScope(shield=True):
+                await trio.to_thread.run_sync(remove_payload_file, path)
