@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from .config.model import HookTable as HookTable
     from .engine.asyncio_engine import AsyncioHookEngine as AsyncioHookEngine
     from .engine.hook_engine import HookEngine as HookEngine
+    from .engine.options import EngineOptions as EngineOptions
     from .fronts.client import HookClient as HookClient
     from .fronts.client import RemoteError as RemoteError
     from .fronts.client import connect as connect
@@ -42,6 +43,7 @@ _EXPORTS: dict[str, str] = {
     "RemoteError": ".fronts.client",
     "connect": ".fronts.client",
     "HookEngine": ".engine.hook_engine",
+    "EngineOptions": ".engine.options",
     "EVENTS": ".config.events",
     "JSON_ALIASES": ".config.events",
     "PayloadError": ".config.events",
@@ -65,6 +67,7 @@ __all__ = [
     "ConfigError",
     "ConfigProblem",
     "EVENTS",
+    "EngineOptions",
     "Hook",
     "HookEngine",
     "HookClient",

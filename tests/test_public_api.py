@@ -14,6 +14,7 @@ EXPECTED = {
     "ConfigError",
     "ConfigProblem",
     "EVENTS",
+    "EngineOptions",
     "Hook",
     "HookEngine",
     "HookClient",
@@ -54,3 +55,14 @@ def test_fire_path_does_not_import_http_or_websocket_libraries() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.strip() == ""
+
+
+async def test_both_engines_take_the_one_options_type() -> None:
+    import inspect
+
+    for engine in (triohooks.HookEngine, triohooks.AsyncioHookEngine):
+        params = inspect.signature(engine.open).parameters
+        assert list(params) == ["judge", "options"], engine
+    with pytest.raises(TypeError, match="unknown engine option"):
+        async with triohooks.HookEngine.open(workspac="."):  # type: ignore[call-arg]
+            pass

@@ -21,11 +21,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import os
 import weakref
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
 import trio
 
@@ -36,7 +35,8 @@ from triohooks.config.events import EventBase
 from triohooks.config.model import Hook, HookTable
 from triohooks.handlers.judge import JudgeReply
 
-from .hook_engine import CLOSE_DRAIN_S, HookEngine
+from .hook_engine import HookEngine
+from .options import EngineOptions
 
 if TYPE_CHECKING:
     import outcome
@@ -260,21 +260,12 @@ class AsyncioHookEngine:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls,
-        *,
-        workspace: str | os.PathLike[str] | None = None,
-        config_dir: str | os.PathLike[str] | None = None,
-        extra_configs: Sequence[str | os.PathLike[str]] = (),
-        trust: bool = False,
-        judge: AsyncioJudge | None = None,
-        state_dir: str | os.PathLike[str] | None = None,
-        audit: bool = True,
-        watchdog: bool = True,
-        drain_timeout_s: float = CLOSE_DRAIN_S,
+        cls, *, judge: AsyncioJudge | None = None, **options: Unpack[EngineOptions]
     ) -> AsyncIterator[AsyncioHookEngine]:
         """Open a :class:`HookEngine` in this loop's Trio guest run; close it on exit.
 
-        Arguments are :meth:`HookEngine.open`'s; ``judge`` is an asyncio coroutine function.
+        ``options`` are :meth:`HookEngine.open`'s (:class:`~triohooks.EngineOptions`);
+        ``judge`` is an asyncio coroutine function.
         Raises :class:`~runtime.ConfigError` when a config file has errors. Closing waits for
         the engine's close (background drain up to ``drain_timeout_s``, then kills) even if
         the closing task is cancelled; the cancel is re-raised afterwards.
@@ -286,15 +277,7 @@ class AsyncioHookEngine:
 
             async def hold_engine() -> None:
                 async with HookEngine.open(
-                    workspace=workspace,
-                    config_dir=config_dir,
-                    extra_configs=extra_configs,
-                    trust=trust,
-                    judge=guest.on_loop(judge) if judge is not None else None,
-                    state_dir=state_dir,
-                    audit=audit,
-                    watchdog=watchdog,
-                    drain_timeout_s=drain_timeout_s,
+                    judge=guest.on_loop(judge) if judge is not None else None, **options
                 ) as engine:
                     ready.set_result(engine)
                     await close.wait()

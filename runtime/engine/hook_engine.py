@@ -10,10 +10,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
-from pathlib import Path
-from typing import Any
+from typing import Any, Unpack
 
 import msgspec
 import trio
@@ -32,10 +31,9 @@ from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
 from triohooks.handlers.judge import Judge, judge_from_env
 
-log = logging.getLogger("triohooks")
+from .options import EngineOptions, Settings
 
-#: Background events get this long at close before running hooks are killed (blitz HK-33).
-CLOSE_DRAIN_S = 5.0
+log = logging.getLogger("triohooks")
 
 
 class HookEngine:
@@ -59,29 +57,23 @@ class HookEngine:
     @classmethod
     @asynccontextmanager
     async def open(
-        cls,
-        *,
-        workspace: str | os.PathLike[str] | None = None,
-        config_dir: str | os.PathLike[str] | None = None,
-        extra_configs: Sequence[str | os.PathLike[str]] = (),
-        trust: bool = False,
-        judge: Judge | None = None,
-        state_dir: str | os.PathLike[str] | None = None,
-        audit: bool = True,
-        watchdog: bool = True,
-        drain_timeout_s: float = CLOSE_DRAIN_S,
+        cls, *, judge: Judge | None = None, **options: Unpack[EngineOptions]
     ) -> AsyncIterator[HookEngine]:
         """Start the engine's actors; on exit close them in order.
 
-        Raises :class:`~runtime.ConfigError` when a config file has errors. Workspace defaults to
-        the current directory. ``trust=True`` trusts the workspace's hooks for this engine only.
+        ``options`` are :class:`~triohooks.EngineOptions` (workspace, config_dir, extra_configs,
+        trust, state_dir, audit, watchdog, drain_timeout_s); ``judge`` judges prompt hooks when
+        no built-in judge is configured. Raises :class:`~triohooks.ConfigError` when a config
+        file has errors, ``TypeError`` for an unknown option.
         """
-        ws = Path(workspace) if workspace is not None else Path.cwd()
+        settings = Settings(options)
+        ws = settings.workspace
+        drain_timeout_s = settings.drain_timeout_s
         loader = Loader(
             workspace=ws,
-            config_dir=Path(config_dir) if config_dir is not None else None,
-            extra_configs=[Path(p) for p in extra_configs],
-            trust_override=trust,
+            config_dir=settings.config_dir,
+            extra_configs=settings.extra_configs,
+            trust_override=settings.trust,
         )
         table = await loader.load_initial()
         # A judge configured for triohooks ([judge] or TRIOHOOKS_JUDGE_*) judges prompt hooks;
@@ -89,7 +81,7 @@ class HookEngine:
         built, judge_warning = judge_from_env(os.environ, dict(table.judge))
         if judge_warning:
             log.warning("%s", judge_warning)
-        sink = AuditSink(Path(state_dir) if state_dir is not None else None) if audit else None
+        sink = AuditSink(settings.state_dir) if settings.audit else None
         async with (
             trio.open_nursery() as outer,
             HttpHookClient() as http,
@@ -99,7 +91,7 @@ class HookEngine:
             await supervisor.start("loader", loader.serve)
             if sink is not None:
                 await supervisor.start("audit", sink.serve)
-            async with open_reaper(watchdog=watchdog) as reaper:
+            async with open_reaper(watchdog=settings.watchdog) as reaper:
                 runners = builtin_runners(
                     spawner=reaper,
                     http=http,

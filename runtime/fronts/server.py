@@ -37,7 +37,6 @@ from trio_websocket import (
     WebSocketRequest,
     wrap_server_stream,
 )
-from wsproto.events import TextMessage
 
 from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
 from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
@@ -298,7 +297,6 @@ class _Connection:
         #: Set while (and after) the server closes this connection; done when the close is.
         self.closing: trio.Event | None = None
         self.scope = trio.CancelScope()
-        self.batch_writes = all(hasattr(ws, a) for a in ("_wsproto", "_stream", "_stream_lock"))
 
     async def run(self) -> None:
         with self.scope:
@@ -447,28 +445,12 @@ class _Connection:
         return event_frame(self.seq, record.body)
 
     async def send_frames(self, frames: list[str]) -> bool:
-        """Send text frames with one write when trio-websocket's internals are the known ones.
-
-        trio-websocket has no batch send, and one ``send_message`` per frame costs two
-        scheduler passes, which held the stream to ~12 000 events/s (bench/ws_stream.py).
-        This builds the frames with the connection's own wsproto object and writes them under
-        its stream lock, as ``send_message`` does; with other internals it falls back to
-        ``send_message``. A checkpoint. False when the connection is closed or broken.
-        """
-        ws = self.ws
-        if len(frames) == 1 or not self.batch_writes:
-            for frame in frames:
-                if not await self.send(frame):
-                    return False
-            return True
-        if ws.closed is not None:
-            return False
-        data = b"".join(ws._wsproto.send(TextMessage(data=frame)) for frame in frames)
-        async with ws._stream_lock:
-            try:
-                await ws._stream.send_all(data)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                return False  # the connection's reader sees the broken stream and ends it
+        """Send text frames in order, one ``send_message`` each (trio-websocket's public API;
+        it has no batch send, docs/performance.md says what that costs). A checkpoint. False
+        when the connection is closed or broken."""
+        for frame in frames:
+            if not await self.send(frame):
+                return False
         return True
 
     async def close_gracefully(self) -> None:
