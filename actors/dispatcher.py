@@ -30,8 +30,7 @@ from triohooks.match.ifrules import rule_applies
 from triohooks.match.matchers import matcher_fires, toml_match_fires
 
 from .loader import Loader
-from .post_worker import BackgroundItem, PostWorker
-from .reaper import Reaper
+from .post_worker import PostWorker
 from .runs import HookRuns
 
 log = logging.getLogger("triohooks.dispatcher")
@@ -52,29 +51,23 @@ class Dispatcher:
         self,
         *,
         loader: Loader,
-        reaper: Reaper,
         runs: HookRuns,
-        drain_timeout_s: float = 5.0,
+        post_worker: PostWorker,
     ) -> None:
         self.loader = loader
         self.runs = runs
+        self.post_worker = post_worker
         self.workspace = runs.workspace
         #: Hooks registered through the engine API (run before the table's, in order).
         self.api_hooks: list[Hook] = []
-        self.post_worker = PostWorker(
-            runs,
-            on_warning=self._falling_behind,
-            on_drop=self._dropped,
-            kill_running=reaper.kill_all,
-            drain_timeout_s=drain_timeout_s,
-        )
         self.stop_continues = StopContinues()
         self._nursery: trio.Nursery | None = None
         self.crashes = 0
 
     # -- actor lifecycle ----------------------------------------------------------------------
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Hold the nursery that event tasks run in. Runs until cancelled."""
+        """Hold the nursery that event tasks (and the post worker, once first used) run in.
+        Runs until cancelled."""
         async with trio.open_nursery() as nursery:
             self._nursery = nursery
             self.post_worker.attach(nursery)
@@ -229,17 +222,4 @@ class Dispatcher:
         payload = _encoder.encode({**fields, "event": event})
         return self.post_worker.offer(
             event=event, session_id=ev.session_id, payload=payload, hooks=matching
-        )
-
-    def _falling_behind(self, text: str) -> None:
-        log.warning("%s", text)
-        self.runs.listeners.emit("falling_behind", message=text)
-
-    def _dropped(self, item: BackgroundItem, reason: str) -> None:
-        self.runs.listeners.emit(
-            "dropped",
-            event=item.event,
-            session=item.session_id,
-            hooks=item.hook_count,
-            reason=reason,
         )

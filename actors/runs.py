@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from triohooks.combine.outcome import audit_decision
 from triohooks.config.model import Hook
@@ -23,6 +23,9 @@ from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput, Runners
 
 from .audit import AuditRecord, AuditSink, end_run, hook_span
+
+if TYPE_CHECKING:
+    from .post_worker import BackgroundItem
 
 log = logging.getLogger("triohooks.runs")
 
@@ -51,6 +54,20 @@ class Listeners:
                 listener(kind, fields)
             except Exception:
                 log.exception("event listener failed")
+
+    def falling_behind(self, text: str) -> None:
+        """The post worker's once-per-episode warning (it logs it itself)."""
+        self.emit("falling_behind", message=text)
+
+    def dropped(self, item: BackgroundItem, reason: str) -> None:
+        """The post worker dropped ``item`` (queue full, or closing)."""
+        self.emit(
+            "dropped",
+            event=item.event,
+            session=item.session_id,
+            hooks=item.hook_count,
+            reason=reason,
+        )
 
 
 class HookRuns:

@@ -20,7 +20,7 @@ import trio
 from triohooks.actors.audit import AuditRecord, AuditSink
 from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.loader import Loader, RebuildReport
-from triohooks.actors.post_worker import WorkerReport
+from triohooks.actors.post_worker import PostWorker, WorkerReport
 from triohooks.actors.reaper import Reaper, open_reaper
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
@@ -98,10 +98,16 @@ class HookEngine:
                     judge=built if built is not None else judge,
                     workspace=str(ws),
                 )
-                runs = HookRuns(runners, audit=sink, listeners=Listeners(), workspace=str(ws))
-                dispatcher = Dispatcher(
-                    loader=loader, reaper=reaper, runs=runs, drain_timeout_s=drain_timeout_s
+                listeners = Listeners()
+                runs = HookRuns(runners, audit=sink, listeners=listeners, workspace=str(ws))
+                post_worker = PostWorker(
+                    runs,
+                    on_warning=listeners.falling_behind,
+                    on_drop=listeners.dropped,
+                    kill_running=reaper.kill_all,
+                    drain_timeout_s=drain_timeout_s,
                 )
+                dispatcher = Dispatcher(loader=loader, runs=runs, post_worker=post_worker)
                 engine = cls(dispatcher, loader, reaper, sink, judge_warning)
                 async with trio.open_nursery() as events:
                     await Supervisor(events).start("dispatcher", dispatcher.serve)
