@@ -62,6 +62,8 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     workspace: str
     #: Extra numbers or text (e.g. a close report); strings are redacted.
     detail: dict[str, Any] | None = None
+    #: The run's output was over its cap and only its head was read (written only when true).
+    truncated: bool = False
 
 
 def is_failure(record: AuditRecord) -> bool:
@@ -257,6 +259,10 @@ class AuditSink:
         self._send, self._receive = trio.open_memory_channel[_Line](capacity)
         self._scope = trio.CancelScope()
         self._serving = False
+        #: Set by close() when it stops the writer: a run started later stops at once.
+        self._stopping = False
+        #: The batch a crashed run had in hand, written first by the next run.
+        self._carried: list[_Line] = []
         self._done = trio.Event()
         self._closed = False
         self._warned_drop = False
@@ -301,14 +307,22 @@ class AuditSink:
 
         Returns when :meth:`close` has closed intake and everything queued is written. On
         cancel it finishes the batch in hand, fsyncs and closes the file (shielded, bounded)
-        and re-raises.
+        and re-raises. Safe to run again after a crash (the supervisor does): the queue lives in
+        the sink, and the batch in hand when it crashed is written first by the next run.
         """
         if self._serving:
-            raise RuntimeError("AuditSink.serve runs once")
+            raise RuntimeError("AuditSink.serve is already running")
         self._serving = True
+        self._scope = trio.CancelScope()
+        if self._stopping:
+            self._scope.cancel()
+        crashed = False
         try:
             with self._scope:
                 task_status.started()
+                if self._carried:
+                    batch, self._carried = self._carried, []
+                    await self._write_batch(batch)
                 async for first in self._receive:
                     batch = [first]
                     while len(batch) < BATCH:
@@ -316,14 +330,30 @@ class AuditSink:
                             batch.append(self._receive.receive_nowait())
                         except (trio.WouldBlock, trio.EndOfChannel):
                             break
-                    await self._write(batch)
+                    await self._write_batch(batch)
+        except Exception:
+            crashed = True
+            logger.exception(
+                "the audit writer crashed; %d records carried over", len(self._carried)
+            )
+            raise
         finally:
             with trio.move_on_after(CLOSE_TIMEOUT_S, shield=True):
                 try:
                     await trio.to_thread.run_sync(self._files.close, abandon_on_cancel=True)
                 except OSError:
                     logger.exception("closing the audit file failed")
-            self._done.set()
+            self._serving = False
+            if not crashed:
+                self._done.set()
+
+    async def _write_batch(self, batch: list[_Line]) -> None:
+        """Write ``batch``; if that raises (not an OSError: a bug), keep it for the next run."""
+        try:
+            await self._write(batch)
+        except Exception:
+            self._carried = batch
+            raise
 
     async def _write(self, batch: list[_Line]) -> None:
         try:
@@ -361,6 +391,7 @@ class AuditSink:
                 else:
                     await self.serve()
         finally:
+            self._stopping = True
             self._scope.cancel()
             if self._serving:
                 with trio.move_on_after(1.0, shield=True):

@@ -7,7 +7,10 @@ arguments as rewritten so far, **run** the synchronous ones in order through
 with :class:`~triohooks.combine.outcome.Combiner` (the stop-continue cap with
 :class:`~triohooks.combine.outcome.StopContinues`), and **queue** the background ones, with the
 hooks they are for, on the post worker. A crash while handling one event is contained and turned
-into that event's result; other events are untouched.
+into that event's result, failing closed: an event that can block is blocked with a reason that
+says it was an internal error (:func:`~triohooks.combine.outcome.internal_error_outcome`); other
+events are untouched. The actor can be run again after a crash (the supervisor does): events that
+arrive meanwhile wait for it, bounded by ``RESTART_WAIT_S``.
 
 Must not: know how any kind of hook runs (``triohooks.handlers``), decide what a reply means
 (``triohooks.combine``), spawn processes (the reaper) or do file I/O (the audit sink writes).
@@ -17,12 +20,18 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 import trio
 
-from triohooks.combine.outcome import Combiner, Outcome, StopContinues, plain_outcome
+from triohooks.combine.outcome import (
+    Combiner,
+    Outcome,
+    StopContinues,
+    internal_error_outcome,
+    plain_outcome,
+)
 from triohooks.config.events import EVENTS, EventBase
 from triohooks.config.model import Hook
 from triohooks.handlers.runner import HookInput
@@ -36,6 +45,9 @@ from .runs import HookRuns
 log = logging.getLogger("triohooks.dispatcher")
 
 _encoder = msgspec.json.Encoder()
+
+#: How long an event waits for a crashed dispatcher to be restarted before it fails closed.
+RESTART_WAIT_S: Final = 5.0
 
 
 def is_sync(hook: Hook, event: str) -> bool:
@@ -62,17 +74,30 @@ class Dispatcher:
         self.api_hooks: list[Hook] = []
         self.stop_continues = StopContinues()
         self._nursery: trio.Nursery | None = None
+        #: Set while serve() runs; replaced by a fresh one when it stops, which its restart sets.
+        self._running = trio.Event()
+        #: Events whose handling failed in our own code (contained, failed closed).
         self.crashes = 0
 
     # -- actor lifecycle ----------------------------------------------------------------------
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """Hold the nursery that event tasks (and the post worker, once first used) run in.
-        Runs until cancelled."""
-        async with trio.open_nursery() as nursery:
-            self._nursery = nursery
-            self.post_worker.attach(nursery)
-            task_status.started()
-            await trio.sleep_forever()
+
+        Runs until cancelled. Safe to run again after a crash: each run has its own nursery;
+        events in flight when it crashed are answered (failing closed), later ones wait for the
+        new run.
+        """
+        try:
+            async with trio.open_nursery() as nursery:
+                self._nursery = nursery
+                self.post_worker.attach(nursery)
+                self._running.set()
+                task_status.started()
+                await trio.sleep_forever()
+        finally:
+            self._nursery = None
+            if self._running.is_set():
+                self._running = trio.Event()
 
     # -- the per-event path -------------------------------------------------------------------
     def _hooks_for(self, event: str) -> tuple[Hook, ...]:
@@ -99,6 +124,8 @@ class Dispatcher:
         """
         event = type(ev).__struct_config__.tag
         assert isinstance(event, str)
+        if event == "session_end":
+            self.stop_continues.forget_session(ev.session_id)
         hooks = self._hooks_for(event)
         extra: tuple[Hook, ...] = ()
         if event == "post_tool" and getattr(ev, "error", None):
@@ -111,11 +138,17 @@ class Dispatcher:
             # The fast path: nothing runs, so no task, no copies, no encoding.
             await trio.lowlevel.checkpoint()
             return plain_outcome(event, ev)
-        assert self._nursery is not None, "dispatcher is not running"
+        nursery = self._nursery
+        if nursery is None:
+            with trio.move_on_after(RESTART_WAIT_S):
+                await self._running.wait()
+            nursery = self._nursery
+            if nursery is None:
+                return internal_error_outcome(event, ev, "the dispatcher is not running")
         done = trio.Event()
         box: list[Outcome] = []
         scope = trio.CancelScope()
-        self._nursery.start_soon(self._event_task, ev, event, hooks, extra, box, done, scope)
+        nursery.start_soon(self._event_task, ev, event, hooks, extra, box, done, scope)
         try:
             await done.wait()
         except trio.Cancelled:
@@ -137,21 +170,22 @@ class Dispatcher:
         done: trio.Event,
         scope: trio.CancelScope,
     ) -> None:
-        with scope:
-            try:
-                box.append(await self._run_event(ev, event, hooks, extra))
-            except Exception as exc:
-                # Containment: a bug while handling one event fails that event only.
-                self.crashes += 1
-                log.exception("internal error while handling %s", event)
-                outcome = Outcome(event=event)
-                outcome.warnings.append(f"internal error while handling {event}: {exc!r}")
-                box.append(outcome)
-        if not box:  # cancelled by the caller or by close
-            outcome = Outcome(event=event)
-            outcome.warnings.append("event cancelled")
-            box.append(outcome)
-        done.set()
+        try:
+            with scope:
+                try:
+                    box.append(await self._run_event(ev, event, hooks, extra))
+                except Exception as exc:
+                    # Containment: a bug while handling one event fails that event only,
+                    # closed (a guard it would have run must not be bypassed).
+                    self.crashes += 1
+                    log.exception("internal error while handling %s", event)
+                    box.append(internal_error_outcome(event, ev, repr(exc)))
+        finally:
+            # Cancelled by the caller (who then raises Cancelled and never reads this), by
+            # close, or because the dispatcher itself crashed: whoever still waits is answered.
+            if not box:
+                box.append(internal_error_outcome(event, ev, "the event was cancelled"))
+            done.set()
 
     async def _run_event(
         self, ev: EventBase, event: str, hooks: tuple[Hook, ...], extra: tuple[Hook, ...]
@@ -185,7 +219,7 @@ class Dispatcher:
             combiner.add(hook, result)
         outcome = combiner.finish()
         if event == "stop":
-            self.stop_continues.settle(stop_key, outcome)
+            self.stop_continues.settle(stop_key, outcome, ev.session_id)
         if background:
             outcome.queued |= self._queue(event, ev, fields, background)
         if extra:

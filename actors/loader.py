@@ -91,26 +91,36 @@ class Loader:
 
     async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
         """The actor loop: one rebuild at a time, in request order. Runs until cancelled; then
-        every request still waiting is answered "not applied", so no caller waits forever."""
+        every request still waiting is answered "not applied", so no caller waits forever.
+
+        Safe to run again after a crash (the supervisor does): requests still queued stay for
+        the next run, and the one in hand is answered by closing its reply channel.
+        """
         task_status.started()
         try:
             async for reply in self._requests_recv:
-                report = self._not_rebuilt("the config loader stopped before rebuilding")
-                try:
-                    report = await self._rebuild_now()
-                except Exception as exc:  # a bug in loading must not kill the engine
-                    log.exception("config rebuild crashed")
-                    report = self._not_rebuilt(f"internal error: {exc!r}")
-                finally:
+                with reply:  # closed whatever happens: a waiting requester always hears back
+                    try:
+                        report = await self._rebuild_now()
+                    except Exception as exc:  # a bug in loading must not kill the engine
+                        log.exception("config rebuild crashed")
+                        report = self._not_rebuilt(f"internal error: {exc!r}")
                     _answer(reply, report)
-        finally:
-            while True:
-                try:
-                    reply = self._requests_recv.receive_nowait()
-                except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
-                    break
+        except Exception:
+            raise  # a crash: the request channel stays open for the restarted loop
+        except BaseException:
+            self._answer_waiting()
+            raise
+
+    def _answer_waiting(self) -> None:
+        while True:
+            try:
+                reply = self._requests_recv.receive_nowait()
+            except (trio.WouldBlock, trio.EndOfChannel, trio.ClosedResourceError):
+                break
+            with reply:
                 _answer(reply, self._not_rebuilt("the config loader stopped before rebuilding"))
-            self._requests_recv.close()
+        self._requests_recv.close()
 
     async def rebuild(self) -> RebuildReport:
         """Ask the loader to re-read config and wait for the result.
@@ -124,14 +134,16 @@ class Loader:
         except trio.BrokenResourceError:
             return self._not_rebuilt("the config loader is not running")
         async with reply_recv:
-            return await reply_recv.receive()
+            try:
+                return await reply_recv.receive()
+            except trio.EndOfChannel:
+                return self._not_rebuilt("the config loader crashed while rebuilding")
 
 
 def _answer(reply: trio.MemorySendChannel[RebuildReport], report: RebuildReport) -> None:
     # The asker may have been cancelled and closed its end: the rebuild stands all the same
     # (before, the BrokenResourceError here crashed the loader, and every later reload with it).
-    with reply:
-        try:
-            reply.send_nowait(report)
-        except trio.BrokenResourceError:
-            log.debug("rebuild requester gone; report dropped")
+    try:
+        reply.send_nowait(report)
+    except trio.BrokenResourceError:
+        log.debug("rebuild requester gone; report dropped")

@@ -159,8 +159,24 @@ class PostWorker:
     # -- intake ---------------------------------------------------------------------------
 
     def attach(self, nursery: trio.Nursery) -> None:
-        """Make the first :meth:`offer` start the consumer in ``nursery``."""
+        """Make the first :meth:`offer` start the consumer in ``nursery``.
+
+        Attaching again (the dispatcher restarted after a crash took the consumer with it)
+        restarts the consumer at once when events are waiting: the queue and its numbers live
+        here, not in the consumer, so nothing queued is lost.
+        """
         self._nursery = nursery
+        if self._depth > 0:
+            self._start_consumer()
+
+    def _start_consumer(self) -> None:
+        if self._consumer_started or self._nursery is None or self._closing:
+            return
+        try:
+            self._nursery.start_soon(self.serve)
+        except RuntimeError:  # that nursery is closing: the next attach starts it
+            return
+        self._consumer_started = True
 
     def offer(self, *, event: str, session_id: str, payload: bytes, hooks: tuple[Any, ...]) -> bool:
         """Queue one background event; never awaits. False = dropped (counted and logged).
@@ -175,9 +191,7 @@ class PostWorker:
             self._dropped_at_close += 1
             self._drop(item, "closed")
             return False
-        if not self._consumer_started and self._nursery is not None:
-            self._consumer_started = True
-            self._nursery.start_soon(self.serve)
+        self._start_consumer()
         if self._depth >= self._capacity:
             self._drop_full(item)
             return False
@@ -244,12 +258,15 @@ class PostWorker:
 
         Returns when :meth:`close` has closed the queue and it is empty, or when close cuts
         the drain off. On cancel from outside it stops between or inside an event (the running
-        hook run sees the cancellation) and re-raises; close then drops what is left.
+        hook run sees the cancellation) and re-raises; close then drops what is left. If it
+        crashes (a bug outside the per-event containment), the event in hand counts as failed
+        and the consumer can be started again: the next :meth:`attach` or :meth:`offer` does.
         """
         if self._serving:
-            raise RuntimeError("PostWorker.serve runs once")
+            raise RuntimeError("PostWorker.serve is already running")
         self._serving = True
         self._consumer_started = True
+        crashed = False
         try:
             with self._consumer_scope:
                 async with trio.open_nursery() as helpers:
@@ -257,9 +274,22 @@ class PostWorker:
                     task_status.started()
                     await self._consume()
                     helpers.cancel_scope.cancel()
+        except Exception:
+            crashed = True
+            if self._current is not None:
+                self._current = None
+                self._ran += 1
+                self._failed += 1
+            logger.exception("the background consumer crashed; it restarts with the dispatcher")
+            raise
         finally:
-            self._consumer_done.set()
+            self._serving = False
             self._flush_drop_log()
+            if crashed and not self._closing:
+                self._consumer_started = False
+                self._consumer_scope = trio.CancelScope()
+            else:
+                self._consumer_done.set()
 
     async def _consume(self) -> None:
         # A queued event is taken without a scheduler round trip, yielding at least every
@@ -280,10 +310,10 @@ class PostWorker:
             except (trio.EndOfChannel, trio.ClosedResourceError):
                 return  # drained; or close gave up waiting for us and dropped the rest
             self._depth -= 1
+            self._current = item  # from here on the item is accounted for, even if we crash
             await self._run_one(item)
 
     async def _run_one(self, item: BackgroundItem) -> None:
-        self._current = item
         try:
             await self._run_hooks(item)
         except Exception:

@@ -36,7 +36,10 @@ _VALUE: Final = re2.compile(
 _TOKENS: Final = re2.compile(
     "|".join(
         (
-            r"\bsk-[A-Za-z0-9_\-]{16,}",  # OpenAI / Anthropic (sk-, sk-proj-, sk-ant-)
+            # OpenAI / Anthropic (sk-, sk-proj-, sk-ant-): 16+ characters, or shorter ones with a
+            # digit and 7+ characters (test and scoped keys, ``sk-test-123456789``).
+            r"\bsk-(?:[A-Za-z0-9_\-]{16,}|[A-Za-z0-9_\-]{6,}[0-9][A-Za-z0-9_\-]*"
+            r"|[A-Za-z0-9_\-]*[0-9][A-Za-z0-9_\-]{6,})",
             r"\bgh[pousr]_[A-Za-z0-9]{20,}",  # GitHub tokens
             r"\bgithub_pat_[A-Za-z0-9_]{20,}",
             r"\bxox[abposr]-[A-Za-z0-9\-]{8,}",  # Slack

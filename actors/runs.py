@@ -137,5 +137,6 @@ class HookRuns:
                 error=result.error if decision == "error" else result.reason,
                 duration_ms=round(result.duration_ms, 3),
                 workspace=self.workspace,
+                truncated=result.truncated,
             )
         )

@@ -368,7 +368,7 @@ async def test_without_a_consumer_everything_is_dropped_at_close(
     assert_accounted(report)
 
 
-async def test_serve_started_by_the_engine_and_only_once(
+async def test_serve_started_by_the_engine_and_not_twice_at_once(
     autojump_clock: trio.testing.MockClock,
 ) -> None:
     hooks = FakeHooks()
@@ -376,7 +376,7 @@ async def test_serve_started_by_the_engine_and_only_once(
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             await nursery.start(worker.serve)
-            with pytest.raises(RuntimeError, match="runs once"):
+            with pytest.raises(RuntimeError, match="already running"):
                 await worker.serve()
             offer(worker, 2)
             report = await worker.close()
@@ -516,3 +516,35 @@ async def test_an_item_carries_its_hooks_to_the_runner_in_order(
     # A failed hook is logged, not fatal: the item's later hooks still run.
     assert seen == [(h, "session_end", b"{}", "s9") for h in ("a", "b", "c")]
     assert report.ran == 1 and report.failed == 0
+
+
+async def test_a_crashed_consumer_restarts_on_attach_and_loses_nothing_queued(
+    autojump_clock: trio.testing.MockClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    hooks = FakeHooks(gated=True)
+    worker = PostWorker(hooks)
+    real = PostWorker._run_one
+    crashes = 0
+
+    async def crash_once(self: PostWorker, item: BackgroundItem) -> None:
+        nonlocal crashes
+        if crashes == 0:
+            crashes += 1
+            raise RuntimeError("a bug in the consumer loop")
+        await real(self, item)
+
+    monkeypatch.setattr(PostWorker, "_run_one", crash_once)
+    with trio.fail_after(10):
+        with pytest.raises(ExceptionGroup) as info:
+            async with trio.open_nursery() as nursery:
+                worker.attach(nursery)
+                assert offer(worker, 3) == [True] * 3
+        assert info.group_contains(RuntimeError, match="a bug in the consumer loop")
+        async with trio.open_nursery() as nursery:
+            worker.attach(nursery)  # what the restarted dispatcher does
+            for _ in range(2):
+                hooks.gate.release()  # type: ignore[union-attr]
+            report = await worker.close()
+    assert hooks.finished == [2, 3]
+    assert report.ran == 3 and report.failed == 1
+    assert_accounted(report)

@@ -16,6 +16,8 @@ R = REDACTED
     [
         ("key sk-proj-abcdefghijklmnop1234 end", f"key {R} end"),
         ("sk-ant-api03-AbCdEfGhIjKlMnOpQrSt", R),
+        ("key sk-test-123456789 leaked", f"key {R} leaked"),  # short test keys too
+        ("sk-1234567", R),
         ("push with ghp_abcdefghijklmnopqrstuvwxyz0123456789", f"push with {R}"),
         ("github_pat_11ABCDEFG0123456789_abcdefghijkl", R),
         ("slack xoxb-1234567890-abcdefghij", f"slack {R}"),
@@ -68,6 +70,7 @@ def test_redacts_secrets(text: str, expected: str) -> None:
         "the token expired, authentication failed",
         "basic functionality works",
         "sk-short",
+        "sk-learn and sk-image",
         "https://example.com/path?x=1",
         "keyboard: qwerty",
         "--verbose --output file.txt",

@@ -11,7 +11,7 @@ caller's arguments and the hooks' decoded replies need no copying.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -36,6 +36,8 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     #: prompt hooks: the judge's token counts (null for other hooks).
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: The hook said more than its cap (stdout/stderr, an http body): only the head was read.
+    truncated: bool = False
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -123,6 +125,7 @@ class Combiner:
                 decision=result.decision,
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
+                truncated=result.truncated,
             )
         )
         if result.system_message:
@@ -130,15 +133,11 @@ class Combiner:
         if result.outcome in _FAILED:
             self._failed(hook, result)
             return
-        advisory = hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
         if result.outcome == "block":
-            if advisory or not self.info.can_block:
-                self._warn(f"hook {hook.name}: a block is ignored for {hook.config_event}")
-            else:
-                self._block(hook, result.reason or "blocked by hook", result.user_message)
+            self._block(hook, result.reason or "blocked by hook", result.user_message)
             return
         if result.outcome == "mutate":
-            if advisory or result.patch is None:
+            if self._advisory(hook) or result.patch is None:
                 self._warn(f"hook {hook.name}: a mutate is ignored for {hook.config_event}")
             else:
                 self._patch(hook, result.patch)
@@ -158,11 +157,18 @@ class Combiner:
         else:
             self._warn(f"hook {hook.name} failed: {why}")
 
+    def _advisory(self, hook: Hook) -> bool:
+        """A JSON-dialect hook on one of that dialect's advisory events (``turn_end`` ...)."""
+        return hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
+
     def _block(self, hook: Hook, reason: str, user_message: str | None) -> None:
+        """The hook blocks: the chain stops. On an event that cannot block (or the JSON
+        dialect's advisory ones) the block is ignored with a warning and later hooks run."""
         o = self.outcome
-        self.stopped = True
-        if not self.info.can_block:
+        if self._advisory(hook) or not self.info.can_block:
+            self._warn(f"hook {hook.name}: a block is ignored for {hook.config_event}: {reason}")
             return
+        self.stopped = True
         o.blocked = True
         o.reason = reason
         # Blocks win over any earlier decision; a stop "block" means "go on", a permission's "deny".
@@ -265,24 +271,37 @@ def audit_decision(event: str, result: RunResult) -> str | None:
 class StopContinues:
     """How often stop hooks made the agent go on, per prompt (blitz HK-51: at most
     :data:`~triohooks.config.events.MAX_STOP_CONTINUES` times; ``stop_hook_active`` after the
-    first). Keyed by the prompt id, or the session id when the agent sends no prompt id."""
+    first). Keyed by the prompt id, or the session id when the agent sends no prompt id.
 
-    def __init__(self) -> None:
-        self._counts: dict[str, int] = {}
+    Bounded, so a long-running server stays flat: a session's entries go at its
+    ``session_end``, and past ``cap`` prompts the oldest entry is forgotten (a prompt that old
+    could at worst make the agent go on 5 more times).
+    """
+
+    DEFAULT_CAP: Final = 10_000
+
+    def __init__(self, cap: int = DEFAULT_CAP) -> None:
+        self.cap = cap
+        #: key -> (continues so far, session id), oldest first.
+        self._counts: dict[str, tuple[int, str]] = {}
+        self._by_session: dict[str, set[str]] = {}
 
     @staticmethod
     def key(prompt_id: str | None, session_id: str) -> str:
         return prompt_id or session_id
 
+    def __len__(self) -> int:
+        return len(self._counts)
+
     def active(self, key: str) -> bool:
         """Whether a stop hook already made this prompt go on (``stop_hook_active``)."""
-        return self._counts.get(key, 0) > 0
+        return key in self._counts
 
-    def settle(self, key: str, outcome: Outcome) -> None:
+    def settle(self, key: str, outcome: Outcome, session_id: str = "") -> None:
         """Count a ``continue`` in ``outcome``, or turn it into a stop once the cap is reached."""
         if not outcome.continue_:
             return
-        count = self._counts.get(key, 0)
+        count = self._counts.get(key, (0, ""))[0]
         if count >= MAX_STOP_CONTINUES:
             outcome.continue_ = False
             outcome.blocked = False
@@ -291,11 +310,52 @@ class StopContinues:
                 f"stop hooks asked to continue, but the limit of {MAX_STOP_CONTINUES} "
                 "per prompt is reached; the agent stops"
             )
+            return
+        self._set(key, count + 1, session_id)
+
+    def _set(self, key: str, count: int, session_id: str) -> None:
+        if key not in self._counts:
+            while len(self._counts) >= self.cap:
+                self._forget(next(iter(self._counts)))
+            self._by_session.setdefault(session_id, set()).add(key)
         else:
-            self._counts[key] = count + 1
+            session_id = self._counts[key][1]
+        self._counts[key] = (count, session_id)
+
+    def _forget(self, key: str) -> None:
+        _, session_id = self._counts.pop(key)
+        keys = self._by_session.get(session_id)
+        if keys is not None:
+            keys.discard(key)
+            if not keys:
+                del self._by_session[session_id]
+
+    def forget_session(self, session_id: str) -> None:
+        """The session ended: its prompts' counts go."""
+        for key in self._by_session.pop(session_id, ()):
+            self._counts.pop(key, None)
 
     def snapshot(self) -> dict[str, int]:
-        return dict(self._counts)
+        return {key: count for key, (count, _) in self._counts.items()}
 
     def restore(self, counts: Mapping[str, int]) -> None:
-        self._counts.update(counts)
+        for key, count in counts.items():
+            if count > 0:
+                self._set(key, count, "")
+
+
+def internal_error_outcome(event: str, ev: Any, why: str) -> Outcome:
+    """The Outcome when our own code failed while handling ``ev`` (DESIGN: fail closed at
+    boundaries). An event that can block is blocked, with a reason that says it was an internal
+    error, so a fail-closed guard is never silently bypassed; ``stop`` (whose "block" would force
+    the agent to go on) and the advisory events only get the warning."""
+    outcome = plain_outcome(event, ev)
+    text = f"internal error while handling {event}: {why}"
+    outcome.warnings.append(text)
+    if EVENTS[event].can_block and event != "stop":
+        outcome.blocked = True
+        outcome.reason = text
+        outcome.decision = "deny" if event == "permission_request" else "block"
+        if event == "pre_tool":
+            outcome.message_for_model = f"blocked by pre_tool hook: {text}"
+    return outcome

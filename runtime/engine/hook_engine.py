@@ -25,7 +25,13 @@ from triohooks.actors.reaper import Reaper, open_reaper
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
 from triohooks.combine.outcome import Outcome
-from triohooks.config.events import EVENT_TYPES, EventBase, canonical_event, event_from_payload
+from triohooks.config.events import (
+    EVENT_TYPES,
+    EventBase,
+    PayloadError,
+    canonical_event,
+    event_from_payload,
+)
 from triohooks.config.model import Hook, HookTable, PythonHandler, PythonHookFunc
 from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
@@ -64,9 +70,26 @@ class HookEngine:
         ``options`` are :class:`~triohooks.EngineOptions` (workspace, config_dir, extra_configs,
         trust, state_dir, audit, watchdog, drain_timeout_s); ``judge`` judges prompt hooks when
         no built-in judge is configured. Raises :class:`~triohooks.ConfigError` when a config
-        file has errors, ``TypeError`` for an unknown option.
+        file has errors, ``TypeError`` for an unknown option, and
+        :class:`~triohooks.actors.supervisor.ActorFailed` when an actor crashed more often than
+        its restart budget allows. An exception raised in the ``async with`` body comes out as
+        itself, not wrapped in the engine's nurseries' ExceptionGroups.
         """
         settings = Settings(options)
+        unwrapped: BaseException | None = None
+        try:
+            async with cls._open(settings, judge) as engine:
+                yield engine
+        except BaseExceptionGroup as group:
+            unwrapped = sole_exception(group)
+            if unwrapped is None:
+                raise
+        if unwrapped is not None:
+            raise unwrapped
+
+    @classmethod
+    @asynccontextmanager
+    async def _open(cls, settings: Settings, judge: Judge | None) -> AsyncIterator[HookEngine]:
         ws = settings.workspace
         drain_timeout_s = settings.drain_timeout_s
         loader = Loader(
@@ -189,7 +212,7 @@ class HookEngine:
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
         return await self._fire_typed(
-            "pre_tool", tool=tool, args=dict(args), tool_call_id=tool_call_id, **common
+            "pre_tool", tool=tool, args=_args("pre_tool", args), tool_call_id=tool_call_id, **common
         )
 
     async def post_tool(
@@ -205,7 +228,7 @@ class HookEngine:
         return await self._fire_typed(
             "post_tool",
             tool=tool,
-            args=dict(args),
+            args=_args("post_tool", args),
             result=result,
             error=error,
             tool_call_id=tool_call_id,
@@ -219,7 +242,11 @@ class HookEngine:
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
         return await self._fire_typed(
-            "permission_request", tool=tool, args=dict(args), tool_call_id=tool_call_id, **common
+            "permission_request",
+            tool=tool,
+            args=_args("permission_request", args),
+            tool_call_id=tool_call_id,
+            **common,
         )
 
     async def session_start(self, reason: str = "startup", **common: Any) -> Outcome:
@@ -304,6 +331,26 @@ class HookEngine:
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
+
+
+def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
+    """The one exception ``group`` holds, however deeply nested; None when it holds several."""
+    exc: BaseException = group
+    while isinstance(exc, BaseExceptionGroup):
+        if len(exc.exceptions) != 1:
+            return None
+        exc = exc.exceptions[0]
+    return exc
+
+
+def _args(event: str, args: object) -> dict[str, Any]:
+    """A tool call's arguments as the event carries them: an object, copied; anything else is
+    the caller's error (``dict(["ls"])`` would silently make ``{"l": "s"}``)."""
+    if not isinstance(args, Mapping):
+        raise PayloadError(
+            f"{event} payload: args must be an object (a mapping), not {type(args).__name__}"
+        )
+    return dict(args)
 
 
 def _default_places(fields: dict[str, Any], workspace: str) -> None:

@@ -1,0 +1,167 @@
+"""Supervised actors really restart (issue 13, item 7).
+
+Each test crashes one real actor of a real engine once — a bug injected where the actor's own
+containment does not reach — and checks the engine still answers and still blocks a guarded
+call with a real bash hook. When the budget is spent the engine fails loudly with ActorFailed.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from triohooks import HookEngine
+from triohooks.actors import loader as loader_module
+from triohooks.actors.audit import AuditSink
+from triohooks.actors.post_worker import BackgroundItem, PostWorker
+from triohooks.actors.supervisor import ActorFailed
+
+from .helpers import write_toml_hooks
+
+pytestmark = pytest.mark.slow
+
+GUARD = """
+[[hooks.pre_tool]]
+match = "bash"
+command = "echo no pushing >&2; exit 2"
+"""
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path, Path]:
+    ws, g, state = tmp_path / "ws", tmp_path / "g", tmp_path / "state"
+    ws.mkdir()
+    write_toml_hooks(g, GUARD)
+    return ws, g, state
+
+
+def engine(dirs: tuple[Path, Path, Path], **kw: Any) -> Any:
+    ws, g, state = dirs
+    return HookEngine.open(workspace=ws, config_dir=g, state_dir=state, **kw)
+
+
+async def assert_guarded(e: HookEngine) -> None:
+    out = await e.pre_tool("bash", {"command": "git push"})
+    assert out.blocked and out.reason == "no pushing", out
+
+
+async def test_loader_crash_is_restarted_and_reload_works_again(dirs, monkeypatch) -> None:
+    real = loader_module._answer
+    crashes = 0
+
+    def answer_crashing_once(reply: Any, report: Any) -> None:
+        nonlocal crashes
+        if crashes == 0:
+            crashes += 1
+            raise RuntimeError("a bug in the loader loop")
+        real(reply, report)
+
+    monkeypatch.setattr(loader_module, "_answer", answer_crashing_once)
+    with trio.fail_after(20):
+        async with engine(dirs) as e:
+            first = await e.reload()
+            assert not first.applied
+            assert "crashed" in first.problems[0].message
+            second = await e.reload()  # served by the restarted loop
+            assert second.applied
+            await assert_guarded(e)
+    assert crashes == 1
+
+
+async def test_dispatcher_crash_fails_in_flight_events_closed_and_restarts(dirs) -> None:
+    _, g, _ = dirs
+    write_toml_hooks(g, GUARD + '\n[[hooks.pre_tool]]\nmatch = "slow"\ncommand = "sleep 5"\n')
+    with trio.fail_after(20):
+        async with engine(dirs) as e:
+            dispatcher = e._dispatcher
+            in_flight: list[Any] = []
+
+            async def slow_call() -> None:
+                in_flight.append(await e.pre_tool("slow", {}))
+
+            async def bug() -> None:
+                await trio.sleep(0.3)
+                raise RuntimeError("a bug in a dispatcher task")
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow_call)
+                await trio.sleep(0.1)
+                assert dispatcher._nursery is not None
+                dispatcher._nursery.start_soon(bug)
+            (out,) = in_flight
+            # The hook would not have blocked, but the event could not be judged: fail closed.
+            assert out.blocked and "internal error" in (out.reason or "")
+            await assert_guarded(e)
+            assert e.live_processes == 0
+
+
+async def test_post_worker_crash_restarts_and_background_hooks_go_on(
+    dirs, tmp_path: Path, monkeypatch
+) -> None:
+    _, g, _ = dirs
+    log = tmp_path / "post.log"
+    write_toml_hooks(g, GUARD + f'\n[[hooks.post_tool]]\ncommand = "cat >> {log}; echo >> {log}"\n')
+    real = PostWorker._run_one
+    crashes = 0
+
+    async def crash_once(self: PostWorker, item: BackgroundItem) -> None:
+        nonlocal crashes
+        if crashes == 0:
+            crashes += 1
+            raise RuntimeError("a bug in the consumer loop")
+        await real(self, item)
+
+    monkeypatch.setattr(PostWorker, "_run_one", crash_once)
+    with trio.fail_after(20):
+        async with engine(dirs) as e:
+            await e.post_tool("bash", {"command": "one"}, result="1")
+            await trio.sleep(0.2)  # the consumer crashes; the dispatcher restarts with it
+            await assert_guarded(e)
+            await e.post_tool("bash", {"command": "two"}, result="2")
+    assert crashes == 1
+    lines = [json.loads(x) for x in log.read_text().split("\n") if x.strip()]
+    assert [x["args"]["command"] for x in lines] == ["two"]
+    report = e.close_report
+    assert report is not None and report.ran == 2 and report.failed == 1
+
+
+async def test_audit_crash_restarts_and_loses_no_record(dirs, monkeypatch) -> None:
+    real = AuditSink._write
+    crashes = 0
+
+    async def write_crashing_once(self: AuditSink, batch: Any) -> None:
+        nonlocal crashes
+        if crashes == 0:
+            crashes += 1
+            raise RuntimeError("a bug in the audit writer")
+        await real(self, batch)
+
+    monkeypatch.setattr(AuditSink, "_write", write_crashing_once)
+    with trio.fail_after(20):
+        async with engine(dirs) as e:
+            await assert_guarded(e)
+            await trio.sleep(0.2)  # the writer crashes on that record; it is carried over
+            await assert_guarded(e)
+    assert crashes == 1
+    files = list((dirs[2] / "audit").glob("audit-*.jsonl"))
+    records = [json.loads(line) for f in files for line in f.read_text().splitlines()]
+    assert [r["decision"] for r in records if r["kind"] == "hook"] == ["block", "block"]
+
+
+async def test_a_spent_restart_budget_fails_the_engine_loudly(dirs) -> None:
+    with trio.fail_after(20), pytest.raises(ActorFailed, match="dispatcher"):
+        async with engine(dirs) as e:
+            for _ in range(10):
+                nursery = e._dispatcher._nursery
+                if nursery is not None:
+
+                    async def bug() -> None:
+                        raise RuntimeError("a bug in a dispatcher task")
+
+                    nursery.start_soon(bug)
+                await trio.sleep(0.05)
+            await trio.sleep_forever()  # the engine's failure cancels the body
