@@ -658,6 +658,8 @@ PLACEHOLDERS = {
     "S": "0",
     "URL": "ws://127.0.0.1:8765/",
     "NAME": "pre_tool",
+    "COUNT": "256",
+    "BYTES": "1048576",
 }
 
 

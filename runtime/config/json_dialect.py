@@ -29,6 +29,7 @@ from .model import (
 )
 
 MAX_HOOKS_PER_FILE: Final = 64
+#: Largest hooks.json read (the yolop/everruns limit); checked before reading.
 MAX_FILE_BYTES: Final = 256 * 1024
 MAX_COMMAND_BYTES: Final = 16 * 1024
 MAX_ENV_VARS: Final = 16
@@ -40,6 +41,24 @@ _EXECUTOR_KEYS: Final = frozenset({"type", "command", "env"})
 _MATCHER_KEYS: Final = frozenset(JsonMatcher.__struct_fields__)
 _TOOL_EVENTS: Final = frozenset({"pre_tool_use", "post_tool_use"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
+#: Linux refuses (E2BIG) to start a program with any one argument or environment string of
+#: this many bytes or more, its terminating NUL included (MAX_ARG_STRLEN = 32 pages).
+MAX_ARG_STRLEN: Final = 32 * 4096
+
+
+def exec_string_problem(value: str) -> str | None:
+    """Why the OS could not pass ``value`` to a program as one argument or environment
+    string (a NUL byte, or MAX_ARG_STRLEN), or None. Both dialects check every string that
+    reaches ``execve`` with it, so ``validate`` reports what a run would trip on."""
+    if "\0" in value:
+        return "must not contain a NUL byte (the OS cannot pass one to a program)"
+    size = len(value.encode("utf-8", "surrogatepass"))
+    if size >= MAX_ARG_STRLEN:
+        return (
+            f"is {size} bytes; the OS passes at most {MAX_ARG_STRLEN - 1} bytes in one "
+            "argument or environment string (Linux MAX_ARG_STRLEN)"
+        )
+    return None
 
 
 class EntryError(ValueError):
@@ -109,8 +128,11 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
     command = executor.get("command")
     if not isinstance(command, str) or not command.strip():
         raise EntryError("executor.command", "must be a non-empty string")
-    if len(command.encode()) > MAX_COMMAND_BYTES:
+    if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         raise EntryError("executor.command", f"is longer than {MAX_COMMAND_BYTES} bytes")
+    bad = exec_string_problem(command)
+    if bad is not None:
+        raise EntryError("executor.command", bad)
     env = executor.get("env", {})
     if env is None:
         env = {}
@@ -118,9 +140,12 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         raise EntryError("executor.env", "must be an object of string values")
     if len(env) > MAX_ENV_VARS:
         raise EntryError("executor.env", f"has {len(env)} variables; at most {MAX_ENV_VARS}")
-    for name in env:
+    for name, value in env.items():
         if not _ENV_NAME.match(name):
             raise EntryError("executor.env", f"{name!r} is not an environment variable name")
+        bad = exec_string_problem(f"{name}={value}")
+        if bad is not None:
+            raise EntryError(f"executor.env.{name}", bad)
 
     timeout_ms = raw.get("timeout_ms", JSON_DEFAULT_TIMEOUT_MS)
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):

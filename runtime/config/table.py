@@ -9,12 +9,13 @@ actor calls it from a worker thread. It must not run hooks.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
 import msgspec
 
-from .json_dialect import JsonFile, merge_json_scopes, parse_json_bytes
+from .json_dialect import MAX_FILE_BYTES, JsonFile, merge_json_scopes, parse_json_bytes
 from .model import (
     CommandHandler,
     ConfigProblem,
@@ -25,9 +26,15 @@ from .model import (
     TrustInfo,
     index_by_event,
 )
-from .paths import global_config_dir, global_config_files, workspace_config_files
-from .toml_dialect import parse_toml_text
-from .trust import trust_digest, trust_state
+from .paths import (
+    UnreadableFileError,
+    global_config_dir,
+    global_config_files,
+    read_regular_file,
+    workspace_config_files,
+)
+from .toml_dialect import MAX_TOML_FILE_BYTES, parse_toml_text
+from .trust import trust_inputs, trust_state
 
 
 class _ScopeFiles:
@@ -48,12 +55,17 @@ def _read_toml(
     required: bool,
 ) -> None:
     try:
-        text = path.read_text(encoding="utf-8")
+        data = read_regular_file(path, MAX_TOML_FILE_BYTES)
+        # Universal newlines, as a text-mode read gives them.
+        text = data.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
     except FileNotFoundError:
         if required:
             problems.append(ConfigProblem(str(path), "file not found"))
         return
-    except (OSError, UnicodeDecodeError) as exc:
+    except UnreadableFileError as exc:
+        problems.append(ConfigProblem(str(path), exc.reason))
+        return
+    except UnicodeDecodeError as exc:
         problems.append(ConfigProblem(str(path), f"cannot read: {exc}"))
         return
     into.read.append(str(path))
@@ -67,16 +79,14 @@ def _read_json(
     path: Path, scope: Scope, into: _ScopeFiles, problems: list[ConfigProblem], *, required: bool
 ) -> None:
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         # The yolop spec: a missing file is silent (a named --config file is not).
         if required:
             problems.append(ConfigProblem(str(path), "file not found"))
         return
-    except OSError as exc:
-        problems.append(
-            ConfigProblem(str(path), f"cannot read, skipped: {exc}", severity="warning")
-        )
+    except UnreadableFileError as exc:
+        problems.append(ConfigProblem(str(path), f"{exc.reason}; skipped", severity="warning"))
         return
     into.read.append(str(path))
     parsed = parse_json_bytes(data, file=str(path), scope=scope)
@@ -133,6 +143,13 @@ def _unique_ids(hooks: list[Hook]) -> list[Hook]:
     return out
 
 
+def _untrusted_problem(problem: ConfigProblem, state: str) -> ConfigProblem:
+    if problem.severity == "warning":
+        return problem
+    note = f" (a warning only: the workspace hooks are {state}, not trusted, and do not run)"
+    return msgspec.structs.replace(problem, message=problem.message + note, severity="warning")
+
+
 def load_table(
     *,
     workspace: Path | None,
@@ -155,11 +172,23 @@ def load_table(
     if workspace is not None:
         ws_files = workspace_config_files(workspace)
         ws_judge: dict[str, str] = {}
-        ws = _read_scope(ws_files, "workspace", problems, ws_judge, required=False)
-        digest, files = trust_digest(ws_files, _handlers(ws), workspace)
-        trust = trust_state(config_dir, workspace, digest, files)
+        ws_problems: list[ConfigProblem] = []
+        ws = _read_scope(ws_files, "workspace", ws_problems, ws_judge, required=False)
+        inputs = trust_inputs(ws_files, _handlers(ws), workspace)
+        trust = trust_state(config_dir, workspace, inputs.digest, inputs.files)
         if trust_override and trust.state != "none":
             trust = TrustInfo("trusted", trust.workspace, trust.digest, trust.files)
+        if trust.state == "trusted":
+            problems.extend(ws_problems)  # the user's own now: as strict as their global file
+        else:
+            # Not trusted: nothing in it may stop the user's own hooks from running, so its
+            # problems are warnings, shown but never a startup error.
+            problems.extend(_untrusted_problem(p, trust.state) for p in ws_problems)
+        ws_names = {str(p) for p in ws_files} | {os.path.realpath(p) for p in ws_files}
+        for name, reason in inputs.refused:
+            if name not in ws_names:  # a hook file's own read problem says it already
+                message = f"{reason}; the workspace hooks cannot be trusted"
+                problems.append(ConfigProblem(name, message, severity="warning"))
         if trust.state in ("none", "trusted"):
             scopes.append(ws)
             judge.update(ws_judge)

@@ -16,6 +16,7 @@ from triohooks.match.globs import GlobError, validate_go_glob
 from triohooks.match.ifrules import IfRuleError, parse_if_rule
 
 from .events import EVENTS, JSON_ALIASES
+from .json_dialect import exec_string_problem
 from .model import (
     TOML_DEFAULT_TIMEOUT_S,
     ArgsHandler,
@@ -59,6 +60,9 @@ _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
 #: Longest hook timeout we accept; a longer one is almost certainly a units mistake.
 MAX_TIMEOUT_S: Final = 3600.0
+#: Largest hooks.toml read (checked before reading; a bigger file is an error). A hand-written
+#: hook file is a few KiB; 1 MiB leaves room for generated ones and bounds the parse.
+MAX_TOML_FILE_BYTES: Final = 1024 * 1024
 
 
 class _Entry:
@@ -118,10 +122,18 @@ def _handler(entry: _Entry, raw: Mapping[str, Any], kind: str) -> Handler | None
             if not args or not args[0].strip():
                 entry.error("args", "must name a program as its first element")
                 return None
-            return ArgsHandler(tuple(args))
+            for i, arg in enumerate(args):
+                bad = exec_string_problem(arg)
+                if bad is not None:
+                    entry.error(f"args[{i}]", bad)
+            return ArgsHandler(tuple(args)) if entry.ok else None
         if command is None:
             if "command" not in raw:
                 entry.error("command", "a command hook needs command (or args)")
+            return None
+        bad = exec_string_problem(command)  # it is one argument: bash -c <command>
+        if bad is not None:
+            entry.error("command", bad)
             return None
         return CommandHandler(command)
     if kind == "http":

@@ -1,9 +1,9 @@
 """Trust for workspace hooks: a repository's hooks are code, and run only once trusted.
 
 Owns the digest (SHA-256 over the workspace hook files and every file their commands name as
-programs), the trust store (``trust.json`` in the global config dir, written atomically) and
-the state of a workspace: none / new / trusted / changed / declined. It must not load or run
-hooks.
+programs: symlinks resolved, every byte, nothing read that could block), the trust store
+(``trust.json`` in the global config dir, written atomically) and the state of a workspace:
+none / new / trusted / changed / declined. It must not load or run hooks.
 """
 
 from __future__ import annotations
@@ -11,19 +11,37 @@ from __future__ import annotations
 import hashlib
 import os
 import shlex
+import stat
 import time
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
 from .model import ArgsHandler, CommandHandler, Handler, TrustInfo
-from .paths import write_file_atomic
+from .paths import (
+    UnreadableFileError,
+    iter_regular_file,
+    open_regular_file,
+    read_regular_file,
+    write_file_atomic,
+)
 
 STORE_NAME: Final = "trust.json"
-#: Files bigger than this are hashed by size and mtime only (a hook script is small).
-_MAX_HASHED_BYTES: Final = 16 * 1024 * 1024
+#: A file named for trust bigger than this is not hashed, and the workspace cannot be trusted
+#: (it is hashed on every load, i.e. on every ``triohooks fire``). Below it, every byte is
+#: hashed, streamed in chunks.
+MAX_HASHED_BYTES: Final = 256 * 1024 * 1024
+#: Largest trust store read (a record is a few hundred bytes; a bigger store trusts nothing).
+MAX_STORE_BYTES: Final = 64 * 1024 * 1024
+#: A digest with this prefix names content that cannot be trusted (a FIFO, a device, an
+#: unreadable or oversized file): it never matches a record and is never recorded as trusted.
+UNTRUSTABLE: Final = "untrustable:"
+
+
+class TrustRefusedError(ValueError):
+    """Asked to trust content that cannot be trusted; the message says which file and why."""
 
 
 class TrustRecord(msgspec.Struct, kw_only=True):
@@ -37,14 +55,36 @@ class TrustStore(msgspec.Struct):
     workspaces: dict[str, TrustRecord] = msgspec.field(default_factory=dict)
 
 
+class TrustInputs(msgspec.Struct, frozen=True):
+    """What trust covers for one workspace, as it is now."""
+
+    #: SHA-256 hex over every file (``UNTRUSTABLE``-prefixed when ``refused`` is not empty).
+    digest: str
+    #: The hashed files, resolved (a symlink's target, wherever it is): hook files, then programs.
+    files: tuple[str, ...]
+    #: ``(file, why)`` for each file that could not be hashed: the content cannot be trusted.
+    refused: tuple[tuple[str, str], ...] = ()
+
+
 def canonical_workspace(workspace: Path) -> str:
     return str(workspace.resolve())
 
 
+def _inside(path: Path, roots: Iterable[Path]) -> bool:
+    return any(path.is_relative_to(root) for root in roots)
+
+
 def _program_files(handlers: Iterable[Handler], workspace: Path) -> list[Path]:
-    """Files inside the workspace that hook commands name (scripts they run)."""
+    """The files hook commands name (scripts they run) that are in the workspace, resolved.
+
+    A word counts when its path is in the workspace as written (``scripts/x``, even when that
+    is a symlink to a file elsewhere: the link's target is what runs, so it is what is hashed)
+    or once resolved. Directories are skipped; FIFOs, devices and sockets are kept, so hashing
+    refuses them.
+    """
     found: dict[str, Path] = {}
     root = workspace.resolve()
+    roots = (root, Path(os.path.abspath(workspace)))
     for handler in handlers:
         if isinstance(handler, CommandHandler):
             try:
@@ -58,48 +98,79 @@ def _program_files(handlers: Iterable[Handler], workspace: Path) -> list[Path]:
         for word in words:
             if not word or word.startswith("-") or len(word) > 4096:
                 continue
-            candidate = Path(word) if os.path.isabs(word) else workspace / word
+            candidate = Path(word) if os.path.isabs(word) else root / word
             try:
                 resolved = candidate.resolve()
-                if resolved.is_file() and resolved.is_relative_to(root):
-                    found.setdefault(str(resolved), resolved)
-            except (OSError, ValueError):
+                if not _inside(resolved, roots[:1]) and not _inside(
+                    Path(os.path.normpath(candidate)), roots
+                ):
+                    continue
+                if stat.S_ISDIR(os.stat(resolved).st_mode):
+                    continue
+            except (OSError, ValueError, RuntimeError):  # missing, a NUL, a symlink loop
                 continue
+            found.setdefault(str(resolved), resolved)
     return [found[k] for k in sorted(found)]
+
+
+def _hash_file(name: str, h: Any) -> str | None:
+    """Feed one file's content digest and exec bits to ``h``; the reason when it can't be."""
+    try:
+        with open_regular_file(name) as (fd, st):
+            inner = hashlib.sha256()
+            for chunk in iter_regular_file(fd, st, MAX_HASHED_BYTES, name):
+                inner.update(chunk)
+            h.update(inner.digest())
+            h.update(oct(st.st_mode & 0o111).encode())
+    except FileNotFoundError as exc:  # gone since it was listed
+        h.update(f"unreadable:{exc.errno}".encode())
+    except UnreadableFileError as exc:
+        h.update(b"refused")
+        return exc.reason
+    return None
+
+
+def trust_inputs(
+    hook_files: Iterable[Path], handlers: Iterable[Handler], workspace: Path
+) -> TrustInputs:
+    """Hash the given hook files and the program files their handlers name.
+
+    Every byte is hashed (symlinks resolved: a link's target path is part of the digest through
+    the file's name, its content through the hash); nothing blocks (a FIFO or device is refused,
+    not opened for a blocking read). A file that cannot be hashed makes the content untrustable.
+    """
+    files = sorted({str(p.resolve()) for p in hook_files if p.exists()})
+    files += [str(p) for p in _program_files(handlers, workspace) if str(p) not in files]
+    h = hashlib.sha256()
+    root = str(workspace.resolve())
+    refused: list[tuple[str, str]] = []
+    for name in files:
+        rel = os.path.relpath(name, root)
+        h.update(rel.encode() + b"\0")
+        why = _hash_file(name, h)
+        if why is not None:
+            refused.append((name, why))
+        h.update(b"\0")
+    digest = h.hexdigest()
+    return TrustInputs(UNTRUSTABLE + digest if refused else digest, tuple(files), tuple(refused))
 
 
 def trust_digest(
     hook_files: Iterable[Path], handlers: Iterable[Handler], workspace: Path
 ) -> tuple[str, tuple[str, ...]]:
-    """SHA-256 over the given hook files and the program files their handlers name."""
-    files = sorted({str(p.resolve()) for p in hook_files if p.exists()})
-    files += [str(p) for p in _program_files(handlers, workspace) if str(p) not in files]
-    h = hashlib.sha256()
-    root = str(workspace.resolve())
-    for name in files:
-        rel = os.path.relpath(name, root)
-        h.update(rel.encode() + b"\0")
-        try:
-            st = os.stat(name)
-            if st.st_size > _MAX_HASHED_BYTES:
-                h.update(f"size={st.st_size};mtime={st.st_mtime_ns}".encode())
-            else:
-                with open(name, "rb") as f:
-                    h.update(hashlib.sha256(f.read()).digest())
-            h.update(oct(st.st_mode & 0o111).encode())
-        except OSError as exc:
-            h.update(f"unreadable:{exc.errno}".encode())
-        h.update(b"\0")
-    return h.hexdigest(), tuple(files)
+    """SHA-256 over the given hook files and the program files their handlers name
+    (:func:`trust_inputs` without the reasons)."""
+    inputs = trust_inputs(hook_files, handlers, workspace)
+    return inputs.digest, inputs.files
 
 
 def read_store(config_dir: Path) -> TrustStore:
     path = config_dir / STORE_NAME
     try:
-        return msgspec.json.decode(path.read_bytes(), type=TrustStore)
+        return msgspec.json.decode(read_regular_file(path, MAX_STORE_BYTES), type=TrustStore)
     except FileNotFoundError:
         return TrustStore()
-    except (OSError, msgspec.DecodeError, msgspec.ValidationError):
+    except (OSError, UnreadableFileError, msgspec.DecodeError, msgspec.ValidationError):
         # A damaged store trusts nothing; `triohooks trust` rewrites it.
         return TrustStore()
 
@@ -123,6 +194,8 @@ def trust_state(
         state = "declined" if record.digest == digest else "changed"
     else:
         state = "trusted" if record.digest == digest else "changed"
+    if state == "trusted" and digest.startswith(UNTRUSTABLE):
+        state = "changed"  # a hand-made record cannot trust what was refused
     return TrustInfo(state, key, digest, files)
 
 
@@ -133,7 +206,15 @@ def record_trust(
     files: tuple[str, ...],
     decision: Literal["trusted", "declined"] = "trusted",
 ) -> None:
-    """Remember ``decision`` for exactly this content of the workspace's hooks."""
+    """Remember ``decision`` for exactly this content of the workspace's hooks.
+
+    Raises :class:`TrustRefusedError` (nothing recorded) when asked to trust an untrustable
+    digest (see :func:`trust_inputs`); declining it is fine."""
+    if decision == "trusted" and digest.startswith(UNTRUSTABLE):
+        raise TrustRefusedError(
+            f"{canonical_workspace(workspace)}: the workspace hooks cannot be trusted: a file "
+            "they name cannot be hashed (see `triohooks validate`)"
+        )
     store = read_store(config_dir)
     store.workspaces[canonical_workspace(workspace)] = TrustRecord(
         digest=digest, decision=decision, time=time.time(), files=list(files)

@@ -26,14 +26,16 @@ from triohooks.config.events import (
 )
 from triohooks.config.model import ConfigError, Hook, HookTable
 from triohooks.config.paths import (
+    UnreadableFileError,
     global_config_dir,
     private_dir,
+    read_regular_file,
     state_dir,
     workspace_config_files,
     write_file_atomic,
 )
 from triohooks.config.table import load_table
-from triohooks.config.trust import record_trust, trust_digest, trust_state
+from triohooks.config.trust import record_trust, trust_inputs, trust_state
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -67,6 +69,54 @@ def _scope_args(p: argparse.ArgumentParser, *, configs: bool = True) -> None:
         default=None,
         help="global config directory (default: $TRIOHOOKS_CONFIG_DIR or the platform's)",
     )
+
+
+def _show_secrets_arg(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print values that look like secrets (tokens, keys, passwords) instead of masking",
+    )
+
+
+#: Parts of a name (an environment variable, a header) that make its value a secret.
+_SECRET_NAME_PARTS = ("KEY", "TOKEN", "SECRET", "PASSWORD", "PASSWD", "AUTHORIZATION")
+
+
+def secret_name(name: str) -> bool:
+    """Whether a value named ``name`` is masked whole: an ``Authorization`` header, a name
+    containing KEY / TOKEN / SECRET / PASSWORD, or one :mod:`triohooks.actors.redact` calls
+    secret (``x-auth``, ``cookie``, ``apiKey`` ...)."""
+    from triohooks.actors.redact import secret_key
+
+    upper = name.upper()
+    return any(part in upper for part in _SECRET_NAME_PARTS) or secret_key(name)
+
+
+def mask_text(text: str | None) -> str | None:
+    """``text`` with what looks like a secret masked (``sk-...``, ``ghp_...``, bearer tokens,
+    ``TOKEN=...`` assignments, passwords in URLs): :func:`triohooks.actors.redact.redact`."""
+    if not text:
+        return text
+    from triohooks.actors.redact import redact
+
+    return redact(text)
+
+
+def mask_named(items: dict[str, Any]) -> dict[str, Any]:
+    """Name/value pairs (environment variables, headers) for display: a value under a secret
+    name is masked whole, any other string value has its secret-looking parts masked."""
+    from triohooks.actors.redact import REDACTED
+
+    out: dict[str, Any] = {}
+    for name, value in items.items():
+        if isinstance(value, str) and value and secret_name(str(name)):
+            out[name] = REDACTED
+        elif isinstance(value, str):
+            out[name] = mask_text(value)
+        else:
+            out[name] = value
+    return out
 
 
 def _config_arg(p: argparse.ArgumentParser) -> None:
@@ -112,6 +162,7 @@ def _parser(plugins: Sequence[str] = tuple(_PLUGINS)) -> argparse.ArgumentParser
     _scope_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trust", action="store_true", help="treat the workspace as trusted")
+    _show_secrets_arg(p)
     p = sub.add_parser("trust", help="trust the workspace's hooks as they are now")
     _scope_args(p, configs=False)  # trust is about the workspace files only
     p.add_argument("--decline", action="store_true", help="record that you decline them")
@@ -190,6 +241,10 @@ def cmd_list(args: argparse.Namespace) -> int:
     trust = table.trust
     views = [_hook_view(h, trusted=True, failures=memory.recent(h.id)) for h in table.hooks]
     views += [_hook_view(h, trusted=False, failures=[]) for h in table.untrusted]
+    if not args.show_secrets:
+        for view in views:
+            view["runs"] = mask_text(view["runs"])
+            view["description"] = mask_text(view["description"])
     if args.json:
         doc = {
             "hooks": views,
@@ -242,10 +297,14 @@ def cmd_trust(args: argparse.Namespace) -> int:
     config_dir = args.config_dir if args.config_dir is not None else global_config_dir()
     table = load_table(workspace=ws, config_dir=config_dir, trust_override=True)
     handlers = [h.handler for h in table.hooks if h.scope == "workspace"]
-    digest, files = trust_digest(workspace_config_files(ws), handlers, ws)
+    inputs = trust_inputs(workspace_config_files(ws), handlers, ws)
+    digest, files = inputs.digest, inputs.files
     if not files:
         print(f"{ws} has no workspace hooks (.agents/hooks.toml or .agents/hooks.json)")
         return EXIT_OK
+    if inputs.refused and not args.decline:
+        why = "; ".join(f"{name}: {reason}" for name, reason in inputs.refused)
+        raise CliError(f"cannot trust the workspace hooks of {ws}: {why}")
     record_trust(config_dir, ws, digest, files, "declined" if args.decline else "trusted")
     state = trust_state(config_dir, ws, digest, files)
     print(
@@ -329,6 +388,8 @@ def cmd_fire(args: argparse.Namespace) -> int:
 
 #: Stop-continue counts kept for this many prompts at most (the oldest are forgotten).
 _STOP_COUNTS_KEPT = 512
+#: Largest stop-count file read (512 short entries need a few dozen KiB).
+_STOP_COUNTS_MAX_BYTES = 1024 * 1024
 
 
 def _stop_counts_file() -> Path:
@@ -337,8 +398,9 @@ def _stop_counts_file() -> Path:
 
 def _load_stop_counts() -> dict[str, int]:
     try:
-        data = msgspec.json.decode(_stop_counts_file().read_bytes(), type=dict[str, int])
-    except (OSError, msgspec.DecodeError):
+        raw = read_regular_file(_stop_counts_file(), _STOP_COUNTS_MAX_BYTES)
+        data = msgspec.json.decode(raw, type=dict[str, int])
+    except (OSError, UnreadableFileError, msgspec.DecodeError):
         return {}  # missing or torn: start afresh (the cap is a safety net, not a ledger)
     return data
 

@@ -46,13 +46,17 @@ from triohooks.config.model import (
     HookTable,
 )
 from triohooks.config.paths import (
+    UnreadableFileError,
+    UnsafeWriteError,
+    check_write_target,
     global_config_dir,
     global_config_files,
+    read_regular_file,
     workspace_config_files,
     write_file_atomic,
 )
 from triohooks.config.table import load_table
-from triohooks.config.trust import record_trust
+from triohooks.config.trust import UNTRUSTABLE, record_trust
 from triohooks.match.matchers import JsonMatcher
 
 if TYPE_CHECKING:
@@ -286,11 +290,11 @@ def read_hooks_file(path: Path) -> dict[str, Any]:
     :class:`SelfConfigError` when it cannot be read or is not a well-formed envelope (such a file
     is never overwritten)."""
     try:
-        data = path.read_bytes()
+        data = read_regular_file(path, MAX_FILE_BYTES)
     except FileNotFoundError:
         return {}
-    except OSError as exc:
-        raise SelfConfigError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    except UnreadableFileError as exc:
+        raise SelfConfigError(f"{exc}; fix it by hand") from None
     try:
         doc = msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
@@ -606,14 +610,26 @@ class HooksTools:
 
     def _edit_sync(self, scope: EditScope, path: Path, edit: _EditFn) -> _Edit:
         try:
+            if scope == "workspace":
+                # A repository's own .agents/hooks.json: never written (or read for editing)
+                # through a symlink, nor in a .agents directory that leads out of the workspace.
+                assert self.workspace is not None
+                check_write_target(path, self.workspace)
+                return self._edit_locked(scope, path, edit)
+            # realpath: a symlinked global hooks.json (dotfiles) keeps its link; the target is
+            # replaced. The user made that link.
             return self._edit_locked(scope, Path(os.path.realpath(path)), edit)
+        except UnsafeWriteError as exc:
+            raise SelfConfigError(f"refusing to write the {scope} hooks: {exc}") from None
         except OSError as exc:
             raise SelfConfigError(f"cannot write {path}: {exc.strerror or exc}") from None
 
     def _edit_locked(self, scope: EditScope, path: Path, edit: _EditFn) -> _Edit:
-        # realpath above: a symlinked hooks.json keeps its link; the target is replaced.
+        confine = self.workspace if scope == "workspace" else None
         path.parent.mkdir(parents=True, exist_ok=True)
         with _directory_lock(path.parent):
+            if confine is not None:
+                check_write_target(path, confine)  # again, now that the directory is locked
             doc = read_hooks_file(path)
             before = encode_hooks_file(doc) if path.exists() else None
             done = edit(doc)
@@ -626,20 +642,23 @@ class HooksTools:
             # config is consent"), but only to *this* change: content that was not trusted
             # before stays untrusted.
             consent = scope == "workspace" and self._workspace_trust() in ("none", "trusted")
-            write_file_atomic(path, data)
-            if consent:
-                self._record_workspace_trust()
-            return msgspec.structs.replace(done, written=True, trust_recorded=consent)
+            write_file_atomic(path, data, confine_to=confine)
+            recorded = self._record_workspace_trust() if consent else False
+            return msgspec.structs.replace(done, written=True, trust_recorded=recorded)
 
     def _workspace_trust(self) -> str:
         trust = self._load().trust
         return trust.state if trust is not None else "none"
 
-    def _record_workspace_trust(self) -> None:
+    def _record_workspace_trust(self) -> bool:
+        """Record trust for the workspace as it is now; False when there is nothing to trust or
+        its content cannot be trusted (a file it names cannot be hashed)."""
         assert self.workspace is not None
         trust = self._load().trust
-        if trust is not None and trust.files:
-            record_trust(self.config_dir, self.workspace, trust.digest, trust.files)
+        if trust is None or not trust.files or trust.digest.startswith(UNTRUSTABLE):
+            return False
+        record_trust(self.config_dir, self.workspace, trust.digest, trust.files)
+        return True
 
     async def _after_write(self) -> tuple[bool, HookTable]:
         if self.engine is None:

@@ -18,7 +18,9 @@ from typing import Any
 import msgspec
 import trio
 
-from .selfconfig import HookList, HooksTools, SelfConfigError
+from triohooks.config.json_dialect import MAX_FILE_BYTES
+
+from .selfconfig import HookList, HooksTools, HookView, SelfConfigError
 
 _EXIT_OK = 0
 _EXIT_ERROR = 1
@@ -42,6 +44,11 @@ def add_hooks_command(sub: Any) -> None:
     q.add_argument("--json", action="store_true", help="machine-readable output")
     q = actions.add_parser("get", help="one hook (its view and its hooks.json entry) as JSON")
     q.add_argument("id")
+    q.add_argument(
+        "--show-secrets",
+        action="store_true",
+        help="print env values, commands and URLs as written (default: secrets masked)",
+    )
     common(q)
     q = actions.add_parser("set", help="create or replace the hook in FILE ('-': stdin) by id")
     q.add_argument("file")
@@ -87,11 +94,45 @@ def _print_list(listing: HookList) -> None:
         print(f"problem: {problem}", file=sys.stderr)
 
 
+def _masked(view: HookView, entry: dict[str, Any] | None) -> dict[str, Any]:
+    """``hooks get`` output with what looks like a secret masked: ``env`` values under a secret
+    name (KEY, TOKEN, SECRET, PASSWORD, Authorization ...) whole, and secret-looking parts
+    (``sk-...``, ``ghp_...``, bearer tokens, ``TOKEN=...``, URL passwords) of env values,
+    commands, URLs and descriptions."""
+    from .cli import mask_named, mask_text
+
+    shown = msgspec.structs.replace(
+        view, runs=mask_text(view.runs) or "", description=mask_text(view.description)
+    )
+    out_entry: dict[str, Any] | None = None
+    if entry is not None:
+        out_entry = dict(entry)
+        if isinstance(out_entry.get("description"), str):
+            out_entry["description"] = mask_text(out_entry["description"])
+        executor = out_entry.get("executor")
+        if isinstance(executor, dict):
+            executor = dict(executor)
+            if isinstance(executor.get("command"), str):
+                executor["command"] = mask_text(executor["command"])
+            if isinstance(executor.get("env"), dict):
+                executor["env"] = mask_named(executor["env"])
+            out_entry["executor"] = executor
+    return {"hook": shown, "entry": out_entry}
+
+
 def _read_hook(file: str) -> object:
+    # Bounded (a hook spec bigger than a whole hooks.json cannot be valid), but any kind of
+    # file: `hooks set <(generate-spec)` reads a pipe, as the user asked.
     try:
-        data = sys.stdin.buffer.read() if file == "-" else Path(file).read_bytes()
+        if file == "-":
+            data = sys.stdin.buffer.read(MAX_FILE_BYTES + 1)
+        else:
+            with open(file, "rb") as f:
+                data = f.read(MAX_FILE_BYTES + 1)
     except OSError as exc:
         raise SelfConfigError(f"cannot read {file}: {exc.strerror or exc}") from None
+    if len(data) > MAX_FILE_BYTES:
+        raise SelfConfigError(f"{file}: a hook spec is at most {MAX_FILE_BYTES} bytes")
     try:
         return msgspec.json.decode(data)
     except msgspec.DecodeError as exc:
@@ -112,7 +153,10 @@ async def _run(args: argparse.Namespace) -> int:
         if found is None:
             raise SelfConfigError(f"no hook {args.id!r} (see `triohooks hooks list`)")
         view, entry = found
-        _dump({"hook": view, "entry": entry})
+        if args.show_secrets:
+            _dump({"hook": view, "entry": entry})
+        else:
+            _dump(_masked(view, entry))
     elif action == "set":
         result = await tools.upsert_hook(args.scope, _read_hook(args.file))
         verb = "replaced" if result.replaced else "added"
