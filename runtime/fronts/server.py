@@ -7,7 +7,11 @@ connection (at most ``max_in_flight``, then the reader waits), the event stream 
 -> :class:`~triohooks.actors.broadcast.Broadcaster` -> one sender task per subscribed connection,
 so a stalled client loses its oldest records and is told ``lagged`` while nobody else waits), and
 the graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the
-post queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0.
+post queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0. And
+the limits on what clients can make it hold (issue 13): at most ``max_connections`` websockets
+(one more authenticated handshake gets HTTP 503) and as many handshakes in progress, messages of
+at most ``max_message_bytes`` (1009 beyond), and a close frame with 1002 / 1007 / 1009 when the
+websocket layer fails a connection (see :class:`_ServerStream`).
 
 It must not contain decision logic or run hooks (the engine does), nor define message shapes
 (``_wire`` does). A failure in one connection is contained and logged; the server goes on.
@@ -24,6 +28,7 @@ import secrets
 import signal
 import sys
 import time
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any, Final
@@ -37,6 +42,9 @@ from trio_websocket import (
     WebSocketRequest,
     wrap_server_stream,
 )
+from wsproto import ConnectionType
+from wsproto.connection import Connection as FrameWriter
+from wsproto.events import CloseConnection
 
 from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
 from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
@@ -44,7 +52,9 @@ from triohooks.config.paths import private_dir, state_dir
 from triohooks.engine.hook_engine import HookEngine
 
 from .wire import (
+    CLOSE_INVALID_DATA,
     CLOSE_NORMAL,
+    CLOSE_PROTOCOL_ERROR,
     CLOSE_TOO_BIG,
     EVENT_KINDS,
     MAX_FRAME_BYTES,
@@ -74,9 +84,19 @@ log = logging.getLogger("triohooks.server")
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 TOKEN_FILE_NAME: Final = "serve-token"
-#: trio-websocket's own cap. Frames between MAX_FRAME_BYTES and this get a ``too_big`` error
-#: frame and close 1009 from us; beyond it the library closes 1009 without reading them.
-LIBRARY_FRAME_CAP: Final = 4 * MAX_FRAME_BYTES
+#: trio-websocket's own cap is ``max_message_bytes`` plus this (in characters; it also bounds
+#: what an unfinished fragmented message may buffer). A message over ``max_message_bytes`` but
+#: within it gets a ``too_big`` error frame and close 1009 from us; beyond it the library closes
+#: 1009 as soon as it is crossed, without reading the rest.
+LIBRARY_SLACK: Final = 64 * 1024
+DEFAULT_MAX_CONNECTIONS: Final = 256
+#: Close codes with which the websocket layer fails a connection for bad input from the client
+#: (wsproto's parse errors, trio-websocket's size cap). The client may still be sending.
+_FAIL_CODES: Final = frozenset({CLOSE_PROTOCOL_ERROR, CLOSE_INVALID_DATA, CLOSE_TOO_BIG})
+_FAIL_REASONS: Final = {
+    CLOSE_PROTOCOL_ERROR: "websocket protocol error",
+    CLOSE_INVALID_DATA: "text frame is not valid UTF-8",
+}
 _RESERVED_DATA_KEYS: Final = frozenset({"event"})
 #: Event frames written at once by a subscriber's sender (see ``_Connection.send_frames``).
 SEND_BATCH: Final = 128
@@ -98,6 +118,11 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     #: At shutdown, each connection gets this long to flush its stream and close cleanly.
     close_timeout_s: float = 2.0
     handshake_timeout_s: float = 10.0
+    #: Open websockets at once; one more authenticated handshake is answered HTTP 503. As many
+    #: handshakes again may be in progress; beyond that a new TCP connection is closed unread.
+    max_connections: int = DEFAULT_MAX_CONNECTIONS
+    #: Largest client message (UTF-8 bytes); also bounds what a connection buffers for one.
+    max_message_bytes: int = MAX_FRAME_BYTES
 
 
 class _Record(msgspec.Struct, frozen=True):
@@ -154,6 +179,12 @@ class HookServer:
         self.dropped = 0
         self.falling_behind = 0
         self.rejected = 0
+        #: Handshakes answered 503 at the connection cap, and TCP connections closed unread
+        #: because too many handshakes were in progress.
+        self.refused_full = 0
+        self.refused_handshakes = 0
+        self._slots = trio.CapacityLimiter(settings.max_connections)
+        self._handshaking = 0
 
     @property
     def url(self) -> str:
@@ -163,6 +194,17 @@ class HookServer:
     @property
     def connections(self) -> int:
         return len(self._connections)
+
+    @property
+    def slots_in_use(self) -> int:
+        """Connection slots taken (``max_connections`` in all): an accepted websocket holds
+        one from its handshake until its socket is closed."""
+        return int(self._slots.borrowed_tokens)
+
+    @property
+    def handshakes(self) -> int:
+        """TCP connections in their handshake (at most ``max_connections`` at once)."""
+        return self._handshaking
 
     def shutdown(self) -> None:
         """Begin the graceful shutdown (see the module docstring). Idempotent; returns at once."""
@@ -231,25 +273,45 @@ class HookServer:
         """One TCP connection: handshake, auth, then the websocket. Contains its failures.
 
         We own the stream (not ``trio_websocket.WebSocketServer``) so that it is closed on every
-        path - trio-websocket 0.12 leaves a rejected handshake's stream open.
+        path - trio-websocket 0.12 leaves a rejected handshake's stream open - and the library
+        sees it through :class:`_ServerStream`, which tells the client why when the library
+        fails the connection (1002 / 1007 / 1009) and lets it read the close frame.
         """
+        if self._handshaking >= self.settings.max_connections:
+            self.refused_handshakes += 1
+            await stream.aclose()
+            return
+        wrapped = _ServerStream(stream, self.settings.close_timeout_s)
+        self._handshaking += 1
+        handshaking = True
         try:
-            async with stream, trio.open_nursery() as nursery:
-                try:
-                    with trio.move_on_after(self.settings.handshake_timeout_s) as handshake:
-                        request = await wrap_server_stream(
-                            nursery, stream, max_message_size=LIBRARY_FRAME_CAP
-                        )
-                    if not handshake.cancelled_caught:
-                        await self._handle(request)
-                finally:
-                    nursery.cancel_scope.cancel()  # the connection's reader task
+            try:
+                async with trio.open_nursery() as nursery:
+                    try:
+                        with trio.move_on_after(self.settings.handshake_timeout_s) as handshake:
+                            wrapped.on_gone = handshake.cancel
+                            request = await wrap_server_stream(
+                                nursery,
+                                wrapped,
+                                max_message_size=self.settings.max_message_bytes + LIBRARY_SLACK,
+                            )
+                        wrapped.on_gone = None
+                        self._handshaking -= 1
+                        handshaking = False
+                        if not handshake.cancelled_caught:
+                            await self._handle(request, wrapped)
+                    finally:
+                        nursery.cancel_scope.cancel()  # the connection's reader task
+            finally:
+                if handshaking:
+                    self._handshaking -= 1
+                await wrapped.finish()
         except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:
             log.exception("websocket connection failed")
 
-    async def _handle(self, request: WebSocketRequest) -> None:
+    async def _handle(self, request: WebSocketRequest, stream: _ServerStream) -> None:
         given = _presented_token(request)
         if given is None or not hmac.compare_digest(given.encode(), self._token):
             self.rejected += 1
@@ -262,19 +324,34 @@ class HookServer:
         if not self._accepting:
             await request.reject(503, body=b"server is shutting down\n")
             return
-        ws = await request.accept()
-        conn = _Connection(self, ws)
-        self._connections.add(conn)
         try:
-            await conn.run()
+            self._slots.acquire_nowait()  # synchronous: no race between check and take
+        except trio.WouldBlock:
+            self.refused_full += 1
+            limit = self.settings.max_connections
+            await request.reject(
+                503,
+                extra_headers=[(b"Retry-After", b"1")],
+                body=f"server is at its connection limit ({limit}); try again later\n".encode(),
+            )
+            return
+        try:
+            ws = await request.accept()
+            stream.ws = ws
+            conn = _Connection(self, ws)
+            self._connections.add(conn)
+            try:
+                await conn.run()
+            finally:
+                self._connections.discard(conn)
+                with trio.move_on_after(self.settings.close_timeout_s, shield=True):
+                    if conn.closing is not None:
+                        # We started the close: the client's reply is read by the connection's
+                        # reader task, which must outlive the handshake (on_stream cancels it).
+                        await conn.closing.wait()
+                    await ws.aclose()
         finally:
-            self._connections.discard(conn)
-            with trio.move_on_after(self.settings.close_timeout_s, shield=True):
-                if conn.closing is not None:
-                    # We started the close: the client's reply is read by the connection's
-                    # reader task, which must outlive the handshake (on_stream cancels it).
-                    await conn.closing.wait()
-                await ws.aclose()
+            self._slots.release()
 
     async def _close_connections(self) -> None:
         async with trio.open_nursery() as nursery:
@@ -325,13 +402,14 @@ class _Connection:
                 frame = await self.ws.get_message()
             except ConnectionClosed:
                 return
+            limit = self.server.settings.max_message_bytes
             try:
-                msg = decode_client(frame)
+                msg = decode_client(frame, limit)  # raises nothing but WireError
                 await self._handle(msg)
             except WireError as err:
                 await self.send(encode(err.reply()))
                 if err.code == "too_big":
-                    await self.ws.aclose(CLOSE_TOO_BIG, f"frame over {MAX_FRAME_BYTES} bytes")
+                    await self.ws.aclose(CLOSE_TOO_BIG, f"frame over {limit} bytes")
                     return
 
     async def _handle(self, msg: ClientMessage) -> None:
@@ -467,6 +545,98 @@ class _Connection:
             self.closing.set()
 
 
+class _ServerStream(trio.abc.Stream):
+    """A connection's TCP stream as trio-websocket sees it (public ``trio.abc.Stream`` API).
+
+    trio-websocket 0.12 turns wsproto's parse failures (invalid UTF-8 in a text frame: 1007;
+    any other protocol error: 1002) into a close *of its own* and drops the TCP connection
+    without a close frame; after its 1009 (message over ``max_message_size``) it stops
+    reading, so closing the socket on the unread rest resets the connection and the client
+    may never see the close frame. So: when the library closes the stream after failing the
+    connection with one of those codes, the close frame is sent if the library did not send
+    one, and the socket is left to :meth:`finish`, which shuts our side (FIN) and reads and
+    drops what the client still sends until it closes, for at most ``linger_s``. Every
+    ``send_all`` of the library is one whole wsproto event, so the close frame sent here
+    never lands inside another frame.
+    """
+
+    def __init__(self, stream: trio.SocketStream, linger_s: float) -> None:
+        self.stream = stream
+        #: The accepted websocket (set by the server right after the handshake).
+        self.ws: WebSocketConnection | None = None
+        self._linger_s = linger_s
+        self._send_lock = trio.Lock()
+        self._close_frame_sent = False
+        #: Called when the client goes away during the handshake (trio-websocket 0.12 would
+        #: wait for a request that cannot come until the handshake timeout).
+        self.on_gone: Callable[[], object] | None = None
+
+    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
+        async with self._send_lock:
+            if self.ws is not None and bytes(data[:1]) == b"\x88":  # FIN + opcode 8 (close)
+                self._close_frame_sent = True
+            await self.stream.send_all(data)
+
+    async def wait_send_all_might_not_block(self) -> None:
+        await self.stream.wait_send_all_might_not_block()
+
+    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        try:
+            data = await self.stream.receive_some(max_bytes)
+        except trio.BrokenResourceError:
+            self._gone()
+            raise
+        if not data:
+            self._gone()
+        return data
+
+    def _gone(self) -> None:
+        if self.on_gone is not None:
+            self.on_gone()
+
+    def _failed(self) -> int | None:
+        """The close code if the websocket layer failed the connection for bad input."""
+        reason = self.ws.closed if self.ws is not None else None
+        return reason.code if reason is not None and reason.code in _FAIL_CODES else None
+
+    async def aclose(self) -> None:
+        """The library's close. A failed connection gets its close frame; the socket stays
+        open for :meth:`finish`. Otherwise the socket is closed."""
+        code = self._failed()
+        if code is None:
+            await self.stream.aclose()
+            return
+        with trio.move_on_after(self._linger_s):
+            await self._send_close_frame(code)
+        await trio.lowlevel.checkpoint()
+
+    async def _send_close_frame(self, code: int) -> None:
+        try:
+            async with self._send_lock:
+                if self._close_frame_sent:
+                    return
+                self._close_frame_sent = True
+                close = CloseConnection(code=code, reason=_FAIL_REASONS.get(code))
+                await self.stream.send_all(FrameWriter(ConnectionType.SERVER).send(close))
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+
+    async def finish(self) -> None:
+        """Close the socket, once the library's reader has ended (see the class docstring)."""
+        try:
+            code = self._failed()
+            if code is not None:
+                with trio.move_on_after(self._linger_s):
+                    await self._send_close_frame(code)
+                    await self.stream.send_eof()
+                    while await self.stream.receive_some(65536):
+                        pass  # what the client still sends: read (so no reset) and dropped
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await self.stream.aclose()
+
+
 async def _nursery_host(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
     async with trio.open_nursery() as nursery:
         task_status.started(nursery)
@@ -526,8 +696,30 @@ def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--allow-remote", action="store_true", help="allow binding a non-loopback address"
     )
+    p.add_argument(
+        "--max-connections",
+        type=_positive_int,
+        default=DEFAULT_MAX_CONNECTIONS,
+        help="open websockets at once; beyond it a handshake is answered HTTP 503 (default: 256)",
+    )
+    p.add_argument(
+        "--max-message-bytes",
+        type=_positive_int,
+        default=MAX_FRAME_BYTES,
+        help="largest client message in bytes; bigger ones are closed with 1009 (default: 1 MiB)",
+    )
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
+    return value
 
 
 class ServeError(Exception):
@@ -570,7 +762,15 @@ def settings_from_args(args: argparse.Namespace) -> tuple[ServeSettings, Path]:
         "trust": args.trust,
         "audit": not args.no_audit,
     }
-    return ServeSettings(token=token, host=args.host, port=args.port, engine=engine), token_path
+    settings = ServeSettings(
+        token=token,
+        host=args.host,
+        port=args.port,
+        engine=engine,
+        max_connections=args.max_connections,
+        max_message_bytes=args.max_message_bytes,
+    )
+    return settings, token_path
 
 
 async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> int:

@@ -14,11 +14,19 @@ import msgspec
 
 from triohooks.combine.outcome import Outcome
 
-#: Largest client frame the server reads (issue 7). Bigger ones get ``too_big`` and close 1009.
+#: Largest client frame the server reads by default (issue 7; ``ServeSettings.max_message_bytes``,
+#: ``--max-message-bytes``). Bigger ones get ``too_big`` and close 1009.
 MAX_FRAME_BYTES: Final = 1024 * 1024
-#: Close code for an oversized frame (RFC 6455 "message too big").
-CLOSE_TOO_BIG: Final = 1009
+#: Deepest JSON nesting a client frame may have; the frame's own object is level 1 (issue 13).
+#: Deeper frames are refused with ``invalid_json`` whatever the stack depth of the decoder.
+MAX_DEPTH: Final = 128
 CLOSE_NORMAL: Final = 1000
+#: RFC 6455 close codes the server fails a connection with. 1002: a websocket protocol error;
+#: 1007: a text frame that is not UTF-8; 1009: a message over the size limit; 1013: try again
+#: later (not used: a server at its connection cap answers the handshake with HTTP 503).
+CLOSE_PROTOCOL_ERROR: Final = 1002
+CLOSE_INVALID_DATA: Final = 1007
+CLOSE_TOO_BIG: Final = 1009
 
 #: Engine listener kinds a subscriber may ask for.
 EVENT_KINDS: Final = frozenset(
@@ -178,22 +186,65 @@ _server_decoder: Final = msgspec.json.Decoder(ServerMessage)
 _encoder: Final = msgspec.json.Encoder()
 
 
-def frame_size(frame: str | bytes) -> int:
-    """UTF-8 size of a frame (without encoding it unless it could matter)."""
-    if isinstance(frame, bytes) or len(frame) * 4 <= MAX_FRAME_BYTES:
+def frame_size(frame: str | bytes, limit: int = MAX_FRAME_BYTES) -> int:
+    """UTF-8 size of a frame (without encoding it unless it could exceed ``limit``)."""
+    if isinstance(frame, bytes) or len(frame) * 4 <= limit:
         return len(frame)
     return len(frame.encode("utf-8", "surrogatepass"))
 
 
-def decode_client(frame: str | bytes) -> ClientMessage:
-    """Decode one client frame, or raise :class:`WireError` saying exactly what is wrong."""
-    if frame_size(frame) > MAX_FRAME_BYTES:
-        raise WireError("too_big", f"frame is over {MAX_FRAME_BYTES} bytes")
+def decode_client(frame: str | bytes, max_bytes: int = MAX_FRAME_BYTES) -> ClientMessage:
+    """Decode one client frame, or raise :class:`WireError` saying exactly what is wrong.
+
+    Total: whatever ``frame`` holds (any nesting depth, lone surrogates, ...), nothing but a
+    :class:`WireError` comes out. msgspec raises ``RecursionError`` for JSON nested about as
+    deep as the interpreter's recursion limit (so where depends on the caller's stack); frames
+    deeper than :data:`MAX_DEPTH` are refused whether or not msgspec got through them.
+    """
+    if frame_size(frame, max_bytes) > max_bytes:
+        raise WireError("too_big", f"frame is over {max_bytes} bytes")
     try:
         msg: ClientMessage = _client_decoder.decode(frame)
     except msgspec.DecodeError as exc:
         raise _explain(frame, exc) from None
+    except RecursionError:
+        raise _too_deep() from None
+    except Exception as exc:  # e.g. UnicodeEncodeError: a str with lone surrogates
+        raise WireError("invalid_json", f"cannot decode frame: {exc}") from None
+    if isinstance(msg, Fire) and _deeper_than(frame, msg.payload, level=2):
+        raise _too_deep(msg.id)
     return msg
+
+
+def _too_deep(msg_id: Id = None) -> WireError:
+    return WireError("invalid_json", f"JSON nested deeper than {MAX_DEPTH} levels", msg_id)
+
+
+def _deeper_than(frame: str | bytes, value: Any, level: int) -> bool:
+    """Whether ``value`` (at nesting ``level`` of ``frame``) goes deeper than MAX_DEPTH.
+
+    Iterative; only walked when the frame has enough brackets to be that deep at all (a 900 kB
+    payload of small objects costs about as much again as decoding it).
+    """
+    opened = (
+        frame.count(b"[") + frame.count(b"{")
+        if isinstance(frame, bytes)
+        else frame.count("[") + frame.count("{")
+    )
+    if opened <= MAX_DEPTH:
+        return False
+    stack: list[tuple[Any, int]] = [(value, level)]
+    pop, push = stack.pop, stack.append
+    while stack:
+        item, depth = pop()
+        if depth > MAX_DEPTH:
+            return True
+        deeper = depth + 1
+        for child in item.values() if type(item) is dict else item:
+            kind = type(child)
+            if kind is dict or kind is list:  # what msgspec decodes JSON containers to
+                push((child, deeper))
+    return False
 
 
 def _explain(frame: str | bytes, exc: msgspec.DecodeError) -> WireError:
@@ -203,6 +254,8 @@ def _explain(frame: str | bytes, exc: msgspec.DecodeError) -> WireError:
         doc = _any_decoder.decode(frame)
     except msgspec.DecodeError as inner:
         return WireError("invalid_json", f"not valid JSON: {inner}")
+    except RecursionError:
+        return _too_deep()
     if not isinstance(doc, dict):
         return WireError("invalid_message", "a message must be a JSON object")
     raw_id = doc.get("id")

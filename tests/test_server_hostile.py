@@ -1,0 +1,348 @@
+"""``triohooks serve`` against hostile clients (issue 13, item 14): the real server on 127.0.0.1
+port 0, real trio-websocket clients, and raw clients that build their frames by hand over a trio
+TCP stream (wsproto only for the handshake and for reading the server's frames)."""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import psutil
+import pytest
+import trio
+from trio_websocket import ConnectionClosed, ConnectionRejected, wrap_client_stream
+from wsproto import ConnectionType, WSConnection
+from wsproto.events import AcceptConnection, CloseConnection, Event, Request, TextMessage
+
+from triohooks.fronts.client import connect, open_websocket
+from triohooks.fronts.server import LIBRARY_SLACK, HookServer, ServeSettings, serve
+from triohooks.fronts.wire import (
+    MAX_DEPTH,
+    ErrorReply,
+    OutcomeReply,
+    Pong,
+    WireError,
+    decode_client,
+    decode_server,
+)
+
+pytestmark = pytest.mark.slow
+TOKEN = "hostile-token-0123456789"
+AUTH = [(b"Authorization", f"Bearer {TOKEN}".encode())]
+TEXT, CONTINUATION = 0x1, 0x0
+
+
+@asynccontextmanager
+async def running(tmp_path: Path, **settings: Any) -> AsyncIterator[HookServer]:
+    ws, g = tmp_path / "ws", tmp_path / "g"
+    ws.mkdir(exist_ok=True)
+    g.mkdir(exist_ok=True)
+    engine = {"workspace": ws, "config_dir": g, "trust": True, "state_dir": tmp_path / "state"}
+    base = ServeSettings(token=TOKEN, port=0, engine=engine, close_timeout_s=2, fire_grace_s=5)
+    async with trio.open_nursery() as nursery:
+        server: HookServer = await nursery.start(serve, msgspec.structs.replace(base, **settings))
+        try:
+            yield server
+        finally:
+            server.shutdown()
+
+
+def client_frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:
+    """One masked client frame with any payload (wsproto would refuse invalid UTF-8 text)."""
+    mask = os.urandom(4)
+    n = len(payload)
+    head = bytes([(0x80 if fin else 0) | opcode])
+    if n < 126:
+        head += bytes([0x80 | n])
+    elif n < 1 << 16:
+        head += bytes([0x80 | 126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([0x80 | 127]) + n.to_bytes(8, "big")
+    key = (mask * (n // 4 + 1))[:n]
+    masked = (int.from_bytes(payload, "big") ^ int.from_bytes(key, "big")).to_bytes(n, "big")
+    return head + mask + masked
+
+
+class RawClient:
+    """A websocket client at the byte level: wsproto for the handshake and to parse what the
+    server sends, hand-built frames for what we send."""
+
+    def __init__(self, stream: trio.SocketStream) -> None:
+        self.stream = stream
+        self.ws = WSConnection(ConnectionType.CLIENT)
+        self.eof = False
+
+    async def next_event(self) -> Event | None:
+        """The server's next event, or None at EOF."""
+        while True:
+            for event in self.ws.events():
+                return event
+            data = await self.stream.receive_some()
+            if not data:
+                self.eof = True
+                return None
+            self.ws.receive_data(data)
+
+    async def next_close(self) -> CloseConnection | None:
+        """The server's close frame (other frames skipped), or None at EOF before one."""
+        while True:
+            event = await self.next_event()
+            if event is None or isinstance(event, CloseConnection):
+                return event
+
+    async def answer_and_wait_for_eof(self, close: CloseConnection) -> None:
+        await self.stream.send_all(self.ws.send(close.response()))
+        while await self.next_event() is not None:
+            pass
+
+    async def read_until_close(self) -> CloseConnection | None:
+        """Frames until the server's close frame (answered), then the server's EOF."""
+        close = await self.next_close()
+        if close is not None:
+            await self.answer_and_wait_for_eof(close)
+        return close
+
+
+@asynccontextmanager
+async def raw_client(server: HookServer) -> AsyncIterator[RawClient]:
+    async with await trio.open_tcp_stream(server.host, server.port) as stream:
+        client = RawClient(stream)
+        request = Request(host=server.host, target="/", extra_headers=AUTH)
+        await stream.send_all(client.ws.send(request))
+        assert isinstance(await client.next_event(), AcceptConnection)
+        yield client
+
+
+async def handshake(server: HookServer) -> ConnectionRejected | None:
+    """A handshake with the right token on a stream we close: the rejection, or None."""
+    found: ConnectionRejected | None = None
+    async with await trio.open_tcp_stream(server.host, server.port) as stream:
+        try:
+            async with trio.open_nursery() as nursery:
+                await wrap_client_stream(nursery, stream, server.host, "/", extra_headers=AUTH)
+                nursery.cancel_scope.cancel()
+        except* ConnectionRejected as group:
+            rejected = group.exceptions[0]
+            assert isinstance(rejected, ConnectionRejected)
+            found = rejected
+    return found
+
+
+async def _echo(fields: Any) -> dict[str, Any]:
+    return {"additional_context": "fired"}
+
+
+def _server_errors(caplog: pytest.LogCaptureFixture) -> list[str]:
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+
+
+# -- nesting ------------------------------------------------------------------------------------
+HOSTILE_DECODES = [
+    "[" * 200_000,
+    "{" * 200_000,
+    '{"a":' * 100_000,
+    b"[" * 200_000,
+    '{"type":"ping","id":1,"pad":' + "[" * 5_000 + "]" * 5_000 + "}",  # deep unknown field
+    '{"type":"ping","id":true,"pad":' + "[" * 5_000 + "]" * 5_000 + "}",  # and a type error
+    '{"type":"subscribe","events":' + "[" * 300 + "]" * 300 + "}",
+    '"\ud800"',  # a str no websocket can deliver: a lone surrogate
+    b"\xff\xfe",
+]
+
+
+@pytest.mark.parametrize("frame", HOSTILE_DECODES, ids=range(len(HOSTILE_DECODES)))
+def test_decoding_raises_nothing_but_wire_errors(frame: str | bytes) -> None:
+    with pytest.raises(WireError) as err:
+        decode_client(frame)
+    assert err.value.code in ("invalid_json", "invalid_message")
+
+
+def test_nesting_is_capped_at_max_depth_whatever_the_stack() -> None:
+    def fire(levels: int) -> str:  # levels of the whole frame: the frame object is level 1
+        inner = "[" * (levels - 2) + "]" * (levels - 2)
+        return f'{{"type":"fire","id":"n","event":"pre_tool","payload":{{"a":{inner}}}}}'
+
+    assert decode_client(fire(MAX_DEPTH)).id == "n"
+    with pytest.raises(WireError) as err:
+        decode_client(fire(MAX_DEPTH + 1))
+    assert (err.value.code, err.value.id) == ("invalid_json", "n")
+    wide = [{"a": [1, {"b": [2]}]}] * 2_000  # many brackets, shallow: accepted
+    frame = msgspec.json.encode({"type": "fire", "id": 1, "event": "e", "payload": {"w": wide}})
+    assert decode_client(frame).id == 1
+
+
+async def test_nested_brackets_get_invalid_json_and_the_connection_goes_on(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    deep_fire = '{"type":"fire","id":"deep","event":"pre_tool","payload":{"a":'
+    deep_fire += "[" * 200 + "]" * 200 + "}}"
+    with trio.fail_after(15):
+        async with running(tmp_path) as server, open_websocket(server.url, AUTH) as ws:
+            server.engine.add_hook("pre_tool", _echo)
+            await ws.send_message("[" * 200_000)  # 200 kB of brackets: RecursionError inside
+            nested = decode_server(await ws.get_message())
+            await ws.send_message(deep_fire)  # valid JSON msgspec decodes, deeper than MAX_DEPTH
+            too_deep = decode_server(await ws.get_message())
+            fire = {"type": "fire", "id": "ok", "event": "pre_tool", "payload": {"tool": "t"}}
+            await ws.send_message(msgspec.json.encode(fire).decode())
+            fired = decode_server(await ws.get_message())
+            stats = server.stats(None)
+    assert isinstance(nested, ErrorReply) and nested.error.code == "invalid_json"
+    assert nested.id is None and "nested deeper" in nested.error.message
+    assert isinstance(too_deep, ErrorReply) and too_deep.error.code == "invalid_json"
+    assert too_deep.id == "deep"
+    assert isinstance(fired, OutcomeReply) and fired.id == "ok"
+    assert fired.outcome.additional_context == "fired"
+    assert stats.connections == 1
+    assert _server_errors(caplog) == []
+
+
+# -- invalid UTF-8 ------------------------------------------------------------------------------
+async def test_invalid_utf8_in_a_text_frame_is_closed_with_1007(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    with trio.fail_after(15):
+        async with running(tmp_path) as server:
+            # Control: a valid two-byte character split across two fragments is accepted.
+            async with raw_client(server) as split:
+                first = client_frame(TEXT, b'{"type":"ping","id":"\xc3', fin=False)
+                await split.stream.send_all(first + client_frame(CONTINUATION, b'\xa9"}'))
+                pong = await split.next_event()
+            async with raw_client(server) as bad:
+                await bad.stream.send_all(client_frame(TEXT, b"\xff\xfe"))
+                close = await bad.read_until_close()
+                bad_eof = bad.eof
+            # And in a continuation frame, after a valid start.
+            async with raw_client(server) as bad_tail:
+                first = client_frame(TEXT, b'{"type":"ping",', fin=False)
+                await bad_tail.stream.send_all(first + client_frame(CONTINUATION, b"\xff}"))
+                tail_close = await bad_tail.read_until_close()
+            async with raw_client(server) as unmasked:  # any other protocol error: 1002
+                await unmasked.stream.send_all(b"\x81\x02hi")
+                protocol_close = await unmasked.read_until_close()
+            async with connect(server.url, TOKEN) as other:  # the server goes on
+                await other.ping()
+    assert isinstance(pong, TextMessage)
+    assert decode_server(pong.data) == Pong(id="é")
+    assert protocol_close is not None and protocol_close.code == 1002
+    assert close is not None and close.code == 1007, close
+    assert bad_eof  # the server closed the TCP connection after its close frame
+    assert tail_close is not None and tail_close.code == 1007
+    assert _server_errors(caplog) == []
+
+
+# -- message size and memory --------------------------------------------------------------------
+async def test_oversize_message_is_closed_1009_and_memory_stays_bounded(tmp_path: Path) -> None:
+    limit = 64 * 1024
+    clients, held_kb, piece = 50, 900, 16 * 1024
+    # One non-final text frame, then continuation frames: a fragmented message never finished.
+    start = client_frame(TEXT, b"x" * piece, fin=False)
+    more = client_frame(CONTINUATION, b"x" * piece, fin=False)
+    codes: list[int | None] = []
+    me = psutil.Process()
+
+    async def hold_a_fragmented_message(server: HookServer) -> None:
+        async with raw_client(server) as client:
+
+            async def send_fragments() -> None:
+                try:
+                    await client.stream.send_all(start)
+                    for _ in range(held_kb * 1000 // piece):
+                        await client.stream.send_all(more)
+                except trio.BrokenResourceError:
+                    pass
+                await trio.sleep_forever()  # holding it, unfinished
+
+            async with trio.open_nursery() as sending:
+                sending.start_soon(send_fragments)
+                close = await client.next_close()  # while still sending
+                sending.cancel_scope.cancel()
+            codes.append(close.code if close is not None else None)
+            if close is not None:
+                await client.answer_and_wait_for_eof(close)
+
+    with trio.fail_after(30):
+        async with running(tmp_path, max_message_bytes=limit) as server:
+            before = me.memory_info().rss
+            async with trio.open_nursery() as nursery:
+                for _ in range(clients):
+                    nursery.start_soon(hold_a_fragmented_message, server)
+            grown = me.memory_info().rss - before
+            # A trio-websocket client sending one message over the cap sees the close frame.
+            async with open_websocket(server.url, AUTH) as ws:
+                await ws.send_message("x" * (limit + LIBRARY_SLACK + 1))
+                with pytest.raises(ConnectionClosed) as closed:
+                    await ws.get_message()
+            async with connect(server.url, TOKEN) as other:
+                await other.ping()
+    assert codes == [1009] * clients
+    assert closed.value.reason is not None and closed.value.reason.code == 1009
+    # Each connection buffered at most limit + LIBRARY_SLACK characters (128 KiB here), not
+    # 900 kB: 50 x 900 kB would be 45 MB.
+    assert grown < 20_000_000, grown
+
+
+# -- connection cap -----------------------------------------------------------------------------
+async def test_connection_cap_refuses_politely_while_existing_connections_work(
+    tmp_path: Path,
+) -> None:
+    with trio.fail_after(15):
+        async with (
+            running(tmp_path, max_connections=3) as server,
+            connect(server.url, TOKEN) as a,
+            connect(server.url, TOKEN) as b,
+            connect(server.url, TOKEN) as c,
+        ):
+            refused = await handshake(server)
+            for client in (a, b, c):
+                await client.ping()
+            stats = await a.stats()
+            counted = server.refused_full
+    assert refused is not None and refused.status_code == 503
+    assert (b"retry-after", b"1") in [(k.lower(), v) for k, v in refused.headers]
+    assert refused.body is not None and b"connection limit (3)" in refused.body
+    assert stats.connections == 3 and counted == 1
+
+
+async def test_after_a_refusal_a_connection_below_the_cap_works(tmp_path: Path) -> None:
+    with trio.fail_after(15):
+        async with (
+            running(tmp_path, max_connections=2) as server,
+            connect(server.url, TOKEN) as a,
+        ):
+            async with connect(server.url, TOKEN):
+                refused = await handshake(server)
+            while server.slots_in_use > 1:  # the slot is free once the socket is closed
+                await trio.sleep(0.01)
+            async with connect(server.url, TOKEN) as late:
+                await late.ping()
+                again = await handshake(server)  # full again
+            await a.ping()
+    assert refused is not None and refused.status_code == 503
+    assert again is not None and again.status_code == 503
+
+
+async def test_handshakes_beyond_the_cap_are_cut_off_unread(tmp_path: Path) -> None:
+    with trio.fail_after(15):
+        async with running(tmp_path, max_connections=2, handshake_timeout_s=30) as server:
+            async with (
+                await trio.open_tcp_stream(server.host, server.port) as s1,
+                await trio.open_tcp_stream(server.host, server.port) as s2,
+            ):
+                await s1.send_all(b"GET / HTTP/1.1\r\n")  # two slow handshakes
+                await s2.send_all(b"GET / HTTP/1.1\r\n")
+                while server.handshakes < 2:
+                    await trio.sleep(0.01)
+                async with await trio.open_tcp_stream(server.host, server.port) as third:
+                    assert await third.receive_some() == b""  # closed at once, nothing read
+            while server.handshakes:
+                await trio.sleep(0.01)
+            async with connect(server.url, TOKEN) as client:
+                await client.ping()
+            cut = server.refused_handshakes
+    assert cut == 1
