@@ -10,13 +10,18 @@ Grammar — one rule per ``if`` (no ``a || b``: write two hooks), surrounding bl
 
 - ``shell(<pattern>)``: the call runs a shell script or argv and *some* simple command of it
   (see :mod:`triohooks.match.shell`: pipelines, lists, subshells, substitutions, ``bash -c``,
-  wrappers...) matches ``<pattern>``. Words are normalised before matching, so quoting cannot
-  dodge a rule (``'git'``, ``"git"``, ``g\\it``, ``$'\\x67it'`` are ``git``), and a program
-  given by path also matches by its base name (``/usr/bin/git log`` matches ``git log``).
+  wrappers, ``ssh host cmd``, ``su -c``, ``watch``, runners like ``docker run``/``strace``...)
+  matches ``<pattern>``. Code the walker cannot follow (``python -c``, ``eval``, ``source``, a
+  shell reading stdin, a git alias, a variable like ``GIT_SSH_COMMAND``...) makes the parse
+  uncertain, and then every shell rule applies. Words are normalised before matching, so
+  quoting cannot dodge a rule (``'git'``, ``"git"``, ``g\\it``, ``$'\\x67it'`` are ``git``), and a
+  program given by path also matches by its base name (``/usr/bin/git log`` matches ``git
+  log``).
   Pattern forms:
 
   * words alone (no ``*``/``?``): that command with any arguments — ``git log`` matches
-    ``git log --oneline`` but not ``git logs``. The pattern is split like a shell would
+    ``git log --oneline`` but not ``git logs`` (though a ``git logs`` call still runs the
+    hook: ``logs`` may be an alias). The pattern is split like a shell would
     (``shell(git commit -m "a b")``). A pattern program given by path compares by base name.
   * with ``*``/``?``: a glob over the whole command (its words joined by one space); ``*``
     matches anything including spaces, ``?`` one character, ``[`` is literal, no escapes. A
@@ -27,6 +32,14 @@ Grammar — one rule per ``if`` (no ``a || b``: write two hooks), surrounding bl
   if it could match *some* expansion (words form: the pattern may match from that word on;
   glob form: the static words before it are a viable prefix; regex form: always). The same for
   an open tail (``xargs rm``, ``find -exec rm {} +``).
+
+  Options between a program and its subcommand do not hide it: besides the command as written,
+  each pattern form is also tried against the program followed by every word that could be the
+  subcommand after its leading options (``kubectl -n ns delete pod`` is also tried as ``kubectl
+  delete pod`` and ``kubectl ns delete pod``; ``docker --context x run img``). We cannot know
+  which unknown options take a value, so every plain word right after an option is a candidate
+  (over-matching is safe, missing is not). For git the walker knows the global options (``-C``,
+  ``-c``, ``--git-dir``...) and lists ``git <subcommand> ...`` itself (``options_parsed``).
 
 - ``read(<glob>)``, ``write(<glob>)``, ``delete(<glob>)``: the call's path(s). Globs are
   relative to the workspace (``**`` = any number of directories, ``*``/``?`` stay within one
@@ -79,7 +92,7 @@ from urllib.parse import urlsplit
 import msgspec
 import re2
 
-from .shell import ParsedScript, SimpleCommand, parse_argv, parse_script
+from .shell import ParsedScript, SimpleCommand, Word, parse_argv, parse_script
 
 Kind = Literal["shell", "read", "write", "delete", "web", "skill", "agent", "tool"]
 Form = Literal["any", "words", "glob", "regex"]
@@ -422,6 +435,8 @@ class _CommandGlob(msgspec.Struct, frozen=True, gc=False):
     full: tuple[re.Pattern[str], ...]
     #: The glob as tokens: "*" any run, "?" one char, else a literal char.
     tokens: tuple[str, ...]
+    #: The literal text before the first wildcard: every match starts with it.
+    lead: str = ""
 
 
 def _atomic_glob(glob: str) -> re.Pattern[str]:
@@ -445,7 +460,8 @@ def _command_glob(glob: str) -> _CommandGlob:
     full = [_atomic_glob(glob)]
     if glob.endswith(" *"):
         full.append(_atomic_glob(glob[:-2]))
-    return _CommandGlob(tuple(full), tuple(glob))
+    lead = re.split(r"[*?]", glob, maxsplit=1)[0]
+    return _CommandGlob(tuple(full), tuple(glob), lead)
 
 
 def _glob_to_regex(glob: str, *, star: str, qmark: str, classes: bool) -> str:
@@ -565,15 +581,73 @@ def _script_matches(rule: IfRule, parsed: ParsedScript) -> bool:
     return any(_command_matches(rule, cmd) for cmd in parsed.commands)
 
 
-def _command_matches(rule: IfRule, cmd: SimpleCommand) -> bool:
+def _variants(cmd: SimpleCommand) -> list[tuple[Word, ...]]:
+    """The command as written, by its program's base name, and with the options before each
+    word that could be its subcommand removed (``kubectl -n ns delete x`` -> ``kubectl delete x``
+    and ``kubectl ns delete x``)."""
     words = cmd.words
-    variants = [words]
     name = cmd.name
+    names = [name]
     if "/" in name:
         base = posixpath.basename(name)
         if base:
-            variants.append((base, *words[1:]))
-    for variant in variants:
+            names.append(base)
+    tails = [words[1:]]
+    if not cmd.options_parsed and len(words) > 2:
+        first = words[1]
+        if first is not None and len(first) > 1 and first[0] == "-":
+            tails.extend(words[j:] for j in _subcommand_candidates(words))
+    if len(names) == 1 and len(tails) == 1:
+        return [words]
+    return [(n, *tail) for n in names for tail in tails]
+
+
+def _subcommand_candidates(words: tuple[Word, ...]) -> list[int]:
+    """Positions (from 2) of the words that could be the subcommand after leading options.
+
+    We do not know which options take a value, so a plain word right after an option may be
+    that value *or* the subcommand: both are candidates, and the scan goes on past it. It stops
+    at a plain word that follows a plain word (that one is surely an argument) and after
+    ``--``. A dynamic word counts as a plain word (it may be anything, the matcher knows).
+    """
+    candidates: list[int] = []
+    after_option = False
+    for j in range(1, len(words)):
+        w = words[j]
+        if w == "--":
+            if j + 1 < len(words):
+                candidates.append(j + 1)
+            break
+        if w is not None and len(w) > 1 and w[0] == "-":
+            after_option = not (w.startswith("--") and "=" in w)
+            continue
+        if j >= 2:
+            candidates.append(j)
+        if not after_option:
+            break
+        after_option = False
+    return candidates
+
+
+def _name_may_match(rule: IfRule, name: str) -> bool:
+    """Cheap pre-check: can a command run by ``name`` match at all? (Every variant the matcher
+    tries starts with ``name`` or its base name.)"""
+    base = (name.rsplit("/", 1)[-1] or name) if "/" in name else name
+    if rule.form == "words":
+        p0 = rule.words[0]
+        return p0 in (name, base) or ("/" in p0 and posixpath.basename(p0) == base)
+    if rule.form == "glob":
+        lead = _command_glob(rule.pattern).lead
+        if not lead or name.startswith(lead) or lead.startswith(name + " "):
+            return True
+        return base is not name and (base.startswith(lead) or lead.startswith(base + " "))
+    return True
+
+
+def _command_matches(rule: IfRule, cmd: SimpleCommand) -> bool:
+    if not _name_may_match(rule, cmd.name):
+        return False
+    for variant in _variants(cmd):
         if rule.form == "words":
             if _words_match(rule.words, variant, cmd.open_tail):
                 return True

@@ -15,22 +15,58 @@ What it understands:
 - quoting: ``'g'it``, ``"git"``, ``g\\it``, ``$'\\x67it'`` all normalise to ``git``. A word with
   an expansion (``$x``, ``$(...)``, arithmetic), an unquoted glob (``*``, ``?``, ``[...]``) or a
   brace (``{a,b}``) is *dynamic* (``None``): it may become any words at run time;
-- assignment prefixes (``FOO=1 cmd``) are dropped from the argv;
-- wrappers (:data:`WRAPPERS`: ``env, nohup, command, builtin, exec, time, nice, timeout, xargs,
-  stdbuf, sudo, doas, coproc, setsid, busybox``) are transparent: ``sudo -u x env A=1 rm -rf /``
-  yields the command as written *and* ``env A=1 rm -rf /`` *and* ``rm -rf /``. Each wrapper's own
-  options are skipped by a per-wrapper table; an option we do not know makes the result
-  uncertain (we cannot tell whether it takes an argument). ``xargs`` and ``find -exec`` yield
-  their inner command with an *open tail* (more arguments come at run time);
-- ``bash|sh|zsh|dash|ksh|ash|mksh -c '<literal>'`` is parsed recursively, at most
-  :data:`MAX_DEPTH` levels deep. A shell reading its commands from stdin (``curl x | sh``,
-  ``bash -s``, ``bash <<EOF``) or from a dynamic ``-c`` string is uncertain.
+- assignment prefixes (``FOO=1 cmd``) are dropped from the argv; an assignment (prefix,
+  ``export``, ``env``/``sudo`` argument, or plain ``X=...``) to a variable that makes programs
+  run a command or load code (:data:`DANGEROUS_ENV`: ``GIT_SSH_COMMAND``, ``PAGER``, ``EDITOR``,
+  ``LD_PRELOAD``, ``BASH_ENV``, ``BASH_FUNC_*``, ``GIT_CONFIG_*``...) is uncertain;
+- **wrappers** (:data:`WRAPPERS` and the handlers below) are transparent: ``sudo -u x env A=1 rm
+  -rf /`` yields the command as written *and* ``env A=1 rm -rf /`` *and* ``rm -rf /``. Each
+  wrapper's own options are skipped by a per-wrapper table; an option we do not know, or a
+  dynamic word where an option could be, makes the result uncertain (we cannot tell what it
+  does). ``xargs``, ``find -exec ... +`` and ``fd -x`` yield their inner command with an *open
+  tail* (more arguments come at run time). Argv wrappers: ``env`` (``-S`` split too), ``nohup,
+  command, builtin, exec, time, nice, ionice, timeout, stdbuf, setsid, chroot, flock, taskset,
+  chrt, coproc, busybox, toybox, sudo, doas, xargs, watch -x``;
+- **command strings** are parsed recursively, at most :data:`MAX_DEPTH` levels deep: ``bash|sh|
+  zsh|dash|ksh... -c '<literal>'``, ``ssh [opts] host cmd...`` (the words after the host, joined
+  as the remote shell sees them), ``su/runuser ... -c cmd``, ``sg group cmd``, ``script -c cmd``,
+  ``sudo -s|-i cmd``, ``watch cmd...``, ``flock file -c cmd``, ``parallel cmd ::: args``,
+  ``git rebase -x cmd``, ``git difftool -x cmd``, ``git submodule foreach cmd``, ``git bisect
+  run cmd...``, ``git for-each-repo``; a string that is uncertain makes the whole uncertain;
+- **runners** (:data:`RUNNERS`, :data:`SUBCOMMAND_RUNNERS`: ``strace, unshare, nsenter, bwrap,
+  systemd-run, docker run|exec, kubectl exec, uv run, npx, nix develop...``) whose options we do
+  not model: *every* suffix of their arguments that starts with a plain word is listed as a
+  command it could run, and every argument that looks like a command line is parsed as one;
+- **git**: the global options (``-C dir``, ``-c k=v``, ``--git-dir[=]x``, ``--work-tree``,
+  ``--namespace``, ``--super-prefix``, ``--attr-source``, ``--config-env``, ``--no-pager``...) are
+  skipped to list ``git <subcommand> ...`` as a command of its own (the raw one is marked
+  ``options_parsed``). Uncertain: an unknown global option, ``--exec-path=dir``, ``-c``/
+  ``--config-env``/``git config`` of a key not in :data:`GIT_SAFE_CONFIG` (``alias.*``,
+  ``core.pager``, ``core.sshCommand``, ``core.fsmonitor``... run commands), a subcommand git does
+  not ship (:data:`GIT_COMMANDS`: it may be an alias, ``!sh`` included, or a ``git-x`` program),
+  options that run programs (``--upload-pack``, ``--receive-pack``, ``--exec``, ``grep -O``,
+  ``send-email --*-cmd``, ``filter-branch``), and a dynamic word in a subcommand that has those.
+  ``git-push`` (dashed, from ``git --exec-path``) and ``hub`` are read as git;
+- **code in other languages** is uncertain: ``python/perl/ruby/node/php/lua/julia/osascript/
+  expect... -c|-e|-r|-E|--eval`` (per-interpreter tables: :data:`INTERPRETERS`), an interpreter
+  reading its program from stdin (no script, ``-``, ``/dev/stdin``, a here-doc), ``python -m
+  timeit|pdb|code...``, ``awk`` programs that can run commands (``system``, ``|``, ``@`` calls,
+  ``-l``), GNU ``sed`` programs that may hold an ``e`` command or ``s///e`` flag, ``make --eval``
+  / ``make -f -`` / ``make VAR='a command'``, ``tar --to-command|-I|--checkpoint-action``, ``zip
+  -TT``, ``rsync -e`` (unless plain ssh), ``scp -S``, ``ssh -o ProxyCommand=...``, ``nc -e|-c``,
+  ``socat EXEC:``, ``rg --pre``, ``less +cmd``, ``man -P``, ``sort --compress-program``, ``split
+  --filter``, ``hash -p``, ``mapfile -C``, and the programs in :data:`OPAQUE` (``eval``,
+  ``source``, ``.``, ``trap``, ``alias``, other shells, REPLs and database shells, editors,
+  ``tmux``, ``screen``, ``at``, ``crontab``...);
+- a shell given its commands on stdin (``curl x | sh``, ``bash -s``, ``bash -``, ``bash
+  /dev/stdin``, ``bash <<EOF``, ``ssh host <<EOF``, ``sudo -s``, ``su``, ``chroot dir``) or a
+  dynamic ``-c`` string is uncertain.
 
-What makes the result uncertain (the hook runs): a parse error or missing node; a node type
-this walker does not know; a dynamic or glob command name (``$cmd``, ``/bin/r?``);
-``eval``, ``source``, ``.``, ``trap``, ``alias``, ``watch`` and other shells' ``-c``
-(fish, csh...); a ``-c`` deeper than :data:`MAX_DEPTH`; a script over :data:`MAX_SCRIPT`
-characters; and the structural guards below.
+What else makes the result uncertain (the hook runs): a parse error or missing node; a node type
+this walker does not know; a dynamic or glob command name (``$cmd``, ``/bin/r?``); a ``-c``
+deeper than :data:`MAX_DEPTH`; a script over :data:`MAX_SCRIPT` characters or yielding more than
+:data:`MAX_COMMANDS` commands; a quoted word that holds ``[...$(`` (bash runs it when the value
+is used in arithmetic); and the structural guards below.
 
 Structural guards against known tree-sitter-bash 0.25 mis-parses that come back *without* an
 error flag. In bash a simple command never spans an unescaped newline, ``;``, ``&`` or ``|``,
@@ -43,10 +79,13 @@ space running across lines) and the result is uncertain. A redirect with several
 (``rm >/dev/null -rf /`` — tree-sitter files ``-rf /`` under the redirect) gives the extra words
 back to the command as arguments, or is uncertain when the redirect hangs on a pipeline/list.
 
-Not modelled (documented gaps, seen as the program itself): programs that run strings as code
-in other ways (``ssh host cmd``, ``su -c``, ``make``, ``python -c``, ``git -c alias...``), a
-script file run as ``bash x.sh`` or ``./x.sh``, aliases defined elsewhere, and functions
-inherited from the environment.
+Not modelled (documented gaps, seen as the program itself): code in *files* — a script run as
+``bash x.sh``, ``python x.py``, ``./x.sh``, ``make``, ``npm run``, a ``Makefile``/``package.json``/
+git hook/config file, ``PATH``/``PYTHONPATH``/``LD_LIBRARY_PATH`` pointing at them — including
+files the same script writes first; aliases and functions defined outside the script; programs
+with their own alias systems (``gh``, ``yadm``...) or renamed copies (``cp /usr/bin/git g``);
+variables set by ``read``/``printf -v``/``mapfile`` and arithmetic evaluation of values not
+written literally in the script; remote/container runners not in the tables.
 """
 
 from __future__ import annotations
@@ -55,7 +94,8 @@ import functools
 import itertools
 import posixpath
 import re
-from collections.abc import Iterable
+import shlex
+from collections.abc import Callable, Iterable
 from typing import Final
 
 import msgspec
@@ -66,6 +106,8 @@ import tree_sitter_bash
 MAX_DEPTH: Final = 3
 #: Longer scripts are not parsed (bounded cost): uncertain.
 MAX_SCRIPT: Final = 100_000
+#: A script (with everything its wrappers and strings run) listing more is uncertain.
+MAX_COMMANDS: Final = 1000
 
 #: A word of an argv: its normalised text, or ``None`` when it is dynamic (expansion, glob...).
 Word = str | None
@@ -81,6 +123,10 @@ class SimpleCommand(msgspec.Struct, frozen=True, gc=False):
     words: tuple[Word, ...]
     #: More arguments are appended at run time (``xargs``, ``find -exec ... +``).
     open_tail: bool = False
+    #: The walker read this program's own options (git's global options) and listed the
+    #: command without them separately (``git -C x push`` -> ``git push``): the matcher need
+    #: not guess where the subcommand starts.
+    options_parsed: bool = False
 
     @property
     def name(self) -> str:
@@ -219,12 +265,48 @@ _LEAVES: Final = frozenset(
 _OPERATOR_NODES: Final = frozenset({"pipeline", "list"})
 _LINE_OPERATORS_OR_COMMENT: Final = frozenset({"|", "|&", "&&", "||", "comment"})
 
+# --- what runs what ---------------------------------------------------------------------------
+
+
+def _fs(*names: str) -> frozenset[str]:
+    return frozenset(names)
+
+
+def _names(text: str) -> frozenset[str]:
+    """A set of names written as one blank-separated block."""
+    return frozenset(text.split())
+
+
 #: Shells whose ``-c`` string we parse as bash (close enough for finding command names).
-_SHELLS: Final = frozenset({"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "rbash"})
-#: Programs that run a string as code in a way we do not follow.
-_OPAQUE: Final = frozenset(
-    {"eval", "source", ".", "trap", "alias", "watch", "fish", "csh", "tcsh", "pwsh", "fc"}
+_SHELLS: Final = frozenset(
+    {"bash", "sh", "zsh", "dash", "ksh", "ash", "mksh", "rbash", "yash", "posh", "lksh", "oksh"}
 )
+#: Programs that run code we do not follow: the result is always uncertain.
+#: (shell builtins that run strings or change what a name runs; other shells; REPLs, database
+#: shells, editors and multiplexers with a command language; deferred or remote runners.)
+OPAQUE: Final = _names(
+    """
+        eval source . trap alias fc enable compgen
+        fish csh tcsh pwsh powershell xonsh elvish nu
+        irb jshell iex erl R gdb lldb dc m4 ed ex vi vim nvim vimdiff emacs emacsclient
+        sqlite3 psql mysql mariadb sftp ftp lftp tmux screen at batch crontab newgrp capsh
+        ansible ansible-playbook pssh parallel-ssh pdsh clush
+    """
+)
+
+#: Variables that make programs run a command, or load code, from their value.
+DANGEROUS_ENV: Final = _names(
+    """
+        BASH_ENV ENV ZDOTDIR PROMPT_COMMAND PS0 PS1 PS2 PS3 PS4 SHELLOPTS BASHOPTS LD_PRELOAD
+        LD_AUDIT DYLD_INSERT_LIBRARIES PAGER MANPAGER SYSTEMD_PAGER GIT_PAGER EDITOR VISUAL
+        SUDO_EDITOR GIT_EDITOR GIT_SEQUENCE_EDITOR GIT_SSH GIT_SSH_COMMAND GIT_ASKPASS
+        SSH_ASKPASS SUDO_ASKPASS GIT_EXTERNAL_DIFF GIT_PROXY_COMMAND GIT_EXEC_PATH
+        GIT_TEMPLATE_DIR LESSOPEN LESSCLOSE BROWSER RSYNC_RSH RSYNC_CONNECT_PROG CVS_RSH SVN_SSH
+        TAR_OPTIONS PERL5OPT NODE_OPTIONS RUBYOPT JAVA_TOOL_OPTIONS _JAVA_OPTIONS
+        JDK_JAVA_OPTIONS
+    """
+)
+_DANGEROUS_ENV_PREFIXES: Final = ("BASH_FUNC_", "GIT_CONFIG")
 
 
 class _WrapperSpec(msgspec.Struct, frozen=True):
@@ -238,35 +320,26 @@ class _WrapperSpec(msgspec.Struct, frozen=True):
     short_opt_attached: str = ""
     long_arg: frozenset[str] = frozenset()
     long_flags: frozenset[str] = frozenset()
-    #: ``NAME=value`` words are skipped (env, sudo).
+    #: ``NAME=value`` words are skipped (sudo); their names are checked against DANGEROUS_ENV.
     assignments: bool = False
     #: ``-5`` is an option (nice).
     numeric: bool = False
-    #: Positional words before the command (timeout's duration).
+    #: Positional words before the command (timeout's duration, chroot's directory).
     positional: int = 0
-    #: Options that make the wrapper interpret a string as a command line (``env -S``).
-    opaque: str = ""
     #: Extra arguments are appended at run time (xargs).
     open_tail: bool = False
     #: Options after which the inner command's arguments are rewritten at run time
     #: (``xargs -I {}``): every argument becomes dynamic.
     replacing: frozenset[str] = frozenset()
+    #: Options that make the wrapper hand the command line to a shell (``sudo -s``).
+    shell_short: str = ""
+    shell_long: frozenset[str] = frozenset()
+    #: Without a command the wrapper starts a shell reading stdin (``chroot dir``).
+    bare_shell: bool = False
 
 
-def _fs(*names: str) -> frozenset[str]:
-    return frozenset(names)
-
-
-#: Transparent wrappers and their option grammar (GNU coreutils / sudo / OpenBSD doas).
+#: Transparent argv wrappers and their option grammar (GNU coreutils / util-linux / sudo / doas).
 WRAPPERS: Final[dict[str, _WrapperSpec]] = {
-    "env": _WrapperSpec(
-        short_arg="uCS",
-        short_flags="i0v",
-        long_arg=_fs("--unset", "--chdir", "--split-string"),
-        long_flags=_fs("--ignore-environment", "--null", "--debug"),
-        assignments=True,
-        opaque="S",
-    ),
     "nohup": _WrapperSpec(),
     "command": _WrapperSpec(short_flags="pvV"),
     "builtin": _WrapperSpec(),
@@ -278,6 +351,12 @@ WRAPPERS: Final[dict[str, _WrapperSpec]] = {
         long_flags=_fs("--append", "--verbose", "--quiet", "--portability"),
     ),
     "nice": _WrapperSpec(short_arg="n", long_arg=_fs("--adjustment"), numeric=True),
+    "ionice": _WrapperSpec(
+        short_arg="cnpPu",
+        short_flags="thV",
+        long_arg=_fs("--class", "--classdata", "--pid", "--pgid", "--uid"),
+        long_flags=_fs("--ignore", "--help", "--version"),
+    ),
     "timeout": _WrapperSpec(
         short_arg="sk",
         short_flags="v",
@@ -315,43 +394,288 @@ WRAPPERS: Final[dict[str, _WrapperSpec]] = {
     "sudo": _WrapperSpec(
         short_arg="ugCDhprtTU",
         short_flags="AbEeHiKklnPSsVvBN",
-        long_arg=_fs(
-            "--user",
-            "--group",
-            "--close-from",
-            "--chdir",
-            "--host",
-            "--prompt",
-            "--role",
-            "--type",
-            "--command-timeout",
-            "--other-user",
+        long_arg=_names(
+            """
+                --user --group --close-from --chdir --host --prompt --role --type --command-
+                timeout --other-user
+            """
         ),
-        long_flags=_fs(
-            "--askpass",
-            "--background",
-            "--bell",
-            "--preserve-env",
-            "--edit",
-            "--set-home",
-            "--login",
-            "--remove-timestamp",
-            "--reset-timestamp",
-            "--list",
-            "--non-interactive",
-            "--preserve-groups",
-            "--stdin",
-            "--shell",
-            "--validate",
+        long_flags=_names(
+            """
+                --askpass --background --bell --preserve-env --edit --set-home --login --remove-
+                timestamp --reset-timestamp --list --non-interactive --preserve-groups --stdin
+                --shell --validate
+            """
         ),
         assignments=True,
+        shell_short="si",
+        shell_long=_fs("--shell", "--login"),
     ),
-    "doas": _WrapperSpec(short_arg="uC", short_flags="nsL"),
+    "doas": _WrapperSpec(short_arg="uC", short_flags="nsL", shell_short="s"),
     "coproc": _WrapperSpec(),
     "busybox": _WrapperSpec(),
+    "toybox": _WrapperSpec(),
     "setsid": _WrapperSpec(short_flags="cfw", long_flags=_fs("--ctty", "--fork", "--wait")),
+    "chroot": _WrapperSpec(
+        long_arg=_fs("--userspec", "--groups"),
+        long_flags=_fs("--skip-chdir"),
+        positional=1,
+        bare_shell=True,
+    ),
+    "taskset": _WrapperSpec(
+        short_flags="acp", long_flags=_fs("--all-tasks", "--cpu-list", "--pid"), positional=1
+    ),
+    "chrt": _WrapperSpec(
+        short_arg="TPD",
+        short_flags="abdefiormpvR",
+        long_arg=_fs("--sched-runtime", "--sched-period", "--sched-deadline"),
+        long_flags=_names(
+            """
+                --all-tasks --batch --deadline --ext --fifo --idle --other --rr --reset-on-fork
+                --max --pid --verbose
+            """
+        ),
+        positional=1,
+    ),
 }
 
+#: Programs that run a command from their arguments with options we do not model: every
+#: suffix of their arguments starting with a plain word is listed as a command.
+RUNNERS: Final = _names(
+    """
+        strace ltrace valgrind unshare nsenter bwrap firejail systemd-run run0 numactl prlimit
+        setpriv cgexec faketime fakeroot fakechroot eatmydata nocache proxychains proxychains4
+        torsocks tsocks xvfb-run dbus-run-session dbus-launch ssh-agent catchsegv pkexec gosu
+        su-exec chpst setuidgid envdir softlimit unbuffer chronic ifne entr sem cpulimit trickle
+        aa-exec runcon sandbox-exec caffeinate systemd-inhibit flatpak-spawn npx bunx uvx sbatch
+        srun salloc mpirun mpiexec mosh autossh prime-run optirun primusrun vglrun daemonize
+    """
+)
+#: Programs that become runners after one of these subcommands (``docker run``, ``uv run``).
+SUBCOMMAND_RUNNERS: Final[dict[str, frozenset[str]]] = {
+    "docker": _fs("run", "exec"),
+    "podman": _fs("run", "exec", "unshare"),
+    "nerdctl": _fs("run", "exec"),
+    "kubectl": _fs("exec", "run", "debug"),
+    "oc": _fs("exec", "rsh", "run", "debug"),
+    "uv": _fs("run", "tool"),
+    "pipx": _fs("run"),
+    "poetry": _fs("run"),
+    "pipenv": _fs("run"),
+    "pdm": _fs("run"),
+    "hatch": _fs("run"),
+    "rye": _fs("run"),
+    "conda": _fs("run"),
+    "mamba": _fs("run"),
+    "micromamba": _fs("run"),
+    "pixi": _fs("run", "exec"),
+    "bundle": _fs("exec"),
+    "bundler": _fs("exec"),
+    "npm": _fs("exec", "x"),
+    "pnpm": _fs("exec", "dlx"),
+    "yarn": _fs("exec", "dlx"),
+    "direnv": _fs("exec"),
+    "nix": _fs("develop", "shell", "run"),
+    "devbox": _fs("run"),
+    "flatpak": _fs("run"),
+    "toolbox": _fs("run"),
+    "distrobox": _fs("enter"),
+    "lxc": _fs("exec"),
+    "vagrant": _fs("ssh"),
+    "mise": _fs("exec", "x"),
+    "asdf": _fs("exec"),
+    "perf": _fs("record", "stat", "trace"),
+    "ip": _fs("exec"),
+}
+
+
+class _Interp(msgspec.Struct, frozen=True):
+    """An interpreter's options: which carry code, which take values, which name a program."""
+
+    #: Short options whose value is code (``-c``, ``-e``): uncertain.
+    code: str = ""
+    code_long: frozenset[str] = frozenset()
+    #: Short options taking a value (the rest of the cluster, or the next word).
+    value: str = ""
+    #: Short options with an optional attached value (``perl -i.bak``, ``-l``).
+    optional: str = ""
+    flags: str = ""
+    #: Long options that take the next word as their value when written without ``=``.
+    value_long: frozenset[str] = frozenset()
+    #: Options naming a module or file that is then the program (``python -m``, ``php -f``).
+    module: str = ""
+    #: Modules that run code given on their command line (``python -m timeit 'code'``).
+    code_modules: frozenset[str] = frozenset()
+
+
+_PYTHON: Final = _Interp(
+    code="c",
+    value="WXQ",
+    flags="bBdEhiIOPqRsSuvVx3",
+    module="m",
+    code_modules=_names(
+        """
+            timeit code pdb cProfile profile trace asyncio runpy IPython ptpython bpython
+            idlelib _pyrepl
+        """
+    ),
+)
+_NODE: Final = _Interp(
+    code="ep",
+    code_long=_fs("--eval", "--print"),
+    value="rC",
+    flags="icvh",
+    value_long=_fs(
+        "--require",
+        "--import",
+        "--loader",
+        "--experimental-loader",
+        "--conditions",
+        "--input-type",
+        "--title",
+        "--env-file",
+    ),
+)
+#: Interpreters and the options that hand them code in the call itself.
+INTERPRETERS: Final[dict[str, _Interp]] = {
+    "python": _PYTHON,
+    "pypy": _PYTHON,
+    "ipython": _Interp(code="c", module="m"),
+    "perl": _Interp(code="eEMm", value="I", optional="0CdDFilxV", flags="acnpsStTuUvwWXh"),
+    "ruby": _Interp(code="e", value="ICEr", optional="0FiKWx", flags="acdhlnpsSvwy"),
+    "node": _NODE,
+    "nodejs": _NODE,
+    "bun": _Interp(code="ep", code_long=_fs("--eval", "--print")),
+    "php": _Interp(code="rBREa", value="cdzSt", module="fF", flags="hHilmnqsvwe"),
+    "lua": _Interp(code="e", value="l", flags="ivEW"),
+    "luajit": _Interp(code="e", value="ljOb", flags="ivE"),
+    "Rscript": _Interp(code="e"),
+    "julia": _Interp(code="eE", code_long=_fs("--eval", "--print"), value="LJCtpO", flags="iqhv"),
+    "expect": _Interp(code="c", value="D", module="f", flags="dinNbv"),
+    "tclsh": _Interp(),
+    "wish": _Interp(),
+    "osascript": _Interp(code="e", value="ls"),
+    "groovy": _Interp(code="e"),
+    "scala": _Interp(code="e"),
+    "elixir": _Interp(code="e", code_long=_fs("--eval"), value="r"),
+    "guile": _Interp(code="c", value="lLex", module="s", flags="qh"),
+    "racket": _Interp(code="e", value="lfrtkSIp"),
+    "sbcl": _Interp(
+        code_long=_fs("--eval"),
+        value_long=_fs("--load", "--script", "--core", "--dynamic-space-size"),
+    ),
+}
+#: Names that also come with a version suffix (``python3.11``, ``perl5.36``, ``bash5``).
+_VERSIONED: Final = frozenset(
+    {"python", "pypy", "ipython", "perl", "ruby", "node", "lua", "php", "julia", "tclsh", "wish"}
+    | {"bash", "zsh", "ksh"}
+)
+_LD_SO: Final = re.compile(r"ld(?:-linux[\w.-]*|-musl[\w.-]*)?\.so(?:\.\d+)*")
+
+#: Every command git ships (builtins and the scripts in its exec path). Anything else after
+#: ``git`` may be an alias (``alias.x = !sh -c ...``) or a ``git-x`` program: uncertain.
+GIT_COMMANDS: Final = frozenset(
+    """
+    add am annotate apply archimport archive backfill bisect blame branch bugreport bundle
+    cat-file check-attr check-ignore check-mailmap check-ref-format checkout checkout-index
+    cherry cherry-pick citool clean clone column commit commit-graph commit-tree config
+    count-objects credential credential-cache credential-store cvsexportcommit cvsimport
+    cvsserver daemon describe diagnose diff diff-files diff-index diff-pairs diff-tree difftool
+    fast-export fast-import fetch fetch-pack filter-branch fmt-merge-msg for-each-ref
+    for-each-repo format-patch fsck fsck-objects fsmonitor--daemon gc get-tar-commit-id grep gui
+    hash-object help hook http-backend http-fetch http-push imap-send index-pack init init-db
+    instaweb interpret-trailers last-modified log ls-files ls-remote ls-tree mailinfo mailsplit
+    maintenance merge merge-base merge-file merge-index merge-octopus merge-one-file merge-ours
+    merge-recursive merge-recursive-ours merge-recursive-theirs merge-resolve merge-subtree
+    merge-tree mergetool mktag mktree multi-pack-index mv name-rev notes p4 pack-objects
+    pack-redundant pack-refs patch-id pickaxe prune prune-packed pull push quiltimport
+    range-diff read-tree rebase receive-pack reflog refs remote remote-ext remote-fd remote-ftp
+    remote-ftps remote-http remote-https repack replace replay repo request-pull rerere reset
+    restore rev-list rev-parse revert rm send-email send-pack shell shortlog show show-branch
+    show-index show-ref sparse-checkout stage stash status stripspace submodule subtree survey
+    svn switch symbolic-ref tag unpack-file unpack-objects update-index update-ref
+    update-server-info upload-archive upload-pack var verify-commit verify-pack verify-tag
+    version whatchanged worktree write-tree
+    """.split()
+)
+#: Global options of git (``git [opts] <subcommand>``).
+_GIT_FLAGS: Final = _names(
+    """
+        -p --paginate -P --no-pager --no-replace-objects --no-lazy-fetch --no-optional-locks
+        --no-advice --bare --literal-pathspecs --glob-pathspecs --noglob-pathspecs --icase-
+        pathspecs --exec-path --html-path --man-path --info-path -v --version -h --help
+    """
+)
+#: Global options taking a value: ``-C x``, ``-c x`` (separate only), ``--git-dir[=]x``...
+_GIT_VALUE_OPTS: Final = frozenset(
+    {
+        "-C",
+        "-c",
+        "--git-dir",
+        "--work-tree",
+        "--namespace",
+        "--super-prefix",
+        "--attr-source",
+        "--config-env",
+    }
+)
+#: Config keys whose values never name a command (compared lowercased), for ``git -c`` and
+#: ``git config``. Everything else (``alias.*``, ``core.pager``, ``core.editor``,
+#: ``core.sshcommand``, ``core.fsmonitor``, ``core.hookspath``, ``credential.helper``,
+#: ``diff.external``, ``*.textconv``, ``include.path``...) may run one: uncertain.
+GIT_SAFE_CONFIG: Final = _names(
+    """
+        user.name user.email user.signingkey core.quotepath core.autocrlf core.safecrlf
+        core.filemode core.ignorecase core.longpaths core.abbrev core.eol core.whitespace
+        core.precomposeunicode core.symlinks init.defaultbranch safe.directory commit.gpgsign
+        tag.gpgsign push.default push.autosetupremote push.followtags pull.rebase pull.ff
+        fetch.prune fetch.prunetags merge.ff merge.conflictstyle rebase.autostash
+        rebase.autosquash rebase.updaterefs rerere.enabled diff.renames diff.algorithm
+        diff.colormoved diff.noprefix diff.mnemonicprefix log.decorate log.date
+        log.showsignature status.short status.branch status.showuntrackedfiles branch.sort
+        tag.sort column.ui gc.auto maintenance.auto protocol.version http.sslverify
+        http.postbuffer http.version submodule.recurse feature.manyfiles index.version
+        pack.threads checkout.defaultremote
+    """
+)
+_GIT_SAFE_CONFIG_PREFIXES: Final = ("color.", "advice.", "i18n.")
+#: Subcommand options that make git run a program or a shell command.
+_GIT_EXEC_LONG: Final = _names(
+    """
+        --upload-pack --receive-pack --exec --extcmd --to-cmd --cc-cmd --header-cmd --sendmail-
+        cmd --smtp-server --open-files-in-pager --httpd --browser --access-hook
+    """
+)
+#: Subcommands that can run programs from their arguments: a dynamic argument is uncertain.
+_GIT_EXEC_SUBCOMMANDS: Final = _names(
+    """
+        fetch pull clone push ls-remote archive rebase difftool mergetool grep send-email
+        submodule bisect for-each-repo config fetch-pack send-pack
+    """
+)
+#: Subcommands that run programs or commands we do not follow.
+_GIT_OPAQUE: Final = frozenset({"filter-branch", "remote-ext", "shell", "instaweb", "daemon"})
+
+#: A word that looks like a command line (for runners' arguments).
+_SCRIPTISH: Final = re.compile(r"[\s;|&<>()$`]")
+#: awk programs that can start processes: system(), pipes, gawk's @ indirect calls.
+_AWK_EXEC: Final = re.compile(r"system|\||@")
+#: A GNU sed program that may hold an ``e`` command or an ``s///e`` flag (over-approximate:
+#: an ``e`` after a non-alphanumeric, possibly behind other s-flag letters).
+_SED_EXEC: Final = re.compile(r"(?:^|[^A-Za-z0-9])[gpiIMm0-9]*e")
+#: A quoted value bash would run when used in arithmetic: ``a[$(cmd)]``.
+_ARITH_TRAP: Final = re.compile(rb"\[[^\]\n]{0,256}?(?:\$\\?\(|\\?`)")
+_ARITH_TRAP_NODES: Final = frozenset({"raw_string", "ansi_c_string", "string_content", "word"})
+#: ``ssh -o`` keys that run a local or remote command.
+_SSH_COMMAND_KEYS: Final = frozenset(
+    {"proxycommand", "localcommand", "knownhostscommand", "remotecommand", "permitlocalcommand"}
+)
+_SSH_ARG: Final = "BbcDEeFIiJLlmOoPpQRSWw"
+_SSH_FLAGS: Final = "46AaCfGgKkMNnqsTtVvXxYy"
+#: Shell syntax in a value meant to be one plain command.
+_SHELL_META: Final = re.compile(r"[;|&<>()$`'\"\\\n]")
+#: Paths that are the call's own stdin / pipes rather than a file.
+_STDIN_PATHS: Final = ("/dev/", "/proc/")
 
 # --- words ------------------------------------------------------------------------------------
 
@@ -496,12 +820,45 @@ def _text(node: tree_sitter.Node) -> str:
     return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
 
 
-def _is_assignment(word: str) -> bool:
-    name, eq, _ = word.partition("=")
-    return bool(eq) and name.replace("_", "a").isalnum() and not name[0].isdigit()
+#: Pager / editor variables, and the values of theirs that run nothing but themselves
+#: (``GIT_PAGER=cat git log`` is a common way to avoid a pager).
+_PAGER_VARS: Final = _names(
+    """
+        PAGER GIT_PAGER MANPAGER SYSTEMD_PAGER EDITOR VISUAL GIT_EDITOR GIT_SEQUENCE_EDITOR
+        SUDO_EDITOR
+    """
+)
+_BENIGN_PAGERS: Final = frozenset(
+    {"", "cat", "less", "less -R", "less -r", "less -FRX", "more", "head", "tail", "true", "false"}
+)
+
+
+def _check_env(name: str, value: Word) -> None:
+    """An assignment ``name=value`` that makes programs run a command or load code: uncertain."""
+    if name not in DANGEROUS_ENV and not name.startswith(_DANGEROUS_ENV_PREFIXES):
+        return
+    if value is not None and (
+        (name in _PAGER_VARS and value in _BENIGN_PAGERS)
+        or name == "GIT_CONFIG_NOSYSTEM"
+        or (name in ("GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM") and value == "/dev/null")
+    ):
+        return
+    raise _Uncertain(f"{name} makes programs run a command or load code")
+
+
+def _check_env_word(word: str) -> None:
+    name, _, value = word.partition("=")
+    _check_env(name, value)
+
+
+def _stdin_path(path: str) -> bool:
+    return path == "-" or path.startswith(_STDIN_PATHS)
 
 
 # --- the walker -------------------------------------------------------------------------------
+
+#: What a handler returns: the command the program runs in turn (and its open tail), or None.
+_Next = tuple[tuple[Word, ...], bool] | None
 
 
 class _Walker:
@@ -511,6 +868,7 @@ class _Walker:
         self.source = source
         self.depth = depth
         self.commands: list[SimpleCommand] = []
+        self.arith_trap = bool(source) and _ARITH_TRAP.search(source) is not None
 
     def walk(self, root: tree_sitter.Node) -> None:
         # has_error covers ERROR and MISSING nodes anywhere below.
@@ -521,6 +879,8 @@ class _Walker:
             node, parent = stack.pop()
             t = node.type
             if t in _LEAVES:
+                if self.arith_trap and t in _ARITH_TRAP_NODES:
+                    self._check_arith_trap(node)
                 continue
             if t not in _KNOWN_TYPES:
                 raise _Uncertain(f"unknown node {t}")
@@ -534,10 +894,38 @@ class _Walker:
                     self._command(node, children, parent)
                 elif t == "redirected_statement":
                     self._check_redirected(node)
+                elif t == "declaration_command":
+                    self._check_declaration(children)
                 named = [c for c in children if c.is_named]
             else:
+                if t == "variable_assignment":
+                    self._check_assignment(node)
                 named = node.named_children
             stack.extend((child, node) for child in reversed(named))
+
+    def _check_arith_trap(self, node: tree_sitter.Node) -> None:
+        raw = node.text
+        if raw is not None and _ARITH_TRAP.search(raw):
+            raise _Uncertain("a quoted a[$(...)] runs when bash evaluates it as arithmetic")
+
+    def _check_assignment(self, node: tree_sitter.Node) -> None:
+        name = node.child_by_field_name("name")
+        if name is not None and name.type == "subscript":
+            name = name.child_by_field_name("name")
+        if name is not None:
+            value = node.child_by_field_name("value")
+            _check_env(_text(name), "" if value is None else _word(value))
+
+    def _check_declaration(self, children: list[tree_sitter.Node]) -> None:
+        """``export "A=b"``: a quoted argument may still assign a dangerous variable."""
+        for child in children[1:]:
+            if not child.is_named or child.type in ("variable_assignment", "variable_name"):
+                continue
+            word = _word(child)
+            if word is None:
+                raise _Uncertain("dynamic declaration argument")
+            if "=" in word and not word.startswith("-"):
+                _check_env_word(word)
 
     def _check_gaps(self, node_type: str, children: list[tree_sitter.Node]) -> None:
         operators = node_type in _OPERATOR_NODES
@@ -551,7 +939,7 @@ class _Walker:
             if operators and gap.isspace() and left.type in _LINE_OPERATORS_OR_COMMENT:
                 continue
             if right.type == "heredoc_redirect" and _dashes(gap):
-                continue  # `python3 - <<EOF`: the `-` is dropped, _command puts it back
+                continue  # `cat - <<EOF`: the `-` is dropped, _command puts it back
             raise _Uncertain(f"{node_type} spans a line or operator (tree-sitter-bash mis-parse)")
 
     def _check_backticks(self, node: tree_sitter.Node, children: list[tree_sitter.Node]) -> None:
@@ -596,87 +984,1330 @@ class _Walker:
             return  # assignments / redirects only; their substitutions are walked anyway
         self.add(tuple(words), open_tail=False)
 
+    def record(self, command: SimpleCommand) -> None:
+        if len(self.commands) >= MAX_COMMANDS:
+            raise _Uncertain("too many commands")
+        self.commands.append(command)
+
     def add(self, words: tuple[Word, ...], *, open_tail: bool) -> None:
-        """Record ``words`` and whatever it runs through wrappers, ``-c`` and ``-exec``."""
-        while True:
+        """Record ``words`` and whatever it runs through wrappers, strings and runners."""
+        nxt: _Next = (words, open_tail)
+        while nxt is not None:
+            words, open_tail = nxt
             if not words:
                 return
             name = words[0]
             if name is None or name == "":
                 raise _Uncertain("dynamic command name")
-            self.commands.append(SimpleCommand(words, open_tail))
-            base = posixpath.basename(name) or name
-            if base in _OPAQUE:
-                raise _Uncertain(f"{base} runs code we cannot see")
-            if base in _SHELLS:
-                self._shell(words)
+            self.record(SimpleCommand(words, open_tail))
+            handler = _handler((name.rsplit("/", 1)[-1] or name) if "/" in name else name)
+            if handler is None:
                 return
-            if base == "find":
-                self._find(words)
-                return
-            spec = WRAPPERS.get(base)
-            if spec is None:
-                return
-            unwrapped = _unwrap(spec, words)
-            if unwrapped is None:
-                return
-            words, replacing = unwrapped
-            open_tail = open_tail or spec.open_tail
-            if replacing:
-                words = (words[0], *(None for _ in words[1:]))
+            nxt = handler(self, words, open_tail)
 
-    def _shell(self, words: tuple[Word, ...]) -> None:
-        has_c = reads_stdin = False
-        i = 1
-        while i < len(words):
-            w = words[i]
+    def script(self, text: str) -> None:
+        """A command string run by a shell: its commands, or uncertain."""
+        if self.depth >= MAX_DEPTH:
+            raise _Uncertain("shell -c nested too deep")
+        inner = _parse(text, self.depth + 1)
+        if inner.uncertain:
+            raise _Uncertain(inner.reason)
+        if len(self.commands) + len(inner.commands) > MAX_COMMANDS:
+            raise _Uncertain("too many commands")
+        self.commands.extend(inner.commands)
+
+    def joined(self, words: tuple[Word, ...], what: str) -> None:
+        """Words a program joins with spaces and hands to a shell (``ssh host cmd...``)."""
+        if any(w is None for w in words):
+            raise _Uncertain(f"dynamic {what}")
+        self.script(" ".join(w for w in words if w is not None))
+
+
+_Handler = Callable[[_Walker, tuple[Word, ...], bool], _Next]
+
+
+def _static(words: tuple[Word, ...], i: int, what: str) -> str:
+    """``words[i]``, which must exist and be static (else the program's parse is unsure)."""
+    if i >= len(words):
+        raise _Uncertain(f"{what} without its value")
+    word = words[i]
+    if word is None:
+        raise _Uncertain(f"dynamic {what}")
+    return word
+
+
+def _no_dynamic(words: tuple[Word, ...], what: str) -> tuple[str, ...]:
+    """All of ``words``: a dynamic one could be an option that runs a command."""
+    out: list[str] = []
+    for w in words:
+        if w is None:
+            raise _Uncertain(
+                f"dynamic argument to {what} (it could be an option running a command)"
+            )
+        out.append(w)
+    return tuple(out)
+
+
+# shells
+
+
+def _opaque(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    base = posixpath.basename(words[0] or "") or str(words[0])
+    raise _Uncertain(f"{base} runs code we cannot see")
+
+
+def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    has_c = reads_stdin = False
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic shell -c string" if has_c else "dynamic shell option")
+        if w == "--":
+            i += 1
+            break
+        if w in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
+            i += 2
+            continue
+        if w.startswith("--"):
+            i += 1
+            continue
+        if len(w) > 1 and w[0] in "-+":
+            has_c = has_c or "c" in w[1:]
+            reads_stdin = reads_stdin or "s" in w[1:]
+            i += 1
+            continue
+        break
+    if i >= len(words):
+        if not has_c:
+            raise _Uncertain("shell reads commands from stdin")
+        return None
+    script = words[i]
+    if script is None:
+        raise _Uncertain("dynamic shell -c string" if has_c else "dynamic shell script")
+    if not has_c:
+        if reads_stdin or _stdin_path(script):
+            raise _Uncertain("shell reads commands from stdin")
+        return None  # `bash script.sh`: a program like any other
+    walker.script(script)
+    return None
+
+
+# wrappers
+
+
+def _wrapper(name: str, spec: _WrapperSpec) -> _Handler:
+    def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+        rest, replacing, via_shell = _unwrap(spec, words)
+        if not rest:
+            if via_shell or spec.bare_shell:
+                raise _Uncertain(f"{name} starts a shell reading commands from stdin")
+            return None
+        if via_shell:
+            walker.joined(rest, f"{name} shell command")
+        if replacing:
+            rest = (rest[0], *(None for _ in rest[1:]))
+        return rest, open_tail or spec.open_tail
+
+    return handler
+
+
+def _unwrap(spec: _WrapperSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], bool, bool]:
+    """The command a wrapper runs (empty: none), whether its arguments get replaced at run
+    time, and whether it hands the command line to a shell."""
+    i, n = 1, len(words)
+    replacing = via_shell = False
+    while i < n:
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic wrapper option")
+        if w == "--":
+            i += 1
+            break
+        if spec.assignments and "=" in w and not w.startswith("-"):
+            _check_env_word(w)
+            i += 1
+            continue
+        if spec.replacing and (w.partition("=")[0] in spec.replacing or w[:2] in spec.replacing):
+            replacing = True
+        if w.startswith("--"):
+            name, eq, _ = w.partition("=")
+            if name in spec.long_arg:
+                i += 1 if eq else 2
+            elif name in spec.long_flags:
+                i += 1
+            else:
+                raise _Uncertain(f"unknown wrapper option {name}")
+            via_shell = via_shell or name in spec.shell_long
+            continue
+        if len(w) > 1 and w[0] == "-":
+            if spec.numeric and w[1:].isdigit():
+                i += 1
+                continue
+            consumed, shell = _short_cluster(spec, w)
+            via_shell = via_shell or shell
+            i += consumed
+            continue
+        break
+    i += spec.positional
+    return (words[i:] if i < n else ()), replacing, via_shell
+
+
+def _short_cluster(spec: _WrapperSpec, word: str) -> tuple[int, bool]:
+    """How many words a cluster like ``-nu root`` consumes (1 or 2), and whether it holds a
+    shell option."""
+    shell = False
+    for j in range(1, len(word)):
+        c = word[j]
+        shell = shell or c in spec.shell_short
+        if c in spec.short_arg:
+            return (1 if j + 1 < len(word) else 2), shell
+        if c in spec.short_opt_attached:
+            return 1, shell
+        if c not in spec.short_flags:
+            raise _Uncertain(f"unknown wrapper option -{c}")
+    return 1, shell
+
+
+_ENV_LONG_ARG: Final = _fs("--unset", "--chdir", "--argv0")
+_ENV_LONG_FLAGS: Final = _fs(
+    "--ignore-environment",
+    "--null",
+    "--debug",
+    "--block-signal",
+    "--default-signal",
+    "--ignore-signal",
+    "--list-signal-handling",
+)
+
+
+def _env(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``env [-i] [-u X] [NAME=v]... [-S 'cmd args'] cmd...`` (any word with ``=`` assigns)."""
+    i, n = 1, len(words)
+    while i < n:
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic wrapper option")
+        if w == "--":
+            i += 1
+            break
+        if w == "-":
+            i += 1
+            continue
+        if "=" in w and not w.startswith("-"):
+            _check_env_word(w)
+            i += 1
+            continue
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name == "--split-string":
+                if not eq:
+                    value = _static(words, i + 1, "env --split-string")
+                return _env_split(value, words[i + (1 if eq else 2) :], open_tail)
+            if name in _ENV_LONG_ARG:
+                i += 1 if eq else 2
+            elif name in _ENV_LONG_FLAGS:
+                i += 1
+            else:
+                raise _Uncertain(f"unknown wrapper option {name}")
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c == "S":
+                    if j + 1 < len(w):
+                        return _env_split(w[j + 1 :], words[i + 1 :], open_tail)
+                    return _env_split(_static(words, i + 1, "env -S"), words[i + 2 :], open_tail)
+                if c in "uCa":
+                    consumed = 1 if j + 1 < len(w) else 2
+                    break
+                if c not in "i0v":
+                    raise _Uncertain(f"unknown wrapper option -{c}")
+            i += consumed
+            continue
+        break
+    return (words[i:], open_tail) if i < n else None
+
+
+def _env_split(value: str, rest: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``env -S 'a b'``: env splits the string itself (quotes, no expansions we follow)."""
+    if any(c in value for c in "$\\#"):
+        raise _Uncertain("env -S string with escapes, variables or comments")
+    try:
+        parts = shlex.split(value)
+    except ValueError:
+        raise _Uncertain("env -S string does not split") from None
+    return ("env", *parts, *rest), open_tail
+
+
+def _find(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    i = 1
+    while i < len(words):
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic argument to find (it could be -exec)")
+        if w in ("-exec", "-execdir", "-ok", "-okdir"):
+            j = i + 1
+            while j < len(words) and words[j] not in (";", "+"):
+                j += 1
+            # `{}` is a file name at run time: dynamic.
+            inner = tuple(None if x is None or "{}" in x else x for x in words[i + 1 : j])
+            walker.add(inner, open_tail=j < len(words) and words[j] == "+")
+            i = j
+        i += 1
+    return None
+
+
+def _fd(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``fd pattern -x cmd {}`` / ``-X`` / ``--exec[-batch]``: the rest up to ``;``."""
+    for i, w in enumerate(words[1:], 1):
+        if w is None:
+            raise _Uncertain("dynamic argument to fd (it could be -x)")
+        if w in ("-x", "--exec", "-X", "--exec-batch"):
+            j = i + 1
+            while j < len(words) and words[j] != ";":
+                j += 1
+            inner = tuple(None if x is None or "{" in x else x for x in words[i + 1 : j])
+            walker.add(inner, open_tail=True)
+            return None
+    return None
+
+
+# command strings
+
+
+def _ssh(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``ssh [opts] host [opts] cmd...``: OpenSSH re-reads options after the host."""
+    n = len(words)
+    i = 1
+    host_seen = terminated = no_command = subsystem = False
+    while i < n:
+        w = _static(words, i, "ssh argument")
+        if not terminated and w == "--":
+            terminated = True
+            i += 1
+            continue
+        if not terminated and len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in _SSH_ARG:
+                    if j + 1 < len(w):
+                        value = w[j + 1 :]
+                    else:
+                        value = _static(words, i + 1, f"ssh -{c}")
+                        consumed = 2
+                    if c == "o" and re.split(r"[=\s]", value, maxsplit=1)[0].lower() in (
+                        _SSH_COMMAND_KEYS
+                    ):
+                        raise _Uncertain("ssh -o ...Command runs a command")
+                    if c == "F" and _stdin_path(value):
+                        raise _Uncertain("ssh reads its config from stdin")
+                    no_command = no_command or c == "W"
+                    break
+                if c not in _SSH_FLAGS:
+                    raise _Uncertain(f"unknown ssh option -{c}")
+                no_command = no_command or c in "NGV"
+                subsystem = subsystem or c == "s"
+            i += consumed
+            continue
+        if not host_seen:
+            host_seen = True
+            i += 1
+            continue
+        break
+    if not host_seen:
+        return None
+    command = words[i:]
+    if not command:
+        if no_command:
+            return None
+        raise _Uncertain("ssh without a command runs a remote shell reading stdin")
+    if subsystem:
+        return None
+    if open_tail:
+        raise _Uncertain("ssh remote command gets arguments at run time")
+    walker.joined(command, "ssh remote command")
+    return None
+
+
+_SU_VALUE: Final = "cgGsw"
+_SU_FLAGS: Final = "flmpPhV"
+_SU_LONG_VALUE: Final = _fs(
+    "--command",
+    "--session-command",
+    "--group",
+    "--supp-group",
+    "--shell",
+    "--whitelist-environment",
+    "--user",
+)
+_SU_LONG_FLAGS: Final = _fs(
+    "--fast", "--login", "--preserve-environment", "--pty", "--help", "--version"
+)
+
+
+def _su(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``su [opts] [-] [user [shell args...]]`` (options may come anywhere, GNU getopt), and
+    ``runuser``, which also has ``-u user [--] cmd...`` (no shell)."""
+    n = len(words)
+    commands: list[str] = []
+    positional: list[Word] = []
+    shell = "sh"
+    user_mode = False
+    i = 1
+    while i < n:
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic su argument")
+        if w == "--":
+            positional.extend(words[i + 1 :])
+            break
+        if w == "-":
+            i += 1
+            continue
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name in _SU_LONG_VALUE:
+                if not eq:
+                    value = _static(words, i + 1, f"su {name}")
+                i += 1 if eq else 2
+                if name in ("--command", "--session-command"):
+                    commands.append(value)
+                elif name == "--shell":
+                    shell = value
+                elif name == "--user":
+                    user_mode = True
+            elif name in _SU_LONG_FLAGS:
+                i += 1
+            else:
+                raise _Uncertain(f"unknown su option {name}")
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in _SU_VALUE or c == "u":
+                    if j + 1 < len(w):
+                        value = w[j + 1 :]
+                    else:
+                        value = _static(words, i + 1, f"su -{c}")
+                        consumed = 2
+                    if c == "c":
+                        commands.append(value)
+                    elif c == "s":
+                        shell = value
+                    elif c == "u":
+                        user_mode = True
+                    break
+                if c not in _SU_FLAGS:
+                    raise _Uncertain(f"unknown su option -{c}")
+            i += consumed
+            continue
+        positional.append(w)
+        i += 1
+    if user_mode:  # runuser -u user cmd args: argv, no shell
+        if commands:
+            for command in commands:
+                walker.script(command)
+            return None
+        return (tuple(positional), open_tail) if positional else None
+    if (posixpath.basename(shell) or shell) not in _SHELLS:
+        raise _Uncertain(f"su runs {shell}, not a shell we read")
+    for command in commands:
+        walker.script(command)
+    shell_args = tuple(positional[1:])  # after the user name: arguments to the shell
+    if shell_args:
+        _shell(walker, ("sh", *shell_args), open_tail)
+    elif not commands:
+        raise _Uncertain("su starts a shell reading commands from stdin")
+    return None
+
+
+def _sg(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``sg [-] group [-c] 'cmd'``: the command goes to /bin/sh -c."""
+    rest = list(words[1:])
+    if rest and rest[0] == "-":
+        rest.pop(0)
+    if not rest or rest[0] is None:
+        raise _Uncertain("dynamic sg group" if rest else "sg without a group")
+    rest.pop(0)
+    if rest and rest[0] == "-c":
+        rest.pop(0)
+    if not rest:
+        raise _Uncertain("sg starts a shell reading commands from stdin")
+    walker.joined(tuple(rest), "sg command")
+    return None
+
+
+_SCRIPT_LONG_VALUE: Final = _fs(
+    "--log-io",
+    "--log-in",
+    "--log-out",
+    "--log-timing",
+    "--logging-format",
+    "--echo",
+    "--output-limit",
+)
+
+
+def _script_cmd(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """util-linux ``script [opts] [file]``: ``-c cmd`` runs through the shell; else a shell
+    reads stdin."""
+    commands: list[str] = []
+    i, n = 1, len(words)
+    while i < n:
+        w = _static(words, i, "script argument")
+        if w == "--":
+            break
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name == "--command":
+                commands.append(value if eq else _static(words, i + 1, "script --command"))
+                i += 1 if eq else 2
+            elif not eq and name in _SCRIPT_LONG_VALUE:
+                i += 2
+            else:
+                i += 1
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in "cBEIOTom":
+                    if j + 1 < len(w):
+                        value = w[j + 1 :]
+                    else:
+                        value = _static(words, i + 1, f"script -{c}")
+                        consumed = 2
+                    if c == "c":
+                        commands.append(value)
+                    break
+                if c == "t":
+                    break
+                if c not in "aefqhV":
+                    raise _Uncertain(f"unknown script option -{c}")
+            i += consumed
+            continue
+        i += 1
+    if not commands:
+        raise _Uncertain("script starts a shell reading commands from stdin")
+    for command in commands:
+        walker.script(command)
+    return None
+
+
+_WATCH_LONG_FLAGS: Final = _names(
+    """
+        --beep --color --no-color --differences --errexit --chgexit --precise --no-rerun --no-
+        title --no-wrap --help --version
+    """
+)
+
+
+def _watch(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``watch [opts] cmd...``: joined and run by ``sh -c``, or argv with ``-x``."""
+    i, n = 1, len(words)
+    exec_mode = False
+    while i < n:
+        w = _static(words, i, "watch option")
+        if w == "--":
+            i += 1
+            break
+        if w.startswith("--"):
+            name, eq, _ = w.partition("=")
+            if name in ("--interval", "--equexit", "--shotsfile"):
+                i += 1 if eq else 2
+            elif name == "--exec":
+                exec_mode = True
+                i += 1
+            elif name in _WATCH_LONG_FLAGS:
+                i += 1
+            else:
+                raise _Uncertain(f"unknown watch option {name}")
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in "nqs":
+                    consumed = 1 if j + 1 < len(w) else 2
+                    break
+                if c == "d":
+                    break
+                if c not in "bcCeghprtwvx":
+                    raise _Uncertain(f"unknown watch option -{c}")
+                exec_mode = exec_mode or c == "x"
+            i += consumed
+            continue
+        break
+    rest = words[i:]
+    if not rest:
+        return None
+    if exec_mode:
+        return rest, open_tail
+    walker.joined(rest, "watch command")
+    return None
+
+
+_PARALLEL_VALUE: Final = "jndIEaC"
+_PARALLEL_FLAGS: Final = "kqvumX0tr"
+_PARALLEL_LONG_VALUE: Final = _names(
+    """
+        --jobs --max-args --delimiter --arg-file --colsep --timeout --retries --joblog --results
+        --halt --delay --tmpdir --load --memfree --tagstring
+    """
+)
+_PARALLEL_LONG_FLAGS: Final = _names(
+    """
+        --keep-order --quote --verbose --ungroup --line-buffer --lb --tag --bar --progress --eta
+        --dry-run --shuf --will-cite --no-notice --silent --null --xargs --group --no-run-if-
+        empty
+    """
+)
+_PARALLEL_SEPARATORS: Final = _fs(":::", "::::", ":::+", "::::+")
+_PARALLEL_REPLACEMENT: Final = re.compile(r"\{[^{}\s]*\}")
+
+
+def _parallel(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """GNU ``parallel [opts] 'cmd {}' ::: args``: the template runs in a shell, the arguments
+    (quoted by parallel) replace ``{...}`` or are appended."""
+    i, n = 1, len(words)
+    replacements: list[str] = []
+    while i < n:
+        w = _static(words, i, "parallel option")
+        if w in _PARALLEL_SEPARATORS:
+            break
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name in _PARALLEL_LONG_VALUE:
+                i += 1 if eq else 2
+            elif name in _PARALLEL_LONG_FLAGS:
+                i += 1
+            else:
+                raise _Uncertain(f"unknown parallel option {name}")
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in _PARALLEL_VALUE:
+                    if j + 1 < len(w):
+                        value = w[j + 1 :]
+                    else:
+                        value = _static(words, i + 1, f"parallel -{c}")
+                        consumed = 2
+                    if c == "I":
+                        replacements.append(value)
+                    break
+                if c not in _PARALLEL_FLAGS:
+                    raise _Uncertain(f"unknown parallel option -{c}")
+            i += consumed
+            continue
+        break
+    template: list[Word] = []
+    while i < n and words[i] not in _PARALLEL_SEPARATORS:
+        template.append(words[i])
+        i += 1
+    if not template:
+        raise _Uncertain("parallel runs its arguments as commands")
+    text = " ".join(_no_dynamic(tuple(template), "parallel"))
+    if "{=" in text:
+        raise _Uncertain("parallel {= perl expression =}")
+    for r in replacements:
+        text = text.replace(r, " $_P ")
+    text, count = _PARALLEL_REPLACEMENT.subn("$_P", text)
+    if not count and not replacements:
+        text += " $_P"
+    walker.script(text)
+    return None
+
+
+def _flock(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``flock [opts] file cmd...`` / ``flock [opts] file -c 'cmd'`` / ``flock [opts] fd``."""
+    i, n = 1, len(words)
+    while i < n:
+        w = _static(words, i, "flock argument")
+        if w == "--":
+            i += 1
+            break
+        if w.startswith("--"):
+            name, eq, _ = w.partition("=")
+            if name in ("--timeout", "--wait", "--conflict-exit-code"):
+                i += 1 if eq else 2
+            elif name in (
+                "--shared",
+                "--exclusive",
+                "--unlock",
+                "--nonblock",
+                "--nb",
+                "--close",
+                "--no-fork",
+                "--verbose",
+            ):
+                i += 1
+            else:
+                raise _Uncertain(f"unknown flock option {name}")
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in "wE":
+                    consumed = 1 if j + 1 < len(w) else 2
+                    break
+                if c not in "sxeunoFhV":
+                    raise _Uncertain(f"unknown flock option -{c}")
+            i += consumed
+            continue
+        break
+    if i >= n:
+        return None
+    _static(words, i, "flock file")
+    rest = words[i + 1 :]
+    if not rest:
+        return None
+    if rest[0] in ("-c", "--command"):
+        walker.script(_static(rest, 1, "flock -c command"))
+        return None
+    return rest, open_tail
+
+
+# runners
+
+
+def _runner(walker: _Walker, words: tuple[Word, ...], open_tail: bool, start: int = 1) -> _Next:
+    """Any suffix of the arguments may be the command; any argument may be a command line."""
+    for i in range(start, len(words)):
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic argument to a program that runs commands")
+        if w.startswith("-"):
+            value = w.partition("=")[2]
+            if value and _SCRIPTISH.search(value):
+                walker.script(value)
+            continue
+        if _SCRIPTISH.search(w):
+            walker.script(w)
+        walker.add(words[i:], open_tail=open_tail)
+    return None
+
+
+def _subcommand_runner(subcommands: frozenset[str]) -> _Handler:
+    def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+        for i, w in enumerate(words[1:], 1):
             if w is None:
-                raise _Uncertain("dynamic shell -c string" if has_c else "dynamic shell option")
+                raise _Uncertain("dynamic argument before a runner's subcommand")
+            if w in subcommands:
+                return _runner(walker, words, open_tail, start=i + 1)
+        return None
+
+    return handler
+
+
+def _nix_shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    if not any(w in ("--run", "--command") or w is None for w in words):
+        raise _Uncertain("nix-shell starts a shell reading commands from stdin")
+    return _runner(walker, words, open_tail)
+
+
+def _ld_so(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    return _runner(walker, words, open_tail)
+
+
+# other languages
+
+
+def _interpreter(name: str, spec: _Interp) -> _Handler:
+    def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+        i, n = 1, len(words)
+        cautious = False
+        while i < n:
+            w = _static(words, i, f"{name} argument")
             if w == "--":
                 i += 1
                 break
-            if w in ("-o", "+o", "-O", "+O", "--rcfile", "--init-file"):
-                i += 2
-                continue
+            if w == "-":
+                raise _Uncertain(f"{name} reads code from stdin")
             if w.startswith("--"):
+                opt, eq, _ = w.partition("=")
+                if opt in spec.code_long:
+                    raise _Uncertain(f"{name} {opt} runs code given in the call")
+                if opt in spec.value_long and not eq:
+                    i += 2
+                    continue
+                cautious = cautious or not eq
                 i += 1
                 continue
-            if len(w) > 1 and w[0] in "-+":
-                has_c = has_c or "c" in w[1:]
-                reads_stdin = reads_stdin or "s" in w[1:]
-                i += 1
+            if len(w) > 1 and w[0] == "-":
+                consumed = 1
+                in_value = False
+                for j in range(1, len(w)):
+                    c = w[j]
+                    if c in spec.code:
+                        raise _Uncertain(f"{name} -{c} runs code given in the call")
+                    if in_value:
+                        continue
+                    if c in spec.module:
+                        module = w[j + 1 :] or _static(words, i + 1, f"{name} -{c}")
+                        if module in spec.code_modules:
+                            raise _Uncertain(f"{name} -{c} {module} runs code given in the call")
+                        return None  # a module or file run as the program
+                    if c in spec.value:
+                        consumed = 1 if j + 1 < len(w) else 2
+                        break
+                    if c in spec.optional:
+                        in_value = True
+                        continue
+                    if c not in spec.flags:
+                        cautious = True
+                i += consumed
                 continue
             break
-        if i >= len(words):
-            if not has_c:
-                raise _Uncertain("shell reads commands from stdin")
-            return
-        if not has_c:
-            if reads_stdin:
-                raise _Uncertain("shell reads commands from stdin")
-            return  # `bash script.sh`: a program like any other
-        script = words[i]
-        if script is None:
-            raise _Uncertain("dynamic shell -c string")
-        if self.depth >= MAX_DEPTH:
-            raise _Uncertain("shell -c nested too deep")
-        inner = _parse(script, self.depth + 1)
-        if inner.uncertain:
-            raise _Uncertain(inner.reason)
-        self.commands.extend(inner.commands)
+        if i >= n:
+            raise _Uncertain(f"{name} reads code from stdin")
+        script = _static(words, i, f"{name} script")
+        if _stdin_path(script):
+            raise _Uncertain(f"{name} reads code from {script}")
+        if cautious:  # an option we do not know may have taken the "script" as its value
+            for arg in words[i:]:
+                if arg is None:
+                    raise _Uncertain(f"dynamic {name} argument after an unknown option")
+                if arg.partition("=")[0] in spec.code_long or (
+                    len(arg) > 1
+                    and arg[0] == "-"
+                    and arg[1] != "-"
+                    and set(arg[1:]) & set(spec.code)
+                ):
+                    raise _Uncertain(f"{name} may run code given in the call")
+        return None  # `python x.py`: a program like any other
 
-    def _find(self, words: tuple[Word, ...]) -> None:
-        i = 1
-        while i < len(words):
-            if words[i] in ("-exec", "-execdir", "-ok", "-okdir"):
-                j = i + 1
-                while j < len(words) and words[j] not in (";", "+"):
-                    j += 1
-                # `{}` is a file name at run time: dynamic.
-                inner = tuple(None if w is None or "{}" in w else w for w in words[i + 1 : j])
-                self.add(inner, open_tail=j < len(words) and words[j] == "+")
-                i = j
+    return handler
+
+
+def _deno(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    rest = _no_dynamic(words[1:], "deno")
+    if not rest or rest[0] in ("eval", "repl") or any(_stdin_path(w) for w in rest):
+        raise _Uncertain("deno runs code given in the call or from stdin")
+    return None
+
+
+_AWK_VALUE: Final = "Fv"
+_AWK_FILES: Final = "fEi"
+_AWK_FLAGS: Final = "bcCdDghLMnNoOpPrstV"
+
+
+def _awk(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """awk's program text (first non-option, or ``-e``/``--source``) may start processes."""
+    i, n = 1, len(words)
+    texts: list[str] = []
+    files = sandbox = cautious = False
+    while i < n:
+        w = _static(words, i, "awk option or program")
+        if w == "--":
             i += 1
+            break
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name == "--load":
+                raise _Uncertain("awk --load loads code")
+            if name == "--sandbox":
+                sandbox = True
+            elif name in ("--source", "--file", "--exec", "--include", "--field-separator"):
+                if not eq:
+                    value = _static(words, i + 1, f"awk {name}")
+                    i += 1
+                if name == "--source":
+                    texts.append(value)
+                elif name != "--field-separator":
+                    files = True
+            elif name == "--assign" and not eq:
+                i += 1
+            elif not eq:
+                cautious = True
+            i += 1
+            continue
+        if len(w) > 1 and w[0] == "-":
+            c = w[1]
+            value = w[2:]
+            if c in _AWK_VALUE or c in _AWK_FILES or c == "e":
+                if not value:
+                    value = _static(words, i + 1, f"awk -{c}")
+                    i += 1
+                if c == "e":
+                    texts.append(value)
+                elif c in _AWK_FILES:
+                    if _stdin_path(value):
+                        raise _Uncertain("awk reads its program from stdin")
+                    files = True
+            elif c == "l":
+                raise _Uncertain("awk -l loads code")
+            elif c == "W":  # mawk -W exec file / -W interactive...
+                if not value:
+                    value = _static(words, i + 1, "awk -W")
+                    i += 1
+                if value.startswith("e"):
+                    raise _Uncertain("mawk -W exec reads its program from a file")
+            elif c == "S":
+                sandbox = True
+            elif c not in _AWK_FLAGS:
+                cautious = True
+            i += 1
+            continue
+        break
+    if not texts and not files:
+        if i >= n:
+            if open_tail:
+                raise _Uncertain("awk program comes at run time")
+            return None
+        texts.append(_static(words, i, "awk program"))
+    if sandbox:
+        return None
+    if cautious:
+        texts.extend(_no_dynamic(words[i:], "awk"))
+    for text in texts:
+        if _AWK_EXEC.search(text):
+            raise _Uncertain("awk program may run commands (system, |, @)")
+    return None
+
+
+def _sed(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """GNU sed's ``e`` command and ``s///e`` flag run the pattern space as a command."""
+    args = _no_dynamic(words[1:], "sed")  # GNU getopt permutes: an option may come anywhere
+    scripts: list[str] = []
+    positional: list[str] = []
+    i, n = 0, len(args)
+    while i < n:
+        w = args[i]
+        if w == "--":
+            positional.extend(args[i + 1 :])
+            break
+        if w.startswith("--"):
+            name, eq, value = w.partition("=")
+            if name == "--sandbox":
+                return None
+            if name in ("--expression", "--file", "--line-length"):
+                if not eq:
+                    value = args[i + 1] if i + 1 < n else ""
+                    i += 1
+                if name == "--expression":
+                    scripts.append(value)
+                elif name == "--file" and _stdin_path(value):
+                    raise _Uncertain("sed reads its program from stdin")
+            i += 1
+            continue
+        if len(w) > 1 and w[0] == "-":
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in "efl":
+                    value = w[j + 1 :]
+                    if not value:
+                        value = args[i + 1] if i + 1 < n else ""
+                        i += 1
+                    if c == "e":
+                        scripts.append(value)
+                    elif c == "f" and _stdin_path(value):
+                        raise _Uncertain("sed reads its program from stdin")
+                    break
+                if c == "i":
+                    break
+            i += 1
+            continue
+        positional.append(w)
+        i += 1
+    if not scripts and positional:
+        scripts.append(positional[0])
+    for text in scripts:
+        if _SED_EXEC.search(text):
+            raise _Uncertain("sed program may hold an e command or s///e flag")
+    return None
+
+
+def _make(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    args = _no_dynamic(words[1:], "make")
+    for i, w in enumerate(args):
+        name, eq, value = w.partition("=")
+        if name == "--eval":
+            raise _Uncertain("make --eval runs code given in the call")
+        if name in ("--file", "--makefile"):
+            target = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+            if _stdin_path(target):
+                raise _Uncertain("make reads its makefile from stdin")
+            continue
+        if w.startswith("--"):
+            continue
+        if len(w) > 1 and w[0] == "-":
+            for j in range(1, len(w)):
+                c = w[j]
+                if c == "E":
+                    raise _Uncertain("make -E runs code given in the call")
+                if c == "f":
+                    target = w[j + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+                    if _stdin_path(target):
+                        raise _Uncertain("make reads its makefile from stdin")
+                    break
+                if c in "CIjloW":
+                    break
+            continue
+        if eq and _SCRIPTISH.search(value):
+            raise _Uncertain("make variable override may put a command in a recipe")
+    return None
+
+
+_TAR_EXEC_LONG: Final = (
+    "--to-command",
+    "--checkpoint-action",
+    "--use-compress-program",
+    "--rsh-command",
+    "--rmt-command",
+    "--info-script",
+    "--new-volume-script",
+)
+
+
+def _tar(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    args = _no_dynamic(words[1:], "tar")
+    for i, w in enumerate(args):
+        if w.startswith(_TAR_EXEC_LONG):
+            raise _Uncertain("tar option runs a command")
+        old_style = i == 0 and w.isalpha()
+        if (old_style or (len(w) > 1 and w[0] == "-" and w[1] != "-")) and set(w) & set("IF"):
+            raise _Uncertain("tar -I/-F runs a command")
+    return None
+
+
+def _danger_options(
+    what: str,
+    short: str = "",
+    long: tuple[str, ...] = (),
+    *,
+    plus: bool = False,
+) -> _Handler:
+    """A program whose short option letters ``short`` or long options ``long`` run commands."""
+
+    def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+        for w in words[1:]:
+            if w is None:
+                raise _Uncertain(
+                    f"dynamic argument to {what} (it could be an option running a command)"
+                )
+            if long and w.startswith(long):
+                raise _Uncertain(f"{what} {w.partition('=')[0]} runs a command")
+            if short and len(w) > 1 and w[0] == "-" and w[1] != "-" and set(w[1:]) & set(short):
+                raise _Uncertain(f"{what} option runs a command")
+            if plus and w.startswith("+") and len(w) > 1:
+                raise _Uncertain(f"{what} +command runs commands")
+        return None
+
+    return handler
+
+
+def _rsync(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    args = _no_dynamic(words[1:], "rsync")
+    for i, w in enumerate(args):
+        name, eq, value = w.partition("=")
+        if name == "--rsync-path":
+            raise _Uncertain("rsync --rsync-path runs a remote command")
+        shell_value: str | None = None
+        if name == "--rsh":
+            shell_value = value if eq else (args[i + 1] if i + 1 < len(args) else "")
+        elif len(w) > 1 and w[0] == "-" and w[1] != "-" and "e" in w:
+            rest = w[w.index("e") + 1 :]
+            shell_value = rest or (args[i + 1] if i + 1 < len(args) else "")
+        if shell_value is not None:
+            parts = shell_value.split()
+            if (
+                not parts
+                or posixpath.basename(parts[0]) != "ssh"
+                or "command" in shell_value.lower()
+                or _SHELL_META.search(shell_value)
+            ):
+                raise _Uncertain("rsync -e runs a command other than plain ssh")
+    return None
+
+
+def _scp(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    args = _no_dynamic(words[1:], "scp")
+    for i, w in enumerate(args):
+        if len(w) > 1 and w[0] == "-" and w[1] != "-":
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in "SD":
+                    raise _Uncertain(f"scp -{c} runs a program")
+                if c in "cFiJloPX":
+                    value = w[j + 1 :] or (args[i + 1] if i + 1 < len(args) else "")
+                    if c == "o" and re.split(r"[=\s]", value, maxsplit=1)[0].lower() in (
+                        _SSH_COMMAND_KEYS
+                    ):
+                        raise _Uncertain("scp -o ...Command runs a command")
+                    break
+    return None
+
+
+def _socat(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    for w in _no_dynamic(words[1:], "socat"):
+        upper = w.upper()
+        if "EXEC:" in upper or "SYSTEM:" in upper:
+            raise _Uncertain("socat EXEC:/SYSTEM: runs a command")
+    return None
+
+
+def _man(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    for w in _no_dynamic(words[1:], "man"):
+        if w.startswith(("--pager", "--html", "-P", "-H")) or (
+            len(w) > 1 and w[0] == "-" and w[1] != "-" and set(w[1:]) & set("PH")
+        ):
+            raise _Uncertain("man -P/-H runs a command")
+    return None
+
+
+# git
+
+
+def _git_config_key(assignment: str, what: str) -> None:
+    """``key=value`` (or ``key``) for ``-c``/``--config-env``/``git config``: a key that may
+    hold a command is uncertain."""
+    key = assignment.partition("=")[0].lower()
+    if key in GIT_SAFE_CONFIG or key.startswith(_GIT_SAFE_CONFIG_PREFIXES):
+        return
+    raise _Uncertain(f"{what} {key} may run a command")
+
+
+def _git(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    """``git [global opts] <subcommand> ...``: list ``git <subcommand> ...`` too."""
+    i, n = 1, len(words)
+    while i < n:
+        w = words[i]
+        if w is None:
+            raise _Uncertain("dynamic git option or subcommand")
+        if not w.startswith("-"):
+            break
+        name, eq, value = w.partition("=")
+        if name == "--exec-path" and eq:
+            raise _Uncertain("git --exec-path=dir runs programs from that directory")
+        if w in _GIT_FLAGS or (eq and name == "--list-cmds"):
+            i += 1
+            continue
+        if name in _GIT_VALUE_OPTS and not (eq and name in ("-C", "-c")):
+            if not eq:
+                if i + 1 >= n:
+                    return None  # git complains and exits
+                value = _static(words, i + 1, f"git {name} value")
+            i += 1 if eq else 2
+            if name == "-c":
+                _git_config_key(value, "git -c")
+            elif name == "--config-env":
+                _git_config_key(value, "git --config-env")
+            continue
+        raise _Uncertain(f"unknown git option {name}")
+    if i >= n:
+        if open_tail:
+            raise _Uncertain("git subcommand comes at run time")
+        return None
+    sub = words[i]
+    assert sub is not None
+    if sub not in GIT_COMMANDS:
+        raise _Uncertain(f"git {sub}: may be an alias or a git-{sub} program")
+    rest = words[i + 1 :]
+    if i > 1:
+        walker.commands[-1] = SimpleCommand(words, open_tail, options_parsed=True)
+        walker.record(SimpleCommand(("git", sub, *rest), open_tail))
+    _git_subcommand(walker, sub, rest, open_tail)
+    return None
+
+
+def _git_subcommand(walker: _Walker, sub: str, rest: tuple[Word, ...], open_tail: bool) -> None:
+    if sub in _GIT_OPAQUE:
+        raise _Uncertain(f"git {sub} runs commands we cannot see")
+    if sub in _GIT_EXEC_SUBCOMMANDS:
+        args = _no_dynamic(rest, f"git {sub}")
+        if open_tail:
+            raise _Uncertain(f"git {sub} gets arguments at run time")
+    else:
+        args = tuple(w for w in rest if w is not None)
+    if sub == "bisect":
+        if args and args[0] == "run":
+            walker.add(args[1:], open_tail=False)
+        return
+    if sub == "submodule":
+        if "foreach" in args:
+            after = list(args[args.index("foreach") + 1 :])
+            while after and after[0] in ("--recursive", "-q", "--quiet"):
+                after.pop(0)
+            walker.joined(tuple(after), "git submodule foreach command")
+        return
+    if sub == "for-each-repo":  # git for-each-repo --config=<key> <git arguments>
+        git_args: list[str] = []
+        k = 0
+        while k < len(args):
+            if args[k] == "--config":
+                k += 2
+                continue
+            if not (args[k].startswith("--config=") or args[k] == "--keep-going"):
+                git_args.append(args[k])
+            k += 1
+        walker.add(("git", *git_args), open_tail=False)
+        return
+    if sub == "config":
+        _git_config_write(args)
+        return
+    for k, w in enumerate(args):
+        name, eq, value = w.partition("=")
+        if name in _GIT_EXEC_LONG:
+            if (sub, name) in (("rebase", "--exec"), ("difftool", "--extcmd")):
+                walker.script(value if eq else _static(args, k + 1, f"git {sub} {name}"))
+                continue
+            raise _Uncertain(f"git {sub} {name} runs a command")
+        if sub == "clone" and name == "--config":
+            _git_config_key(
+                value if eq else _static(args, k + 1, "git clone --config"), "git clone -c"
+            )
+        if len(w) < 2 or w[0] != "-" or w[1] == "-":
+            continue
+        for j in range(1, len(w)):
+            c = w[j]
+            attached = w[j + 1 :]
+            if c == "x" and sub in ("rebase", "difftool"):
+                walker.script(attached or _static(args, k + 1, f"git {sub} -x"))
+                break
+            if c == "O" and sub == "grep":
+                raise _Uncertain("git grep -O runs a pager command")
+            if c == "u" and sub in ("clone", "ls-remote"):
+                raise _Uncertain(f"git {sub} -u runs a command")
+            if c == "c" and sub == "clone":
+                _git_config_key(attached or _static(args, k + 1, "git clone -c"), "git clone -c")
+                break
+            if (sub == "rebase" and c in "sXCS") or (sub == "clone" and c in "objt"):
+                break
+            if (sub == "difftool" and c in "t") or (sub == "grep" and c in "efABCm"):
+                break
+
+
+_GIT_CONFIG_VALUE_OPTS: Final = _fs(
+    "-f", "--file", "--blob", "--type", "--default", "--comment", "--value", "--url"
+)
+_GIT_CONFIG_SUBCOMMANDS: Final = _fs("get", "list", "unset", "edit", "remove-section")
+
+
+def _git_config_write(args: tuple[str, ...]) -> None:
+    """``git config [opts] key value`` / ``git config set key value`` writing a key that may
+    hold a command (the same call's next git command would run it): uncertain."""
+    positional: list[str] = []
+    writing = False
+    i = 0
+    while i < len(args):
+        w = args[i]
+        name = w.partition("=")[0]
+        if w in ("--rename-section",):
+            raise _Uncertain("git config --rename-section may create command keys")
+        if w in ("--add", "--replace-all"):
+            writing = True
+        if w in _GIT_CONFIG_VALUE_OPTS:
+            i += 2
+            continue
+        if name.startswith("-"):
+            i += 1
+            continue
+        positional.append(w)
+        i += 1
+    if not positional:
+        return
+    if positional[0] == "rename-section":
+        raise _Uncertain("git config rename-section may create command keys")
+    if positional[0] == "set":
+        positional, writing = positional[1:], True
+    elif positional[0] in _GIT_CONFIG_SUBCOMMANDS:
+        return
+    if positional and (writing or len(positional) >= 2):
+        _git_config_key(positional[0], "git config")
+
+
+def _hub(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    return ("git", *words[1:]), open_tail
+
+
+def _hash(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    if any(w is None or (w.startswith("-") and "p" in w) for w in words[1:]):
+        raise _Uncertain("hash -p makes a name run another program")
+    return None
+
+
+def _mapfile(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    if any(w is None or (w.startswith("-") and "C" in w) for w in words[1:]):
+        raise _Uncertain("mapfile -C runs a callback")
+    return None
+
+
+_HANDLERS: Final[dict[str, _Handler]] = {
+    **{name: _opaque for name in OPAQUE},
+    **{name: _shell for name in _SHELLS},
+    **{name: _wrapper(name, spec) for name, spec in WRAPPERS.items()},
+    **{name: _runner for name in RUNNERS},
+    **{name: _subcommand_runner(subs) for name, subs in SUBCOMMAND_RUNNERS.items()},
+    **{name: _interpreter(name, spec) for name, spec in INTERPRETERS.items()},
+    "env": _env,
+    "find": _find,
+    "fd": _fd,
+    "fdfind": _fd,
+    "ssh": _ssh,
+    "su": _su,
+    "runuser": _su,
+    "sg": _sg,
+    "script": _script_cmd,
+    "watch": _watch,
+    "parallel": _parallel,
+    "flock": _flock,
+    "nix-shell": _nix_shell,
+    "deno": _deno,
+    "awk": _awk,
+    "gawk": _awk,
+    "mawk": _awk,
+    "nawk": _awk,
+    "sed": _sed,
+    "gsed": _sed,
+    "make": _make,
+    "gmake": _make,
+    "tar": _tar,
+    "gtar": _tar,
+    "bsdtar": _tar,
+    "zip": _danger_options("zip", long=("-TT", "--unzip-command")),
+    "rsync": _rsync,
+    "scp": _scp,
+    "nc": _danger_options("nc", short="ec", long=("--exec", "--sh-exec", "--lua-exec")),
+    "ncat": _danger_options("ncat", short="ec", long=("--exec", "--sh-exec", "--lua-exec")),
+    "netcat": _danger_options("netcat", short="ec"),
+    "socat": _socat,
+    "rg": _danger_options("rg", long=("--pre",)),
+    "sort": _danger_options("sort", long=("--compress-program",)),
+    "split": _danger_options("split", long=("--filter",)),
+    "less": _danger_options("less", plus=True),
+    "more": _danger_options("more", plus=True),
+    "most": _danger_options("most", plus=True),
+    "man": _man,
+    "git": _git,
+    "hub": _hub,
+    "hash": _hash,
+    "mapfile": _mapfile,
+    "readarray": _mapfile,
+}
+
+
+@functools.lru_cache(maxsize=1024)
+def _handler(base: str) -> _Handler | None:
+    """What to do after recording a command whose program has this base name."""
+    handler = _HANDLERS.get(base)
+    if handler is not None:
+        return handler
+    if base.startswith("git-") and base[4:] in GIT_COMMANDS:
+        sub = base[4:]
+        return lambda walker, words, open_tail: (("git", sub, *words[1:]), open_tail)
+    stripped = base.rstrip("0123456789.")
+    if stripped != base and stripped in _VERSIONED:
+        return _HANDLERS.get(stripped)
+    if _LD_SO.fullmatch(base):
+        return _ld_so
+    return None
 
 
 def _dashes(gap: bytes) -> int:
@@ -698,60 +2329,6 @@ def _extra_destinations(stmt: tree_sitter.Node) -> list[tree_sitter.Node]:
         if child.type == "file_redirect":
             extra.extend(_destinations(child)[1:])
     return extra
-
-
-def _unwrap(spec: _WrapperSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], bool] | None:
-    """The command a wrapper runs and whether its arguments get replaced at run time;
-    ``None`` when it runs no command."""
-    i, n = 1, len(words)
-    replacing = False
-    while i < n:
-        w = words[i]
-        if w is None:
-            raise _Uncertain("dynamic wrapper option")
-        if w == "--":
-            i += 1
-            break
-        if spec.assignments and _is_assignment(w):
-            i += 1
-            continue
-        if spec.replacing and (w.partition("=")[0] in spec.replacing or w[:2] in spec.replacing):
-            replacing = True
-        if w.startswith("--"):
-            name, eq, _ = w.partition("=")
-            if name in spec.long_arg:
-                i += 1 if eq else 2
-            elif name in spec.long_flags:
-                i += 1
-            else:
-                raise _Uncertain(f"unknown wrapper option {name}")
-            if name == "--split-string" and spec.opaque:
-                raise _Uncertain("env --split-string")
-            continue
-        if len(w) > 1 and w[0] == "-":
-            if spec.numeric and w[1:].isdigit():
-                i += 1
-                continue
-            i += _short_cluster(spec, w)
-            continue
-        break
-    i += spec.positional
-    return (words[i:], replacing) if i < n else None
-
-
-def _short_cluster(spec: _WrapperSpec, word: str) -> int:
-    """How many words a cluster like ``-nu root`` consumes (1 or 2)."""
-    for j in range(1, len(word)):
-        c = word[j]
-        if c in spec.opaque:
-            raise _Uncertain(f"wrapper option -{c} interprets a command line")
-        if c in spec.short_arg:
-            return 1 if j + 1 < len(word) else 2
-        if c in spec.short_opt_attached:
-            return 1
-        if c not in spec.short_flags:
-            raise _Uncertain(f"unknown wrapper option -{c}")
-    return 1
 
 
 @functools.lru_cache(maxsize=2048)
