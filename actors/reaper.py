@@ -4,43 +4,46 @@ Owns: spawning (``bash -c <command>`` or a program's argv, in the workspace, eac
 session and process group; PATH lookups hashed like a shell's), feeding stdin, reading
 stdout/stderr ourselves with caps (the calling task serves a run's pipes and exit through a
 private epoll), timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook
-leaves behind, the host-death watchdog helper (:mod:`triohooks.actors._watchdog`) and the counters.
+leaves behind, the watchdog helper (:mod:`triohooks.actors._watchdog`, driven through
+:mod:`triohooks.actors._subreaper`) and the counters.
 
 Must not: know about events, dialects or decisions (``triohooks.handlers.replies`` reads results),
 use ``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
 (trio forks from worker threads that exit) or any process-wide SIGCHLD handling.
 
-How nothing survives a run:
-- After the direct child exits, its group is SIGKILLed *before* the child is reaped: the zombie
-  still holds the pgid, so the group id cannot have been recycled. Pipes then get at most
-  ``EOF_GRACE_S`` to reach EOF (a grandchild that left the group may hold them).
-- Every hook process carries ``TRIOHOOKS_RUN=<engine-id>:<run-no>``. On timeout, cancel and
-  close, processes carrying the run's (or the engine's) marker are killed at once; after a
-  normal exit a background sweeper does the same for finished runs, at most every
-  ``SWEEP_INTERVAL_S``, off the result path.
-- Known escapes: a descendant that both leaves the group (``setsid``) *and* drops the marker
-  (``env -i``, or rewrites its environment) is not found; nor is one we may not read or signal
-  (setuid). A process forked from the host after the watchdog started keeps the watchdog's pipe
-  open, so the watchdog sees EOF only when both are gone.
+How nothing survives a run (with the watchdog helper, the default):
+- The helper spawns every hook (we keep the pipes) and is a *child subreaper*: every process a
+  hook orphans -- ``setsid``, double forks, ``nohup``, ``env -i`` -- is re-parented to it, so
+  the helper's process tree holds every hook descendant, marked or not, in a group or not.
+- As a hook's child exits, the helper SIGKILLs its group *before* reaping it (the zombie holds
+  the pgid, so the group id cannot have been recycled), then pushes the exit status to us. We
+  signal a live group only through the helper, which does so only while it has not reaped the
+  child. Pipes then get at most ``EOF_GRACE_S`` to reach EOF (an escapee may hold them).
+- On timeout, overflow and cancel the helper kills the run's remaining descendants at once;
+  after a normal exit it kills orphans of finished runs, at most every ``SWEEP_INTERVAL_S``;
+  on close, and when this process dies (even by SIGKILL: it sees EOF), every descendant.
+- Every hook process also carries ``TRIOHOOKS_RUN=<engine-id>:<run-no>``. Without a helper
+  (``watchdog=False``, or it died: hooks then start here), the marker is all there is: on
+  timeout, cancel and close the run's (or the engine's) marked processes are killed, after a
+  normal exit a background sweeper does the same for finished runs; a descendant that left
+  the group *and* dropped the marker is not found, and nothing is killed if this process dies.
+- What can still escape with the helper: see :mod:`triohooks.actors._watchdog`.
 
-Linux only: pidfds (5.3+) and /proc.
+Linux only: pidfds (5.3+), /proc, prctl.
 """
 
 from __future__ import annotations
 
-import fcntl
 import logging
 import os
 import select
 import signal
 import subprocess
-import sys
 import time
 import uuid
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from functools import partial
-from pathlib import Path
 from typing import Final, cast
 
 import msgspec
@@ -48,6 +51,7 @@ import trio
 
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
+from ._subreaper import HelperGone, WatchdogHelper
 from ._watchdog import RUN_VAR, kill_marked, run_marker
 
 log = logging.getLogger("triohooks.reaper")
@@ -60,12 +64,8 @@ EOF_GRACE_S: Final = 0.05
 REAP_BUDGET_S: Final = 2.0
 #: The background escapee sweep runs at most this often.
 SWEEP_INTERVAL_S: Final = 0.25
-#: How long the watchdog gets to exit after we close its pipe.
-WATCHDOG_STOP_S: Final = 2.0
 READ_CHUNK: Final = 65536
-WATCHDOG_PIPE_BYTES: Final = 1 << 20
 _RUN_VAR_BYTES: Final = RUN_VAR.encode()
-WATCHDOG_SCRIPT: Final = Path(__file__).with_name("_watchdog.py")
 
 
 class ReaperStats(msgspec.Struct, frozen=True, kw_only=True):
@@ -103,18 +103,61 @@ class _Capture:
         return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
+class _HelperChild:
+    """A hook process the watchdog helper spawned (the helper's child, not ours): the same
+    ``pid`` / ``returncode`` / ``poll()`` as a Popen; the helper reaps it as it exits."""
+
+    __slots__ = ("helper", "lost", "pid", "pidfd", "returncode")
+
+    def __init__(self, helper: WatchdogHelper, pid: int, pidfd: int) -> None:
+        self.helper = helper
+        self.pid = pid
+        self.pidfd = pidfd
+        self.returncode: int | None = None
+        #: The exit status is lost: the helper died before reporting it (init reaped the
+        #: child), or could not tell.
+        self.lost = False
+
+    def poll(self) -> int | None:
+        """The exit code once the child exited, else None. (The helper killed its group and
+        reaped it as it exited; it pushes the status, which this waits for, briefly.)"""
+        if self.returncode is not None or self.lost:
+            return self.returncode
+        if not (self.helper.has_status(self.pid) or _readable(self.pidfd)):
+            return None
+        try:
+            status = self.helper.exit_status(self.pid)
+        except HelperGone:
+            status = None
+        if status is None:
+            self.lost = True
+            return None
+        self.returncode = os.waitstatus_to_exitcode(status)
+        return self.returncode
+
+
+def _readable(fd: int) -> bool:
+    poller = select.poll()
+    poller.register(fd, select.POLLIN)
+    return bool(poller.poll(0))
+
+
+_Child = subprocess.Popen[bytes] | _HelperChild
+
+
 class _Run:
     """A live hook process, as the reaper tracks it: the child, its pidfd and our pipe ends."""
 
     __slots__ = (
+        "child",
         "closed",
         "done",
         "no",
         "pid",
         "pidfd",
-        "popen",
         "stderr",
         "stdin",
+        "stdin_rest",
         "stdout",
         "writers",
     )
@@ -122,17 +165,20 @@ class _Run:
     def __init__(
         self,
         no: int,
-        popen: subprocess.Popen[bytes],
+        child: _Child,
         stdin: int,
         out: int,
         err: int,
         writers: tuple[int, int],
+        stdin_rest: memoryview | None,
     ):
         self.no = no
-        self.popen = popen
-        self.pid = popen.pid
+        self.child = child
+        self.pid = child.pid
         #: Our non-blocking pipe ends; stdin becomes None once closed.
         self.stdin: int | None = stdin
+        #: What of the spec's stdin did not fit in the pipe before the spawn (None: all did).
+        self.stdin_rest = stdin_rest
         self.stdout = out
         self.stderr = err
         #: Our copies of the stdout/stderr write ends, held while the child runs so that its
@@ -142,13 +188,25 @@ class _Run:
         self.closed = False
         #: Set once the direct child is reaped (or given up on).
         self.done = trio.Event()
+        if isinstance(child, _HelperChild):
+            self.pidfd = child.pidfd
+            return
         try:
             self.pidfd = os.pidfd_open(self.pid)  # Linux 5.3+
         except OSError:  # we cannot guard this process, so it must not run
             _signal_group(self.pid, signal.SIGKILL)
-            popen.wait()
+            child.wait()
             self.close_pipes()
             raise
+
+    @property
+    def helper(self) -> WatchdogHelper | None:
+        """The watchdog helper that spawned this run, if one did."""
+        return self.child.helper if isinstance(self.child, _HelperChild) else None
+
+    @property
+    def lost(self) -> bool:
+        return isinstance(self.child, _HelperChild) and self.child.lost
 
     # Trio never waits on the pipes (the run's private epoll does), so plain closes suffice.
     def close_stdin(self) -> None:
@@ -179,6 +237,28 @@ def _close(fd: int) -> None:
 Environment = dict[str, str] | dict[bytes, bytes]
 
 
+def _open_pipes(spec: ProcessSpec) -> tuple[list[tuple[int, int]], memoryview | None]:
+    """The child's three pipes (close-on-exec; the spawn dup2s the far ends onto 0, 1, 2), our
+    ends non-blocking, stdin already holding what of ``spec.stdin`` fits: the child reads it
+    as it starts, not once we hear it did. Returns the pipes and the rest of stdin."""
+    pipes: list[tuple[int, int]] = []
+    try:
+        for _ in range(3):
+            pipes.append(os.pipe())
+        for fd in (pipes[0][1], pipes[1][0], pipes[2][0]):
+            os.set_blocking(fd, False)
+        return pipes, _write_some(pipes[0][1], memoryview(spec.stdin))
+    except BaseException:
+        _close_pipes(pipes)
+        raise
+
+
+def _close_pipes(pipes: list[tuple[int, int]]) -> None:
+    for pair in pipes:
+        for fd in pair:
+            os.close(fd)
+
+
 def _spawn(spec: ProcessSpec, env: Environment, no: int, executable: str | None = None) -> _Run:
     """Start the child in its own session, with three pipes whose far ends we keep.
 
@@ -189,11 +269,9 @@ def _spawn(spec: ProcessSpec, env: Environment, no: int, executable: str | None 
     only until the child execs, while a worker-thread hop under load costs more than the spawn
     itself (measured with bench/spawn_overhead.py).
     """
-    pipes: list[tuple[int, int]] = []
+    pipes, stdin_rest = _open_pipes(spec)
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
     try:
-        for _ in range(3):
-            pipes.append(os.pipe())  # close-on-exec; Popen dup2s the child's ends onto 0, 1, 2
-        (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
         popen = subprocess.Popen(
             spec.argv,
             executable=executable,
@@ -205,14 +283,36 @@ def _spawn(spec: ProcessSpec, env: Environment, no: int, executable: str | None 
             start_new_session=True,
         )
     except BaseException:
-        for pair in pipes:
-            for fd in pair:
-                os.close(fd)
+        _close_pipes(pipes)
         raise
     os.close(in_r)
-    for fd in (in_w, out_r, err_r):
-        os.set_blocking(fd, False)
-    return _Run(no, popen, in_w, out_r, err_r, (out_w, err_w))
+    return _Run(no, popen, in_w, out_r, err_r, (out_w, err_w), stdin_rest)
+
+
+def _spawn_via(
+    helper: WatchdogHelper,
+    spec: ProcessSpec,
+    env: Environment,
+    no: int,
+    executable: str | None = None,
+) -> _Run:
+    """:func:`_spawn`, but the watchdog helper forks: the child is the helper's (so are its
+    orphans, the helper being their subreaper); the pipes are ours, their far ends passed over.
+
+    Synchronous too: one request and its reply, while the helper's vfork blocks only until the
+    child execs. Raises what :func:`_spawn` would, or :class:`HelperGone`.
+    """
+    cwd = spec.cwd if os.path.isabs(spec.cwd) else os.path.join(os.getcwd(), spec.cwd)
+    pipes, stdin_rest = _open_pipes(spec)
+    (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
+    try:
+        pid, pidfd = helper.spawn(no, spec.argv, executable, cwd, env, (in_r, out_w, err_w))
+    except BaseException:
+        _close_pipes(pipes)
+        raise
+    os.close(in_r)
+    child = _HelperChild(helper, pid, pidfd)
+    return _Run(no, child, in_w, out_r, err_r, (out_w, err_w), stdin_rest)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -256,8 +356,8 @@ class _Plumbing:
         self.poller.register(run.stdout, select.EPOLLIN)
         self.poller.register(run.stderr, select.EPOLLIN)
         assert run.stdin is not None
-        self.stdin_rest = _write_some(run.stdin, memoryview(spec.stdin))
-        if self.stdin_rest is None:  # the usual case: the payload fits in the pipe
+        self.stdin_rest = run.stdin_rest
+        if self.stdin_rest is None:  # the usual case: the payload fitted in the pipe
             run.close_stdin()
         else:
             self.poller.register(run.stdin, select.EPOLLOUT)
@@ -427,8 +527,9 @@ class Reaper:
         self._closing = False
         self._sweep_wanted = trio.Event()
         self._commands = _CommandHash()
-        self._watchdog: trio.Process | None = None
-        self._watchdog_fd: int | None = None
+        self._helper: WatchdogHelper | None = None
+        #: Some run was spawned here, not by the helper: marker sweeps are needed.
+        self._local_runs = False
         self._spawned = 0
         self._spawn_failures = 0
         self._killed = 0
@@ -443,18 +544,28 @@ class Reaper:
 
     @property
     def watchdog_pid(self) -> int | None:
-        return self._watchdog.pid if self._watchdog is not None else None
+        return self._helper.pid if self._helper is not None else None
 
     def stats(self) -> ReaperStats:
+        helper = self._helper
         return ReaperStats(
             spawned=self._spawned,
             spawn_failures=self._spawn_failures,
             killed=self._killed,
             timeouts=self._timeouts,
             overflows=self._overflows,
-            escapees_killed=self._escapees_killed,
+            escapees_killed=self._escapees_killed
+            + (helper.escapees_killed() if helper is not None else 0),
             live=len(self._runs),
         )
+
+    def track_file(self, path: str, present: bool) -> None:
+        """Register (``present``) a file the watchdog helper removes if this process dies before
+        it is released (``present=False``, after its removal): the JSON dialect's payload files.
+        Thread-safe, never raises, never blocks for long; without a helper, a no-op."""
+        helper = self._helper
+        if helper is not None:
+            helper.track_file(path, present)
 
     async def run(self, spec: ProcessSpec) -> ProcessResult:
         """Run one hook process to its end and return its one result.
@@ -490,7 +601,6 @@ class Reaper:
             )
         self._runs[no] = run
         self._spawned += 1
-        self._tell(b"+%d\n" % run.pid)
         try:
             return await self._supervise(run, spec, started)
         finally:
@@ -500,12 +610,25 @@ class Reaper:
         program = spec.argv[0]
         executable = self._commands.lookup(program, env)
         if executable is None:
-            return _spawn(spec, env, no)
+            return self._start(spec, env, no)
         try:
-            return _spawn(spec, env, no, executable)
+            return self._start(spec, env, no, executable)
         except OSError:  # moved, or not startable after all: search PATH as if never hashed
             self._commands.forget(program)
-            return _spawn(spec, env, no)
+            return self._start(spec, env, no)
+
+    def _start(
+        self, spec: ProcessSpec, env: Environment, no: int, executable: str | None = None
+    ) -> _Run:
+        """Through the watchdog helper while it works, else here (marker sweeps only)."""
+        helper = self._helper
+        if helper is not None and not helper.gone:
+            try:
+                return _spawn_via(helper, spec, env, no, executable)
+            except HelperGone:
+                pass  # logged; from now on, and for this run, spawn here
+        self._local_runs = True
+        return _spawn(spec, env, no, executable)
 
     async def _supervise(self, run: _Run, spec: ProcessSpec, started: float) -> ProcessResult:
         waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
@@ -518,8 +641,9 @@ class Reaper:
             with waiting:
                 await pipes.until_exit()
             if pipes.exited:
-                # The unreaped child holds the pgid, so this cannot hit a recycled group.
-                _signal_group(run.pid, signal.SIGKILL)
+                if run.helper is None:  # (the helper kills a group as its child exits)
+                    # The unreaped child holds the pgid, so this cannot hit a recycled group.
+                    _signal_group(run.pid, signal.SIGKILL)
             else:  # timeout, overflow or close
                 await self._stop(run)
             pipes.after_exit()
@@ -546,7 +670,7 @@ class Reaper:
             truncated=out.total > out.cap or err.total > err.cap,
             pid=run.pid,
         )
-        returncode = run.popen.returncode
+        returncode = run.child.returncode
         if pipes.overflowed:
             self._overflows += 1
             error = f"hook output exceeded {spec.output_cap} bytes"
@@ -555,6 +679,9 @@ class Reaper:
             self._timeouts += 1
             error = f"timed out after {spec.timeout_s:g} s"
             return msgspec.structs.replace(result, status="timeout", error=error)
+        if run.lost:
+            error = "hook exit status lost (the watchdog helper is gone)"
+            return msgspec.structs.replace(result, status="killed", error=error)
         if returncode is None:  # stuck in the kernel past our budget
             error = "hook did not die after SIGKILL"
             return msgspec.structs.replace(result, status="killed", error=error)
@@ -568,36 +695,61 @@ class Reaper:
         return msgspec.structs.replace(result, status="signaled", signal=signum, error=error)
 
     async def _stop(self, run: _Run) -> None:
-        """SIGTERM the group, grace, SIGKILL the group, kill the run's marked escapees.
+        """SIGTERM the group, grace, SIGKILL the group, kill the run's escapees: through the
+        helper, the run's every descendant; else those carrying the run's marker.
 
         A checkpoint; call it shielded. The child stays unreaped (so the pgid stays ours).
         """
         self._killed += 1
-        _signal_group(run.pid, signal.SIGTERM)
+        self._signal(run, signal.SIGTERM)
         with trio.move_on_after(TERM_GRACE_S):
             await trio.lowlevel.wait_readable(run.pidfd)
-        _signal_group(run.pid, signal.SIGKILL)
+        helper = run.helper
+        if helper is not None and not helper.gone:
+            helper.stopped(run.pid)  # SIGKILL, then its descendants, wherever they went
+            if not helper.gone:
+                await trio.lowlevel.checkpoint()
+                return
+        self._signal(run, signal.SIGKILL)
         no = run.no
         self._escapees_killed += await trio.to_thread.run_sync(
             kill_marked, self.engine_id, lambda other: other != no
         )
+
+    @staticmethod
+    def _signal(run: _Run, sig: int) -> None:
+        """Signal a live run's group: ourselves if the child is ours (unreaped until we reap
+        it), else through the helper that reaps it (which signals only while it has not)."""
+        helper = run.helper
+        if helper is not None and not helper.gone:
+            helper.signal(run.pid, sig)
+            if not helper.gone:
+                return
+        # Ours; or the helper's, which died (init reaps the child now): while its pidfd is
+        # not readable it is alive, and holds its group id.
+        if helper is None or not _readable(run.pidfd):
+            _signal_group(run.pid, sig)
 
     async def _wait_and_forget(self, run: _Run) -> None:
         """Reap the child (shielded, bounded) and, in the same step, stop tracking its group:
         once reaped, its pgid may be recycled, so nothing may signal it any more."""
         if run.done.is_set():
             return
-        if run.popen.poll() is None:
+        child = run.child
+        if child.poll() is None and not run.lost:
             with trio.move_on_after(REAP_BUDGET_S, shield=True):
                 await trio.lowlevel.wait_readable(run.pidfd)
-        if run.popen.poll() is None:
+        if child.poll() is None and not run.lost:
             log.warning("hook process %d did not die after SIGKILL; leaving it", run.pid)
             return
         del self._runs[run.no]
         self._unfinished.discard(run.no)
-        self._tell(b"-%d\n" % run.pid)
         run.done.set()
-        self._sweep_wanted.set()  # a descendant may have left the group: look for it
+        if run.lost:
+            self._local_runs = True  # its descendants went to init: only markers find them
+        if run.helper is None or run.lost:
+            self._sweep_wanted.set()  # a descendant may have left the group: look for it
+        # else the helper sweeps for orphans itself, now that it has reaped the child
 
     async def _reap(self, run: _Run) -> None:
         """Whatever happened: reap the child, close its pipes and pidfd."""
@@ -606,8 +758,9 @@ class Reaper:
         _close(run.pidfd)
 
     async def kill_all(self) -> int:
-        """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then kill
-        every process still carrying this engine's marker. Returns how many groups were live.
+        """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then have the
+        helper kill every descendant it has (without one: every process still carrying this
+        engine's marker). Returns how many groups were live.
 
         A checkpoint. Waits (bounded) for the runs it killed to be reaped by their own tasks.
         Call it shielded: a cancel midway leaves groups for the watchdog.
@@ -616,15 +769,19 @@ class Reaper:
         runs = list(self._runs.values())
         for run in runs:
             run.closed = True
-            _signal_group(run.pid, signal.SIGTERM)
+            self._signal(run, signal.SIGTERM)
         self._killed += len(runs)
         with trio.move_on_after(TERM_GRACE_S):
             for run in runs:
                 await run.done.wait()
         for run in runs:
             if not run.done.is_set():  # not reaped, so the pgid is still this run's
-                _signal_group(run.pid, signal.SIGKILL)
-        self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
+                self._signal(run, signal.SIGKILL)
+        helper = self._helper
+        if helper is not None:
+            helper.close_all()  # every descendant of every run, wherever it went
+        if self._local_runs or helper is None or helper.gone:
+            self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
         with trio.move_on_after(REAP_BUDGET_S):
             for run in runs:
                 await run.done.wait()
@@ -647,65 +804,27 @@ class Reaper:
             await trio.sleep(SWEEP_INTERVAL_S)
 
     async def _start_watchdog(self) -> None:
-        read_end, write_end = os.pipe()  # both close-on-exec: hooks never inherit them
-        env = {k: v for k, v in os.environ.items() if k != RUN_VAR}
-        try:
-            self._watchdog = await trio.lowlevel.open_process(
-                [sys.executable, "-I", "-S", str(WATCHDOG_SCRIPT), self.engine_id],
-                stdin=read_end,
-                stdout=subprocess.DEVNULL,
-                env=env,
-                start_new_session=True,
-            )
-        except BaseException:
-            os.close(write_end)
-            raise
-        finally:
-            os.close(read_end)
-        os.set_blocking(write_end, False)
-        with suppress(OSError):  # room for ~65k runs between the watchdog's drains
-            fcntl.fcntl(write_end, fcntl.F_SETPIPE_SZ, WATCHDOG_PIPE_BYTES)
-        self._watchdog_fd = write_end
-
-    def _tell(self, line: bytes) -> None:
-        """One line to the watchdog; never blocks. Lines are < PIPE_BUF, so writes are atomic."""
-        fd = self._watchdog_fd
-        if fd is None:
-            return
-        try:
-            os.write(fd, line)
-        except BlockingIOError:
-            log.warning("watchdog pipe full; group %s not recorded", line.strip().decode())
-        except OSError:
-            log.warning("watchdog is gone; hooks will not be killed if this process dies")
-            self._watchdog_fd = None
-            os.close(fd)
+        self._helper = await WatchdogHelper.start(self.engine_id)
 
     async def _stop_watchdog(self) -> None:
-        """Close the pipe (the watchdog sees EOF, sweeps, exits) and wait for it. Shielded."""
-        proc, fd = self._watchdog, self._watchdog_fd
-        self._watchdog = self._watchdog_fd = None
-        if fd is not None:
-            os.close(fd)
-        if proc is None:
-            return
-        with trio.CancelScope(shield=True):
-            with trio.move_on_after(WATCHDOG_STOP_S):
-                await proc.wait()
-            if proc.returncode is None:
-                log.warning("watchdog %d did not exit; killing it", proc.pid)
-                proc.kill()
-                with trio.move_on_after(REAP_BUDGET_S):
-                    await proc.wait()
+        """Close the helper's socket (it kills what is left, removes registered payload files
+        and exits) and wait for it. Shielded, bounded."""
+        helper = self._helper
+        if helper is not None:
+            self._escapees_killed += helper.escapees_killed()
+            self._helper = None
+            await helper.stop()
 
 
 @asynccontextmanager
 async def open_reaper(*, watchdog: bool = True) -> AsyncIterator[Reaper]:
-    """A reaper with its background sweeper and (unless ``watchdog=False``) its watchdog.
+    """A reaper with its background sweeper and (unless ``watchdog=False``) its watchdog
+    helper, which then spawns every hook (see the module docstring), started before this yields.
 
-    On exit, even on cancel: :meth:`Reaper.kill_all`, then the watchdog is stopped and waited
-    for, all shielded and bounded. An exception from the body comes out as itself, not wrapped
-    in an ExceptionGroup by the sweeper's nursery.
+    On exit, even on cancel: :meth:`Reaper.kill_all`, then the helper is stopped (it kills what
+    is left and removes registered payload files) and waited for, all shielded and bounded. An
+    exception from the body comes out as itself, not wrapped in an ExceptionGroup by the
+    sweeper's nursery.
     """
     reaper = Reaper()
     if watchdog:

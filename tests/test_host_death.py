@@ -88,12 +88,15 @@ async def test_sigkilled_host_leaves_no_hook_process(hook: tuple[str, ...]) -> N
                     said += await out.receive_some()
                 while True:  # until the host's hook and watchdog both exist
                     children = psutil.Process(host.pid).children()
-                    # Exact argv: a child caught between fork and exec still shows the host's.
-                    hooks = [p for p in children if cmdline(p) in SLEEPS]
                     watchdogs = [p for p in children if any("_watchdog" in a for a in cmdline(p))]
+                    # The hook is the watchdog helper's child (it spawns every hook). Exact
+                    # argv: a child caught between fork and exec still shows its parent's.
+                    descendants = psutil.Process(host.pid).children(recursive=True)
+                    hooks = [p for p in descendants if cmdline(p) in SLEEPS]
                     if hooks and watchdogs:
                         break
                     await trio.sleep(0.02)
+                assert [p.ppid() for p in hooks] == [watchdogs[0].pid]
                 assert hooks[0].pid == os.getpgid(hooks[0].pid)  # in its own group
             finally:
                 host.send_signal(signal.SIGKILL)
@@ -106,3 +109,104 @@ async def test_sigkilled_host_leaves_no_hook_process(hook: tuple[str, ...]) -> N
         for proc in hooks:  # a marker-less survivor would escape the leak fixture
             if alive(proc):
                 proc.kill()
+
+
+# -- JSON-dialect payload files ----------------------------------------------------------------
+
+JSON_HOST = """
+import sys
+import trio
+from triohooks.actors.reaper import open_reaper
+from triohooks.config.model import CommandHandler, Hook
+from triohooks.handlers.json_command import JsonCommandRunner
+from triohooks.handlers.runner import HookInput
+
+async def main():
+    command, count = sys.argv[1], int(sys.argv[2])
+    async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        runner = JsonCommandRunner(reaper, workspace="/")
+        for i in range(count):
+            hook = Hook(
+                id=f"user:h{i}", name=f"h{i}", event="pre_tool", config_event="pre_tool",
+                dialect="json", scope="global", source="x", index=i,
+                handler=CommandHandler(command), timeout_s=600,
+            )
+            args = {"command": "deploy", "token": "SECRET-TOKEN-VALUE"}
+            fields = {"event": "pre_tool", "session_id": "s", "tool": "bash", "args": args}
+            nursery.start_soon(runner.run, hook, HookInput("pre_tool", "s", fields=fields))
+
+trio.run(main)
+"""
+
+
+@pytest.mark.parametrize("count", [1, 3])
+async def test_sigkilled_host_leaves_no_payload_file(tmp_path: Path, count: int) -> None:
+    """The payload files (0600, the event's arguments unredacted) are the watchdog helper's
+    to remove when the host dies before it removed them itself."""
+    seen = tmp_path / "seen"
+    seen.mkdir()
+    # Each hook notes its payload file's path, then waits to be killed.
+    command = f'cp "$EVERRUNS_HOOK_PAYLOAD_PATH" {seen}/; echo "$EVERRUNS_HOOK_PAYLOAD_PATH" >> {seen}.paths; sleep 1000'
+    paths: list[Path] = []
+    try:
+        with trio.fail_after(15):
+            host = await trio.lowlevel.open_process(
+                [sys.executable, "-c", JSON_HOST, command, str(count)],
+                cwd=REPO,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+            )
+            try:
+                while len(list(seen.iterdir())) < count:
+                    await trio.sleep(0.02)
+                await trio.sleep(0.05)  # the last path line follows its copy
+                paths = [Path(line) for line in Path(f"{seen}.paths").read_text().split()]
+                assert len(paths) == count
+                for path in paths:
+                    assert path.name.startswith("triohooks-payload-")
+                    assert path.stat().st_mode & 0o777 == 0o600
+                    assert b"SECRET-TOKEN-VALUE" in path.read_bytes()
+            finally:
+                host.send_signal(signal.SIGKILL)
+                await host.wait()
+            assert host.returncode == -signal.SIGKILL
+            with trio.move_on_after(2.0):
+                while any(path.exists() for path in paths):
+                    await trio.sleep(0.02)
+            assert [path for path in paths if path.exists()] == []
+    finally:
+        for path in paths:
+            path.unlink(missing_ok=True)
+
+
+async def test_payload_file_is_registered_before_the_payload_is_written() -> None:
+    """The helper learns the path while the file is still empty, and forgets it once removed."""
+    from triohooks.handlers.replies import remove_payload_file, write_payload_file
+
+    calls: list[tuple[str, bool, int]] = []
+
+    def track(path: str, present: bool) -> None:
+        calls.append((path, present, os.path.getsize(path) if os.path.exists(path) else -1))
+
+    path = await trio.to_thread.run_sync(write_payload_file, b'{"secret":1}', track)
+    await trio.to_thread.run_sync(remove_payload_file, path, track)
+    assert calls == [(path, True, 0), (path, False, -1)]
+
+
+async def test_the_helper_removes_registered_files_and_spares_released_ones(
+    tmp_path: Path,
+) -> None:
+    """A file still registered when the engine's end closes is removed; a released one is not
+    the helper's any more (the engine removed it, or the name may be someone else's now)."""
+    from triohooks.actors.reaper import open_reaper
+
+    kept, released = tmp_path / "kept", tmp_path / "released"
+    kept.write_text("secret")
+    released.write_text("secret")
+    with trio.fail_after(10):
+        async with open_reaper() as reaper:
+            reaper.track_file(str(kept), True)
+            reaper.track_file(str(released), True)
+            reaper.track_file(str(released), False)
+            assert kept.exists() and released.exists()  # nothing happens while we live
+    assert not kept.exists()
+    assert released.exists()

@@ -350,3 +350,218 @@ async def test_relative_path_entries_are_searched_from_the_hooks_cwd(tmp_path: A
                 for d in (here, there)
             ]
     assert outs == ["here", "there"]  # "." is never remembered as one directory
+
+
+# -- the watchdog helper spawns every hook and is their subreaper ---------------------------------
+
+
+def _argv_running(argv: list[str]) -> list[int]:
+    import psutil
+
+    return [
+        p.pid
+        for p in psutil.process_iter(["cmdline", "status"])
+        if p.info["cmdline"] == argv and p.info["status"] != psutil.STATUS_ZOMBIE
+    ]
+
+
+def _unique_sleep() -> tuple[str, list[str]]:
+    import random
+
+    seconds = f"300.{random.randrange(10**8, 10**9)}"
+    return f"sleep {seconds}", ["sleep", seconds]
+
+
+def _kill_pids(pids: list[int]) -> None:
+    for pid in pids:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
+
+
+async def test_hooks_are_children_of_the_watchdog_helper() -> None:
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            result = await reaper.run(sh("echo $PPID"))
+            assert int(result.stdout) == reaper.watchdog_pid
+        async with open_reaper(watchdog=False) as reaper:
+            result = await reaper.run(sh("echo $PPID"))
+            assert int(result.stdout) == os.getpid()
+
+
+#: glibc's posix_spawn leaves its two internal signals (32, 33) ignored in the child, and will
+#: not reset them; glibc and musl programs install their own handlers when they use them.
+GLIBC_INTERNAL = (1 << 31) | (1 << 32)
+
+
+@pytest.mark.parametrize("watchdog", [True, False])
+async def test_hooks_get_default_signal_dispositions(watchdog: bool) -> None:
+    """Nothing the helper (a Python process ignoring SIGPIPE, SIGINT, SIGHUP) ignores leaks
+    into hooks: ``yes | head`` ends by SIGPIPE, as in a shell."""
+    with trio.fail_after(5):
+        async with open_reaper(watchdog=watchdog) as reaper:
+            ignored = await reaper.run(sh("grep SigIgn /proc/self/status"))
+            piped = await reaper.run(sh("yes | head -1; echo ${PIPESTATUS[0]}"))
+    assert int(ignored.stdout.split()[1], 16) & ~GLIBC_INTERNAL == 0
+    assert piped.stdout.split() == ["y", str(128 + signal.SIGPIPE)]
+
+
+async def test_an_unmarked_orphan_of_a_live_run_is_spared() -> None:
+    """Left its group, dropped its marker, orphaned: still the live run's, so it lives on while
+    other runs end (and sweep) -- and dies once its run is over."""
+    words, argv = _unique_sleep()
+    script = f"( setsid env -i {words} & ); sleep 1.2; echo ok"
+    try:
+        with trio.fail_after(10):
+            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+                results: list[Any] = []
+
+                async def long() -> None:
+                    results.append(await reaper.run(sh(script)))
+
+                nursery.start_soon(long)
+                while not _argv_running(argv):
+                    await trio.sleep(0.01)
+                for _ in range(3):  # each finished run asks for a sweep
+                    await reaper.run(sh("true"))
+                    await trio.sleep(0.2)
+                assert _argv_running(argv)  # spared: its run still runs
+                while not results:
+                    await trio.sleep(0.01)
+                assert results[0].stdout == "ok\n"
+                with trio.move_on_after(2):
+                    while _argv_running(argv):
+                        await trio.sleep(0.02)
+                assert _argv_running(argv) == []
+    finally:
+        _kill_pids(_argv_running(argv))
+
+
+async def test_an_unmarked_orphan_waits_for_the_runs_live_at_its_birth() -> None:
+    """Which run an unmarked orphan came from is unknown: a run live when it was born may own
+    it, so it dies only once those runs ended. (A run started later cannot own it.)"""
+    words, argv = _unique_sleep()
+    try:
+        with trio.fail_after(10):
+            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+                older: list[Any] = []
+
+                async def old() -> None:
+                    older.append(await reaper.run(sh("sleep 1.2; echo old")))
+
+                nursery.start_soon(old)
+                await wait_live(reaper, 1)
+                await trio.sleep(0.05)  # a clock tick apart
+                # This run leaves an orphan and ends; the older run was live at its birth.
+                result = await reaper.run(sh(f"setsid env -i {words} & sleep 0.1"))
+                assert result.status == "exited"
+                await trio.sleep(0.6)  # sweeps came and went
+                assert _argv_running(argv)
+                while not older:
+                    await trio.sleep(0.01)
+                with trio.move_on_after(2):
+                    while _argv_running(argv):
+                        await trio.sleep(0.02)
+                assert _argv_running(argv) == []
+    finally:
+        _kill_pids(_argv_running(argv))
+
+
+async def test_an_orphan_in_a_finished_hooks_session_dies_though_older_runs_live() -> None:
+    """Its own group, no marker, but still in the finished hook's session: that run's."""
+    words, argv = _unique_sleep()
+    regroup = f"import os; os.setpgid(0, 0); os.execvp('env', ['env', '-i', *{words.split()!r}])"
+    try:
+        with trio.fail_after(10):
+            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+                nursery.start_soon(reaper.run, sh("sleep 1.5"))
+                await wait_live(reaper, 1)
+                await trio.sleep(0.05)  # a clock tick apart
+                script = f'( "{sys.executable}" -c "{regroup}" & ); sleep 0.2'
+                result = await reaper.run(sh(script))
+                assert result.status == "exited"
+                with trio.move_on_after(1):
+                    while _argv_running(argv):
+                        await trio.sleep(0.02)
+                assert _argv_running(argv) == []
+                assert reaper.live == 1  # the older run still runs
+    finally:
+        _kill_pids(_argv_running(argv))
+
+
+async def test_a_run_started_after_an_orphan_does_not_shield_it(tmp_path: Any) -> None:
+    words, argv = _unique_sleep()
+    go = tmp_path / "go"
+    try:
+        with trio.fail_after(10):
+            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+                results: list[Any] = []
+
+                async def leaver() -> None:
+                    script = f"setsid env -i {words} & until [ -e {go} ]; do sleep 0.01; done"
+                    results.append(await reaper.run(sh(script)))
+
+                nursery.start_soon(leaver)
+                while not _argv_running(argv):
+                    await trio.sleep(0.01)
+                await trio.sleep(0.05)  # a clock tick apart
+                nursery.start_soon(reaper.run, sh("sleep 1.5"))  # born after the orphan
+                await wait_live(reaper, 2)
+                go.touch()
+                while not results:
+                    await trio.sleep(0.01)
+                with trio.move_on_after(1):
+                    while _argv_running(argv):
+                        await trio.sleep(0.02)
+                assert _argv_running(argv) == []  # while the later run still runs
+                assert reaper.live == 1
+    finally:
+        _kill_pids(_argv_running(argv))
+
+
+async def test_a_dead_watchdog_helper_loses_one_status_and_hooks_start_here() -> None:
+    with trio.fail_after(10):
+        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            results: list[Any] = []
+
+            async def one() -> None:
+                results.append(await reaper.run(sh("sleep 0.3; exit 3")))
+
+            nursery.start_soon(one)
+            await wait_live(reaper, 1)
+            watchdog = reaper.watchdog_pid
+            assert watchdog is not None
+            os.kill(watchdog, signal.SIGKILL)  # the hook lives on, re-parented to init
+            while not results:
+                await trio.sleep(0.01)
+            assert (results[0].status, results[0].error) == (
+                "killed",
+                "hook exit status lost (the watchdog helper is gone)",
+            )
+            after = await reaper.run(sh("echo $PPID; exit 4"))
+            assert (after.status, after.exit_code, int(after.stdout)) == ("exited", 4, os.getpid())
+            timed_out = await reaper.run(sh("setsid sleep 100 & sleep 100", timeout_s=0.2))
+            assert timed_out.status == "timeout"
+            await assert_no_survivors(reaper, within=1.0)  # by the marker, as without a helper
+
+
+async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from triohooks.actors import _subreaper
+
+    monkeypatch.setattr(_subreaper, "REPLY_TIMEOUT_S", 0.3)
+    with trio.fail_after(10):
+        async with open_reaper() as reaper:
+            watchdog = reaper.watchdog_pid
+            assert watchdog is not None
+            os.kill(watchdog, signal.SIGSTOP)
+            try:
+                start = trio.current_time()
+                result = await reaper.run(sh("echo $PPID"))
+                assert trio.current_time() - start < 1.0  # the timeout, then a spawn here
+                assert (result.status, int(result.stdout)) == ("exited", os.getpid())
+                assert reaper.watchdog_pid == watchdog  # stopped (and waited for) at close
+            finally:
+                os.kill(watchdog, signal.SIGCONT)  # it sees EOF and cleans up

@@ -2,13 +2,14 @@
 file, stdout read as ``{decision: allow|block|mutate, ...}``, more than 64 KiB an error.
 
 The payload file is written and removed in a worker thread: nothing here does file I/O on the
-event loop.
+event loop. It is registered with the spawner's watchdog helper before the payload is written and
+released after removal, so a host that dies in between (even by SIGKILL) leaves no file behind.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import trio
@@ -62,6 +63,9 @@ class JsonCommandRunner:
     def __init__(self, spawner: Spawner, workspace: str) -> None:
         self._spawner = spawner
         self._workspace = workspace
+        #: The reaper's ``track_file`` (test doubles have none): its watchdog helper removes a
+        #: payload file left behind if this process dies, even by SIGKILL.
+        self._track_file: Callable[[str, bool], None] | None = getattr(spawner, "track_file", None)
 
     async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
         assert isinstance(hook.handler, CommandHandler)
@@ -78,7 +82,7 @@ class JsonCommandRunner:
             data=json_data(event, fields),
         )
         tool_event = EVENTS[event].tool_event
-        path = await trio.to_thread.run_sync(write_payload_file, payload)
+        path = await trio.to_thread.run_sync(write_payload_file, payload, self._track_file)
         try:
             env = json_hook_environment(
                 base_env=os.environ,
@@ -105,4 +109,4 @@ class JsonCommandRunner:
             return read_json_reply(await self._spawner.run(spec))
         finally:
             with trio.CancelScope(shield=True):
-                await trio.to_thread.run_sync(remove_payload_file, path)
+                await trio.to_thread.run_sync(remove_payload_file, path, self._track_file)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
@@ -296,20 +296,29 @@ def json_payload(
     )
 
 
-def write_payload_file(payload: bytes) -> str:
+def write_payload_file(payload: bytes, track: Callable[[str, bool], None] | None = None) -> str:
     """Write ``payload`` to a new 0600 temporary file and return its path (blocking I/O: call
-    it from a worker thread). The caller removes it with :func:`remove_payload_file`."""
+    it from a worker thread). The caller removes it with :func:`remove_payload_file`.
+
+    ``track(path, True)`` is called once the file exists and before a byte of the payload is in
+    it (the reaper registers it with its watchdog helper, which removes it if this process
+    dies); pass the same ``track`` to :func:`remove_payload_file`."""
     fd, path = tempfile.mkstemp(prefix="triohooks-payload-", suffix=".json")
     try:
         with os.fdopen(fd, "wb") as f:
+            if track is not None:
+                track(path, True)
             f.write(payload)
     except BaseException:
-        remove_payload_file(path)
+        remove_payload_file(path, track)
         raise
     return path
 
 
-def remove_payload_file(path: str) -> None:
-    """Remove a payload file; one already gone is fine (blocking I/O, as above)."""
+def remove_payload_file(path: str, track: Callable[[str, bool], None] | None = None) -> None:
+    """Remove a payload file; one already gone is fine (blocking I/O, as above). Then
+    ``track(path, False)``: no one need remove it any more."""
     with suppress(FileNotFoundError):
         os.unlink(path)
+    if track is not None:
+        track(path, False)

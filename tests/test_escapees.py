@@ -1,0 +1,205 @@
+"""No escapees: a hook's descendants that leave its process group *and* drop the run marker
+still die -- within 2 s of the hook's timeout, its normal exit, engine close and host SIGKILL.
+
+Real processes, real clock. Each case starts ``sleep 300.<random>`` through one escape
+pattern, waits until that process runs, then ends the hook one of four ways and counts the
+processes whose argv is exactly ``sleep 300.<random>``. Survivors are killed by pid in a
+``finally`` (a marker-less process re-parented away from the test escapes the leak fixture).
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import psutil
+import pytest
+import trio
+
+from triohooks.actors.reaper import open_reaper
+from triohooks.handlers.process import ProcessResult, ProcessSpec
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+#: How long escapees may outlive the end of their hook.
+DEADLINE_S = 2.0
+
+#: Each leaves the hook's process group and drops ``TRIOHOOKS_RUN``; ``{sleep}`` is the unique
+#: ``sleep 300.<random>`` whose survival is counted.
+PATTERNS = {
+    "env-i-setsid": "env -i setsid {sleep} &",
+    "setsid-env-u": "setsid env -u TRIOHOOKS_RUN {sleep} &",
+    "double-fork": "( ( env -i {sleep} & ) & )",
+    "double-fork-setsid": "( ( setsid env -i {sleep} & ) & )",
+    "nohup-setsid": "nohup setsid env -i {sleep} >/dev/null 2>&1 &",
+}
+
+
+def unique_sleep() -> tuple[str, list[str]]:
+    """``sleep 300.<random>``: the shell words and the argv a live one has."""
+    seconds = f"300.{random.randrange(10**8, 10**9)}"
+    return f"sleep {seconds}", ["sleep", seconds]
+
+
+def running(argv: list[str]) -> list[psutil.Process]:
+    """Live processes (zombies excluded) whose argv is exactly ``argv``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+async def until_running(argv: list[str]) -> list[psutil.Process]:
+    while not (found := running(argv)):
+        await trio.sleep(0.01)
+    return found
+
+
+async def survivors_after(argv: list[str], seconds: float = DEADLINE_S) -> list[psutil.Process]:
+    """Whatever still runs ``argv`` once ``seconds`` have passed (returns as soon as none)."""
+    with trio.move_on_after(seconds):
+        while running(argv):
+            await trio.sleep(0.02)
+    return running(argv)
+
+
+@contextmanager
+def killing_survivors(argv: list[str]) -> Iterator[None]:
+    try:
+        yield
+    finally:
+        for proc in running(argv):
+            with_pid = proc.pid
+            try:
+                os.kill(with_pid, signal.SIGKILL)
+            except OSError:
+                pass
+
+
+def spec(script: str, timeout_s: float) -> ProcessSpec:
+    return ProcessSpec(argv=("bash", "-c", script), cwd=os.getcwd(), timeout_s=timeout_s)
+
+
+@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
+async def test_escapee_dies_at_the_hooks_timeout(pattern: str) -> None:
+    words, argv = unique_sleep()
+    results: list[ProcessResult] = []
+    with killing_survivors(argv), trio.fail_after(15):
+        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                results.append(
+                    await reaper.run(spec(f"{pattern.format(sleep=words)}\nsleep 30", 1.0))
+                )
+
+            nursery.start_soon(run)
+            await until_running(argv)
+            assert not results  # the escapee ran before the timeout
+            while not results:
+                await trio.sleep(0.005)
+            assert results[0].status == "timeout"
+            assert await survivors_after(argv) == []
+
+
+@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
+async def test_escapee_dies_after_the_hook_exits(pattern: str, tmp_path: Path) -> None:
+    words, argv = unique_sleep()
+    go = tmp_path / "go"
+    script = f"{pattern.format(sleep=words)}\nuntil [ -e {go} ]; do sleep 0.01; done; echo done"
+    results: list[ProcessResult] = []
+    with killing_survivors(argv), trio.fail_after(15):
+        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                results.append(await reaper.run(spec(script, 10)))
+
+            nursery.start_soon(run)
+            await until_running(argv)
+            go.touch()  # the hook may exit now
+            while not results:
+                await trio.sleep(0.005)
+            assert (results[0].status, results[0].stdout) == ("exited", "done\n")
+            assert await survivors_after(argv) == []  # the engine is still open
+
+
+@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
+async def test_escapee_dies_at_engine_close(pattern: str) -> None:
+    words, argv = unique_sleep()
+    results: list[ProcessResult] = []
+    with killing_survivors(argv), trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            async with open_reaper() as reaper:
+
+                async def run() -> None:
+                    results.append(
+                        await reaper.run(spec(f"{pattern.format(sleep=words)}\nsleep 30", 30))
+                    )
+
+                nursery.start_soon(run)
+                await until_running(argv)
+            # Closed: leaving open_reaper killed the hook and stopped the watchdog helper.
+            assert await survivors_after(argv) == []
+    assert results[0].status == "killed"
+
+
+async def test_escapee_dies_when_the_engine_closes_mid_hook(tmp_path: Path) -> None:
+    """The same through the whole engine: closing it while a hook runs."""
+    from triohooks.engine.hook_engine import HookEngine
+
+    words, argv = unique_sleep()
+    (tmp_path / "config").mkdir()
+    (tmp_path / "ws").mkdir()
+    hook = f"env -i setsid {words} & sleep 30"
+    (tmp_path / "config/hooks.toml").write_text(f"[[hooks.pre_tool]]\ncommand = {hook!r}\n")
+    with killing_survivors(argv), trio.fail_after(15):
+        async with trio.open_nursery() as nursery:
+            async with HookEngine.open(
+                workspace=tmp_path / "ws",
+                config_dir=tmp_path / "config",
+                state_dir=tmp_path / "state",
+                audit=False,
+            ) as engine:
+                nursery.start_soon(engine.pre_tool, "bash", {"command": "ls"})
+                await until_running(argv)
+            assert await survivors_after(argv) == []
+
+
+HOST = """
+import sys
+import trio
+from triohooks.actors.reaper import open_reaper
+from triohooks.handlers.process import ProcessSpec
+
+async def main():
+    async with open_reaper() as reaper:
+        await reaper.run(ProcessSpec(argv=("bash", "-c", sys.argv[1]), cwd="/", timeout_s=600))
+
+trio.run(main)
+"""
+
+
+@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
+async def test_escapee_dies_when_the_host_is_sigkilled(pattern: str) -> None:
+    words, argv = unique_sleep()
+    with killing_survivors(argv), trio.fail_after(15):
+        host = await trio.lowlevel.open_process(
+            [sys.executable, "-c", HOST, f"{pattern.format(sleep=words)}\nsleep 30"],
+            cwd=REPO,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            stdout=subprocess.DEVNULL,
+        )
+        try:
+            await until_running(argv)
+        finally:
+            host.send_signal(signal.SIGKILL)
+            await host.wait()
+        assert host.returncode == -signal.SIGKILL
+        assert await survivors_after(argv) == []
