@@ -28,7 +28,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from socket import SCM_RIGHTS, SOL_SOCKET
 from typing import Final
@@ -75,6 +75,9 @@ class WatchdogHelper:
         self._kills = 0
         #: Exit statuses the helper pushed, by pid, until their run takes them (None: unknown).
         self._statuses: dict[int, int | None] = {}
+        #: Called once when the helper is given up (from whichever thread noticed; it must be
+        #: thread-safe and must not block): the reaper starts a fresh helper.
+        self.on_broken: Callable[[], None] | None = None
 
     @property
     def pid(self) -> int:
@@ -83,6 +86,11 @@ class WatchdogHelper:
     @property
     def gone(self) -> bool:
         return self._gone is not None
+
+    @property
+    def gone_reason(self) -> str | None:
+        """Why the helper is no longer used (None while it is)."""
+        return self._gone
 
     @classmethod
     async def start(cls, engine_id: str) -> WatchdogHelper:
@@ -298,6 +306,8 @@ class WatchdogHelper:
                 why,
             )
             self._close()
+            if self.on_broken is not None:
+                self.on_broken()
         return HelperGone(why)
 
     def _close(self) -> None:

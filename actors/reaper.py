@@ -41,8 +41,8 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Final, cast
 
@@ -53,6 +53,7 @@ from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 from ._subreaper import HelperGone, WatchdogHelper
 from ._watchdog import RUN_VAR, kill_marked, run_marker
+from .supervisor import Supervisor
 
 log = logging.getLogger("triohooks.reaper")
 
@@ -787,8 +788,12 @@ class Reaper:
                 await run.done.wait()
         return len(runs)
 
-    async def _sweeper(self) -> None:
-        """Kill marked processes of finished runs (escapees), at most every SWEEP_INTERVAL_S."""
+    async def _sweeper(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Actor: kill marked processes of finished runs (escapees), at most every
+        SWEEP_INTERVAL_S. Stateless between sweeps, so the supervisor can restart it."""
+        task_status.started()
         while True:
             await self._sweep_wanted.wait()
             self._sweep_wanted = trio.Event()
@@ -799,12 +804,46 @@ class Reaper:
                 self._escapees_killed += await trio.to_thread.run_sync(
                     kill_marked, self.engine_id, spare
                 )
-            except Exception:  # a sweep that fails must not take the engine down
+            except OSError:  # a sweep the OS refuses must not take the engine down
                 log.exception("sweeping escaped hook processes failed")
             await trio.sleep(SWEEP_INTERVAL_S)
 
-    async def _start_watchdog(self) -> None:
-        self._helper = await WatchdogHelper.start(self.engine_id)
+    async def _keep_watchdog(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Actor: a fresh watchdog helper, kept until it dies or is given up (hung, broke the
+        protocol); then it is stopped and :class:`HelperGone` raised, so the supervisor starts
+        a new one (within its restart budget; past it the engine fails with ActorFailed).
+        Hooks spawned while there is none start in this process (marker sweeps only)."""
+        helper = await WatchdogHelper.start(self.engine_id)
+        lost = trio.Event()
+        token = trio.lowlevel.current_trio_token()
+
+        def broken() -> None:
+            with suppress(trio.RunFinishedError):
+                token.run_sync_soon(lost.set)
+
+        helper.on_broken = broken
+        self._helper = helper
+        task_status.started()
+        async with trio.open_nursery() as watch:
+
+            async def until(event: Callable[[], Awaitable[object]]) -> None:
+                await event()
+                watch.cancel_scope.cancel()
+
+            watch.start_soon(until, helper.process.wait)
+            watch.start_soon(until, lost.wait)
+        # It exited or was given up (a cancel -- the reaper closing -- skips all this: leaving
+        # open_reaper stops the helper it still holds).
+        if self._helper is helper:
+            self._escapees_killed += helper.escapees_killed()
+            self._helper = None
+        await helper.stop()
+        if self._closing:
+            return  # no new helper for a reaper that is closing
+        why = helper.gone_reason or f"it exited with status {helper.process.returncode}"
+        raise HelperGone(f"watchdog helper {helper.pid} is gone: {why}")
 
     async def _stop_watchdog(self) -> None:
         """Close the helper's socket (it kills what is left, removes registered payload files
@@ -827,13 +866,14 @@ async def open_reaper(*, watchdog: bool = True) -> AsyncIterator[Reaper]:
     sweeper's nursery.
     """
     reaper = Reaper()
-    if watchdog:
-        await reaper._start_watchdog()
     body_error: BaseException | None = None
     unwrapped: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
-            nursery.start_soon(reaper._sweeper)
+            actors = Supervisor(nursery)
+            if watchdog:
+                await actors.start("watchdog helper", reaper._keep_watchdog)
+            await actors.start("escapee sweeper", reaper._sweeper)
             try:
                 yield reaper
             except BaseException as exc:

@@ -84,7 +84,14 @@ class Supervisor:
                 if len(crashes) >= self.budget:
                     log.error("actor %s crashed %d times; giving up", name, len(crashes))
                     raise ActorFailed(name, len(crashes), self.window_s, exc) from exc
-                log.exception("actor %s crashed; restarting (%d)", name, len(crashes))
+                # One line (a front's stderr never shows a traceback); the traceback at DEBUG.
+                log.error(
+                    "actor %s crashed; restarting (%d): %r",
+                    name,
+                    len(crashes),
+                    exc,
+                    exc_info=log.isEnabledFor(logging.DEBUG),
+                )
                 self.restarts[name] += 1
 
 

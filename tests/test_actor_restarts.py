@@ -165,3 +165,158 @@ async def test_a_spent_restart_budget_fails_the_engine_loudly(dirs) -> None:
                     nursery.start_soon(bug)
                 await trio.sleep(0.05)
             await trio.sleep_forever()  # the engine's failure cancels the body
+
+
+async def test_reaper_sweeper_crash_restarts_and_escapees_are_still_swept(
+    dirs, monkeypatch
+) -> None:
+    from triohooks.actors import _watchdog
+    from triohooks.actors import reaper as reaper_module
+
+    crashes = 0
+    real = _watchdog.kill_marked
+
+    def kill_marked_crashing_once(*args: Any) -> int:
+        nonlocal crashes
+        if crashes == 0:
+            crashes += 1
+            raise RuntimeError("a bug in the escapee sweep")
+        return real(*args)
+
+    monkeypatch.setattr(reaper_module, "kill_marked", kill_marked_crashing_once)
+    _, g, _ = dirs
+    write_toml_hooks(g, GUARD + '\n[[hooks.post_tool]]\ncommand = "true"\n')
+    with trio.fail_after(20):
+        async with engine(dirs, watchdog=False) as e:
+            await e.post_tool("bash", {"command": "ls"}, result="")  # a run ends: a sweep
+            while crashes == 0:
+                await trio.sleep(0.02)
+            await assert_guarded(e)
+            await e.post_tool("bash", {"command": "ls"}, result="")  # swept by the new sweeper
+            await assert_guarded(e)
+    assert crashes == 1
+
+
+async def test_reaper_watchdog_helper_killed_is_replaced_and_guards_go_on(dirs) -> None:
+    import os
+    import signal
+
+    import psutil
+
+    _, g, _ = dirs
+    write_toml_hooks(g, GUARD.replace("exit 2", "echo $PPID > ppid; exit 2"))
+    with trio.fail_after(20):
+        async with engine(dirs) as e:
+            first = e._reaper.watchdog_pid
+            assert first is not None
+            os.kill(first, signal.SIGKILL)
+            while e._reaper.watchdog_pid in (None, first):
+                await trio.sleep(0.02)
+            second = e._reaper.watchdog_pid
+            await assert_guarded(e)
+            # The hook was the new helper's child: escapees are its to kill again.
+            ppid = int((dirs[0] / "ppid").read_text())
+            assert ppid == second and psutil.Process(second).ppid() == os.getpid()
+    assert not psutil.pid_exists(second) or psutil.Process(second).status() == "zombie"
+
+
+async def test_reaper_watchdog_helper_dying_past_its_budget_fails_the_engine_loudly(
+    dirs,
+) -> None:
+    import os
+    import signal
+
+    with trio.fail_after(30), pytest.raises(ActorFailed, match="watchdog helper"):
+        async with engine(dirs) as e:
+            for _ in range(10):
+                pid = e._reaper.watchdog_pid
+                if pid is not None:
+                    os.kill(pid, signal.SIGKILL)
+                while e._reaper.watchdog_pid in (None, pid):
+                    await trio.sleep(0.02)
+            await trio.sleep_forever()  # the engine's failure cancels the body
+
+
+# -- fire and serve when the engine fails: they say so, and fire never allows ---------------
+
+#: Runs the real CLI with a loader that crashes every time it restarts: the restart budget is
+#: spent at once and the engine fails with ActorFailed.
+CRASHING_CLI = """
+import sys
+from triohooks.actors.loader import Loader
+from triohooks.fronts.cli import main
+
+real = Loader.serve
+
+async def serve(self, *, task_status=None):
+    if task_status is None:
+        raise RuntimeError("a bug in the loader")
+    task_status.started()
+    raise RuntimeError("a bug in the loader")
+
+Loader.serve = serve
+sys.exit(main(sys.argv[1:]))
+"""
+
+
+def crashing_cli(tmp_path: Path, *args: str, stdin: str = "") -> Any:
+    import os
+    import subprocess
+    import sys
+
+    env = {
+        **os.environ,
+        "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
+        "TRIOHOOKS_STATE_DIR": str(tmp_path / "state"),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", CRASHING_CLI, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path / "ws",
+        timeout=60,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize(
+    ("event", "payload", "code"),
+    [
+        ("pre_tool", {"tool": "bash", "args": {"command": "git push"}}, 2),
+        ("prompt_submit", {"prompt": "hi"}, 4),
+    ],
+)
+def test_fire_blocks_when_the_engine_fails(dirs, event: str, payload: Any, code: int) -> None:
+    tmp_path = dirs[0].parent
+    slow = (
+        '\n[[hooks.prompt_submit]]\ncommand = "sleep 1"\n[[hooks.pre_tool]]\ncommand = "sleep 1"\n'
+    )
+    write_toml_hooks(dirs[1], slow)
+    done = crashing_cli(tmp_path, "fire", event, stdin=json.dumps(payload))
+    assert done.returncode == code, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "triohooks: internal error: ActorFailed: actor 'loader' crashed" in done.stderr
+    out = json.loads(done.stdout)
+    assert out["blocked"] is True
+    assert out["reason"].startswith(f"internal error while handling {event}: ActorFailed")
+
+
+def test_fire_on_an_advisory_event_warns_when_the_engine_fails(dirs) -> None:
+    tmp_path = dirs[0].parent
+    write_toml_hooks(dirs[1], '[[hooks.session_start]]\ncommand = "sleep 1"\n')
+    done = crashing_cli(tmp_path, "fire", "session_start", stdin="{}")
+    assert done.returncode == 0, done.stderr
+    assert "triohooks: internal error: ActorFailed" in done.stderr
+    out = json.loads(done.stdout)
+    assert out["blocked"] is False
+    assert any(w.startswith("internal error while handling session_start") for w in out["warnings"])
+
+
+def test_serve_says_so_and_exits_3_when_the_engine_fails(dirs) -> None:
+    tmp_path = dirs[0].parent
+    done = crashing_cli(tmp_path, "serve", "--port", "0")
+    assert done.returncode == 3, done.stderr
+    assert "Traceback" not in done.stderr
+    assert "triohooks serve: engine failed, stopped serving: ActorFailed" in done.stderr

@@ -5,8 +5,10 @@ from __future__ import annotations
 import os
 import signal
 import sys
+from contextlib import suppress
 from typing import Any
 
+import psutil
 import pytest
 import trio
 
@@ -520,7 +522,7 @@ async def test_a_run_started_after_an_orphan_does_not_shield_it(tmp_path: Any) -
         _kill_pids(_argv_running(argv))
 
 
-async def test_a_dead_watchdog_helper_loses_one_status_and_hooks_start_here() -> None:
+async def test_a_dead_watchdog_helper_loses_one_status_and_is_replaced() -> None:
     with trio.fail_after(10):
         async with open_reaper() as reaper, trio.open_nursery() as nursery:
             results: list[Any] = []
@@ -539,11 +541,24 @@ async def test_a_dead_watchdog_helper_loses_one_status_and_hooks_start_here() ->
                 "killed",
                 "hook exit status lost (the watchdog helper is gone)",
             )
+            while reaper.watchdog_pid in (None, watchdog):  # the supervisor starts a new one
+                await trio.sleep(0.01)
             after = await reaper.run(sh("echo $PPID; exit 4"))
-            assert (after.status, after.exit_code, int(after.stdout)) == ("exited", 4, os.getpid())
+            assert (after.status, after.exit_code) == ("exited", 4)
+            assert int(after.stdout) == reaper.watchdog_pid
+            timed_out = await reaper.run(sh("env -i setsid sleep 100 & sleep 100", timeout_s=0.2))
+            assert timed_out.status == "timeout"
+            await assert_no_survivors(reaper, within=1.0)
+
+
+async def test_hooks_start_here_while_there_is_no_watchdog_helper() -> None:
+    with trio.fail_after(10):
+        async with open_reaper(watchdog=False) as reaper:
+            result = await reaper.run(sh("echo $PPID"))
+            assert (result.status, int(result.stdout)) == ("exited", os.getpid())
             timed_out = await reaper.run(sh("setsid sleep 100 & sleep 100", timeout_s=0.2))
             assert timed_out.status == "timeout"
-            await assert_no_survivors(reaper, within=1.0)  # by the marker, as without a helper
+            await assert_no_survivors(reaper, within=1.0)  # by the marker
 
 
 async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
@@ -562,6 +577,10 @@ async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
                 result = await reaper.run(sh("echo $PPID"))
                 assert trio.current_time() - start < 1.0  # the timeout, then a spawn here
                 assert (result.status, int(result.stdout)) == ("exited", os.getpid())
-                assert reaper.watchdog_pid == watchdog  # stopped (and waited for) at close
+                # Given up: stopped (killed, as it does not exit) and replaced.
+                while reaper.watchdog_pid in (None, watchdog):
+                    await trio.sleep(0.02)
+                assert not psutil.pid_exists(watchdog)
             finally:
-                os.kill(watchdog, signal.SIGCONT)  # it sees EOF and cleans up
+                with suppress(ProcessLookupError):
+                    os.kill(watchdog, signal.SIGCONT)

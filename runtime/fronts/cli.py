@@ -18,6 +18,7 @@ from typing import Any, NoReturn
 import msgspec
 import trio
 
+from triohooks.combine.outcome import internal_error_outcome
 from triohooks.config.events import (
     PayloadError,
     UnknownEventError,
@@ -377,7 +378,15 @@ def cmd_fire(args: argparse.Namespace) -> int:
                 _save_stop_counts(counts)
             return outcome
 
-    outcome = trio.run(run)
+    try:
+        outcome = trio.run(run)
+    except Exception as exc:
+        if _expected(exc) is not None:
+            raise  # a config, usage or payload error: main() reports it (exit 1)
+        # Our own failure (an actor past its restart budget, a bug): never a silent allow.
+        why = describe_failure(exc)
+        print(f"triohooks: internal error: {why}", file=sys.stderr)
+        outcome = internal_error_outcome(event, ev, why)
     for warning in outcome.warnings:
         print(f"triohooks: warning: {warning}", file=sys.stderr)
     sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
@@ -426,6 +435,17 @@ COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
 
 
 _EXPECTED = (ConfigError, CliError, UnknownEventError, PayloadError)
+
+
+def describe_failure(exc: BaseException) -> str:
+    """One line for an unexpected failure: the sole exception inside nested groups, else the
+    group's summary."""
+    from triohooks.engine.hook_engine import sole_exception
+
+    if isinstance(exc, BaseExceptionGroup):
+        exc = sole_exception(exc) or exc
+    text = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
 def _expected(exc: BaseException) -> BaseException | None:

@@ -83,6 +83,8 @@ log = logging.getLogger("triohooks.server")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
+#: ``serve``'s exit status when the engine itself failed (an actor past its restart budget).
+EXIT_ENGINE_FAILED: Final = 3
 TOKEN_FILE_NAME: Final = "serve-token"
 #: trio-websocket's own cap is ``max_message_bytes`` plus this (in characters; it also bounds
 #: what an unfinished fragmented message may buffer). A message over ``max_message_bytes`` but
@@ -810,4 +812,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ServeError as exc:
         print(f"triohooks: {exc}", file=sys.stderr)
         return 1
-    return trio.run(_serve_until_signalled, settings, token_path)
+    try:
+        return trio.run(_serve_until_signalled, settings, token_path)
+    except Exception as exc:
+        from .cli import _expected, describe_failure
+
+        if _expected(exc) is not None:
+            raise  # a config error: the CLI reports it (exit 1)
+        # The engine failed (an actor past its restart budget, a bug): every connection was
+        # closed, so no agent is left waiting on an answer it will not get.
+        print(
+            f"triohooks serve: engine failed, stopped serving: {describe_failure(exc)}",
+            file=sys.stderr,
+        )
+        return EXIT_ENGINE_FAILED
