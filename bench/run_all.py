@@ -26,6 +26,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.if_filter", [], ["--calls", "2000", "--spawns", "100"]),
     ("bench.queue_limits", [], ["--window", "0.5"]),
     ("bench.ws_stream", [], ["--seconds", "1"]),
+    ("bench.stop_state", [], ["--prompts", "100000"]),
 ]
 
 
