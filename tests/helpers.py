@@ -1,10 +1,54 @@
-"""Small helpers shared by tests: writing config files of both dialects."""
+"""Small helpers shared by tests: writing config files of both dialects, running the CLI."""
 
 from __future__ import annotations
 
 import json
+import os
+import resource
+import subprocess
+import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+#: ``python -m triohooks``: the real command line.
+CLI_MODULE = ("-m", "triohooks")
+
+
+def run_cli(
+    *args: str,
+    config_dir: Path,
+    state_dir: Path,
+    cwd: Path,
+    stdin: str = "",
+    timeout: float = 60,
+    program: Sequence[str] = CLI_MODULE,
+    memory_limit: int | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run the CLI in a child process with its own config and state dirs; ``program`` is what
+    follows the interpreter (``("-c", code)`` runs a patched CLI); ``memory_limit`` (bytes)
+    caps the child's address space, so a runaway read fails fast instead of eating the host."""
+
+    def limit() -> None:  # pragma: no cover - runs in the child
+        assert memory_limit is not None
+        resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
+
+    env = {
+        **os.environ,
+        "TRIOHOOKS_CONFIG_DIR": str(config_dir),
+        "TRIOHOOKS_STATE_DIR": str(state_dir),
+    }
+    return subprocess.run(
+        [sys.executable, *program, *args],
+        input=stdin,
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        preexec_fn=limit if memory_limit is not None else None,
+        check=False,
+    )
 
 
 def write_json_hooks(directory: Path, hooks: list[dict[str, Any]], **top: Any) -> Path:

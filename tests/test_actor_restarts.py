@@ -20,7 +20,7 @@ from triohooks.actors.audit import AuditSink
 from triohooks.actors.post_worker import BackgroundItem, PostWorker
 from triohooks.actors.supervisor import ActorFailed
 
-from .helpers import write_toml_hooks
+from .helpers import run_cli, write_toml_hooks
 
 pytestmark = pytest.mark.slow
 
@@ -260,24 +260,13 @@ sys.exit(main(sys.argv[1:]))
 
 
 def crashing_cli(tmp_path: Path, *args: str, stdin: str = "") -> Any:
-    import os
-    import subprocess
-    import sys
-
-    env = {
-        **os.environ,
-        "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
-        "TRIOHOOKS_STATE_DIR": str(tmp_path / "state"),
-    }
-    return subprocess.run(
-        [sys.executable, "-c", CRASHING_CLI, *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
+    return run_cli(
+        *args,
+        config_dir=tmp_path / "g",
+        state_dir=tmp_path / "state",
         cwd=tmp_path / "ws",
-        timeout=60,
-        check=False,
+        stdin=stdin,
+        program=("-c", CRASHING_CLI),
     )
 
 

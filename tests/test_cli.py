@@ -3,34 +3,31 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
-from .helpers import OUTCOME_KEYS, RUN_KEYS, bash_hook, write_json_hooks, write_toml_hooks
+from .helpers import (
+    OUTCOME_KEYS,
+    RUN_KEYS,
+    bash_hook,
+    run_cli,
+    write_json_hooks,
+    write_toml_hooks,
+)
 
 pytestmark = pytest.mark.slow
 
 
 def cli(tmp_path: Path, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
-    env = {
-        **os.environ,
-        "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
-        "TRIOHOOKS_STATE_DIR": str(tmp_path / "state"),
-    }
     (tmp_path / "ws").mkdir(exist_ok=True)
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", *args],
-        input=stdin,
-        capture_output=True,
-        text=True,
-        env=env,
+    return run_cli(
+        *args,
+        config_dir=tmp_path / "g",
+        state_dir=tmp_path / "state",
         cwd=tmp_path / "ws",
-        timeout=60,
-        check=False,
+        stdin=stdin,
     )
 
 

@@ -11,10 +11,8 @@ from __future__ import annotations
 
 import json
 import os
-import resource
 import socket
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -30,7 +28,7 @@ from triohooks.config.trust import record_trust, trust_digest
 from triohooks.engine.hook_engine import HookEngine
 from triohooks.fronts.selfconfig import HooksTools, SelfConfigError
 
-from .helpers import bash_hook, write_json_hooks, write_toml_hooks
+from .helpers import bash_hook, run_cli, write_json_hooks, write_toml_hooks
 
 pytestmark = pytest.mark.slow
 
@@ -47,10 +45,6 @@ CHILD_MEMORY = 1536 * 1024 * 1024
 CHILD_TIMEOUT = 30
 
 
-def _limit_memory() -> None:  # pragma: no cover - runs in the child
-    resource.setrlimit(resource.RLIMIT_AS, (CHILD_MEMORY, CHILD_MEMORY))
-
-
 class Dirs:
     def __init__(self, root: Path) -> None:
         self.root = root
@@ -62,21 +56,14 @@ class Dirs:
         self.agents = self.ws / ".agents"
 
     def cli(self, *args: str, stdin: str = "{}") -> subprocess.CompletedProcess[str]:
-        env = {
-            **os.environ,
-            "TRIOHOOKS_CONFIG_DIR": str(self.g),
-            "TRIOHOOKS_STATE_DIR": str(self.state),
-        }
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=env,
+        return run_cli(
+            *args,
+            config_dir=self.g,
+            state_dir=self.state,
             cwd=self.ws,
+            stdin=stdin,
             timeout=CHILD_TIMEOUT,
-            preexec_fn=_limit_memory,
-            check=False,
+            memory_limit=CHILD_MEMORY,
         )
 
     def trust(self) -> None:

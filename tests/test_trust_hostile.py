@@ -7,9 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import resource
 import subprocess
-import sys
 from collections.abc import Callable, Iterator
 from functools import partial
 from pathlib import Path
@@ -22,7 +20,7 @@ from triohooks.config.paths import workspace_config_files
 from triohooks.config.table import load_table
 from triohooks.config.trust import record_trust, trust_digest
 
-from .helpers import write_toml_hooks
+from .helpers import run_cli, write_toml_hooks
 
 T = TypeVar("T")
 
@@ -31,12 +29,6 @@ GUARD = (
     '[[hooks.pre_tool]]\nid = "no-push"\nif = "shell(git push)"\n'
     "command = \"echo 'pushing is for humans' >&2; exit 2\"\n"
 )
-
-
-def _limit_memory() -> None:  # pragma: no cover - runs in the child
-    # A read of /dev/zero must fail fast (MemoryError), not take the machine's memory.
-    limit = 1536 * 1024 * 1024
-    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
 
 
 class Ws:
@@ -70,21 +62,15 @@ class Ws:
         return t.trust.state
 
     def cli(self, *args: str, stdin: str = "{}") -> subprocess.CompletedProcess[str]:
-        env = {
-            **os.environ,
-            "TRIOHOOKS_CONFIG_DIR": str(self.g),
-            "TRIOHOOKS_STATE_DIR": str(self.root / "state"),
-        }
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", *args],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=env,
+        # A read of /dev/zero must fail fast (MemoryError), not take the machine's memory.
+        return run_cli(
+            *args,
+            config_dir=self.g,
+            state_dir=self.root / "state",
             cwd=self.ws,
+            stdin=stdin,
             timeout=30,
-            preexec_fn=_limit_memory,
-            check=False,
+            memory_limit=1536 * 1024 * 1024,
         )
 
 
