@@ -25,6 +25,7 @@ LAYERS = {
     "combine": 3,
     "actors": 4,
     "engine": 5,
+    "agents": 5,
     "fronts": 6,
 }
 FACADE_RANK = 7

@@ -70,6 +70,14 @@ def canonical_workspace(workspace: Path) -> str:
     return str(workspace.resolve())
 
 
+def trust_key(workspace: Path, dialect: str | None = None) -> str:
+    """The trust store's key: the canonical workspace path, and for an agent dialect's project
+    files (``.claude/settings.json`` ...) the dialect after a ``#``: trusting a repository's
+    ``.agents/`` hooks does not trust its ``.claude/`` hooks, nor the other way round."""
+    key = canonical_workspace(workspace)
+    return f"{key}#{dialect}" if dialect else key
+
+
 def _inside(path: Path, roots: Iterable[Path]) -> bool:
     return any(path.is_relative_to(root) for root in roots)
 
@@ -182,9 +190,14 @@ def write_store(config_dir: Path, store: TrustStore) -> None:
 
 
 def trust_state(
-    config_dir: Path, workspace: Path, digest: str, files: tuple[str, ...]
+    config_dir: Path,
+    workspace: Path,
+    digest: str,
+    files: tuple[str, ...],
+    *,
+    dialect: str | None = None,
 ) -> TrustInfo:
-    key = canonical_workspace(workspace)
+    key = trust_key(workspace, dialect)
     if not files:
         return TrustInfo("none", key)
     record = read_store(config_dir).workspaces.get(key)
@@ -205,6 +218,8 @@ def record_trust(
     digest: str,
     files: tuple[str, ...],
     decision: Literal["trusted", "declined"] = "trusted",
+    *,
+    dialect: str | None = None,
 ) -> None:
     """Remember ``decision`` for exactly this content of the workspace's hooks.
 
@@ -216,7 +231,7 @@ def record_trust(
             "they name cannot be hashed (see `triohooks validate`)"
         )
     store = read_store(config_dir)
-    store.workspaces[canonical_workspace(workspace)] = TrustRecord(
+    store.workspaces[trust_key(workspace, dialect)] = TrustRecord(
         digest=digest, decision=decision, time=time.time(), files=list(files)
     )
     write_store(config_dir, store)

@@ -12,12 +12,14 @@ import logging
 import os
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
+from functools import partial
 from typing import Any, Unpack
 
 import msgspec
 import trio
 
 from triohooks.actors.audit import AuditRecord, AuditSink
+from triohooks.agents.runner import AgentHooks, AgentResult
 from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
@@ -52,7 +54,9 @@ class HookEngine:
         reaper: Reaper,
         audit: AuditSink | None,
         judge_warning: str | None,
+        agents: AgentHooks | None = None,
     ) -> None:
+        self._agents = agents
         self._dispatcher = dispatcher
         self._loader = loader
         self._reaper = reaper
@@ -133,6 +137,15 @@ class HookEngine:
                 dispatcher = Dispatcher(loader=loader, runs=runs, post_worker=post_worker)
                 engine = cls(dispatcher, loader, reaper, sink, judge_warning)
                 async with trio.open_nursery() as events:
+                    engine._agents = AgentHooks(
+                        spawner=reaper,
+                        http=http,
+                        judge=built if built is not None else judge,
+                        background=events,
+                        config_dir=settings.config_dir,
+                        trust_override=settings.trust,
+                        on_result=partial(_audit_agent_result, runs),
+                    )
                     await Supervisor(events).start("dispatcher", dispatcher.serve)
                     try:
                         yield engine
@@ -177,6 +190,20 @@ class HookEngine:
                 detail=msgspec.to_builtins(report),
             )
         )
+
+    # -- agent dialects ------------------------------------------------------------------------
+    async def agent_hook(self, agent: str, body: bytes) -> AgentResult:
+        """Run the hooks ``agent`` (``claude``, ``gemini``, ``codex``) has configured for the
+        event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim --
+        and return the merged answer in that agent's output format (``result.answer.output``).
+
+        The project is found from the payload's ``cwd`` (the nearest ancestor holding
+        ``.claude/`` ...); its project-level settings run only once trusted. A checkpoint; on
+        cancel the running hooks are killed. Raises
+        :class:`~triohooks.agents.runner.AgentPayloadError` for a body that is no hook input.
+        """
+        assert self._agents is not None
+        return await self._agents.handle(agent, body)
 
     # -- firing -------------------------------------------------------------------------------
     async def fire(
@@ -331,6 +358,27 @@ class HookEngine:
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
+
+
+def _audit_agent_result(runs: HookRuns, result: AgentResult) -> None:
+    """Agent-dialect runs are audited like our own: a block, a failure, a permission answer."""
+    for run in result.runs:
+        if run.status == "ok" and not run.truncated:
+            continue
+        decision = {"block": "block", "error": "error"}.get(run.status)
+        runs.record(
+            AuditRecord(
+                session=result.session,
+                kind="hook",
+                event=f"{result.agent}:{result.event}",
+                hook=run.hook,
+                decision=decision,
+                error=run.error,
+                duration_ms=run.duration_ms,
+                workspace=result.project or "",
+                truncated=run.truncated,
+            )
+        )
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:

@@ -1,0 +1,267 @@
+"""Merge the replies of one agent event into the one answer that agent reads.
+
+The agents run all matching hooks in parallel and merge: the most restrictive permission wins
+(deny > ask > allow), every context and system message is kept, any ``continue: false`` stops
+the agent, any block blocks. Where the agent races -- several ``updatedInput``: the last hook to
+*finish* wins in Claude Code -- we are deterministic: the rewrite of the hook that comes last
+in config order (lowest-precedence level first, file order within a level) wins, and a warning
+says others were overridden.
+
+The answer is JSON in the agent's own output format, as if one hook had printed it on exit 0
+(so a block is a block to that agent whichever way it reaches it: relay stdout or the HTTP
+endpoint's body). Reasons are the hooks' own words, never their command lines. Pure logic.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import msgspec
+
+from .config import AgentHook
+from .replies import MAX_TEXT, AgentReply
+from .spec import AgentName
+
+#: Claude events where ``decision: "block"`` (or exit 2) blocks, and what blocking means.
+_BLOCKABLE: dict[str, str] = {
+    "PreToolUse": "deny the tool call",
+    "PermissionRequest": "deny the permission",
+    "UserPromptSubmit": "erase the prompt",
+    "PostToolUse": "tell the model",
+    "PostToolUseFailure": "tell the model",
+    "Stop": "keep the agent going",
+    "SubagentStop": "keep the subagent going",
+    "PreCompact": "cancel the compaction",
+    "TaskCreated": "refuse the task",
+    "BeforeTool": "deny the tool call",
+    "AfterTool": "tell the model",
+    "BeforeAgent": "block the prompt",
+    "AfterAgent": "keep the agent going",
+}
+#: Events whose plain stdout (exit 0, not JSON) is context for the model.
+_TEXT_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart", "BeforeAgent"})
+_RANK = {"allow": 1, "ask": 2, "deny": 3}
+
+
+class AgentAnswer(msgspec.Struct, kw_only=True):
+    """What to tell the agent, and a summary for the audit and the fronts."""
+
+    output: dict[str, Any]
+    blocked: bool = False
+    decision: str | None = None
+    reason: str | None = None
+    warnings: list[str] = msgspec.field(default_factory=list)
+
+
+def _text(value: object) -> str | None:
+    return value[:MAX_TEXT] if isinstance(value, str) and value else None
+
+
+def _join(parts: Sequence[str]) -> str | None:
+    return "\n".join(parts)[:MAX_TEXT] if parts else None
+
+
+class _Fold:
+    def __init__(self, agent: AgentName, event: str) -> None:
+        self.agent = agent
+        self.event = event
+        self.permission: str | None = None
+        self.permission_reason: list[str] = []
+        self.block_reasons: list[str] = []
+        self.blocked = False
+        self.contexts: list[str] = []
+        self.system: list[str] = []
+        self.stop: str | None = None
+        self.stopped = False
+        self.suppress = False
+        self.updated: dict[str, Any] | None = None
+        self.updated_by: list[str] = []
+        self.tool_input_patch: dict[str, Any] = {}
+        self.permission_decision: dict[str, Any] | None = None
+        self.warnings: list[str] = []
+
+    def permit(self, decision: str, reason: str | None) -> None:
+        if decision not in _RANK:
+            return
+        if self.permission is None or _RANK[decision] > _RANK[self.permission]:
+            self.permission = decision
+            self.permission_reason = []
+        if decision == self.permission and reason:
+            self.permission_reason.append(reason)
+
+    def block(self, reason: str | None) -> None:
+        self.blocked = True
+        if reason:
+            self.block_reasons.append(reason)
+
+    def add(self, hook: AgentHook, reply: AgentReply) -> None:
+        if reply.status == "error":
+            self.warnings.append(f"hook {hook.label} failed (non-blocking): {reply.error}")
+            return
+        if reply.status == "block":
+            if self.event in ("PreToolUse", "BeforeTool"):
+                self.permit("deny", reply.reason or f"blocked by hook {hook.label}")
+            elif self.event == "PermissionRequest":
+                self.permission_decision = {
+                    "behavior": "deny",
+                    "message": reply.reason or f"denied by hook {hook.label}",
+                }
+            elif self.event in _BLOCKABLE:
+                self.block(reply.reason or f"blocked by hook {hook.label}")
+            elif reply.reason:
+                self.system.append(reply.reason)  # the agent shows it to the user only
+            return
+        if reply.text is not None and self.event in _TEXT_CONTEXT:
+            self.contexts.append(reply.text)
+        data = reply.json
+        if data is None:
+            return
+        self._json(hook, data)
+
+    def _json(self, hook: AgentHook, data: Mapping[str, Any]) -> None:
+        if data.get("continue") is False:
+            self.stopped = True
+            if self.stop is None:
+                self.stop = _text(data.get("stopReason"))
+        message = _text(data.get("systemMessage"))
+        if message:
+            self.system.append(message)
+        if data.get("suppressOutput") is True:
+            self.suppress = True
+        decision = data.get("decision")
+        reason = _text(data.get("reason"))
+        specific = data.get("hookSpecificOutput")
+        specific = specific if isinstance(specific, dict) else {}
+        if self.event in ("PreToolUse", "BeforeTool"):
+            permission = specific.get("permissionDecision")
+            if isinstance(permission, str):
+                self.permit(permission, _text(specific.get("permissionDecisionReason")) or reason)
+            elif decision in ("approve", "allow"):
+                self.permit("allow", reason)
+            elif decision in ("block", "deny"):
+                self.permit("deny", reason or f"blocked by hook {hook.label}")
+        elif self.event == "PermissionRequest":
+            chosen = specific.get("decision")
+            if (
+                isinstance(chosen, dict)
+                and chosen.get("behavior") in ("allow", "deny")
+                and (self.permission_decision is None or chosen["behavior"] == "deny")
+            ):
+                self.permission_decision = dict(chosen)
+        elif decision in ("block", "deny") and self.event in _BLOCKABLE:
+            self.block(reason or f"blocked by hook {hook.label}")
+        updated = specific.get("updatedInput")
+        if isinstance(updated, dict):
+            if self.updated is not None:
+                self.updated_by.append(hook.label)
+            self.updated = updated
+        tool_input = specific.get("tool_input")
+        if self.agent == "gemini" and isinstance(tool_input, dict):
+            self.tool_input_patch.update(tool_input)
+        context = _text(specific.get("additionalContext")) or _text(data.get("additionalContext"))
+        if context:
+            self.contexts.append(context)
+
+
+def merge(
+    agent: AgentName, event: str, runs: Sequence[tuple[AgentHook, AgentReply]]
+) -> AgentAnswer:
+    """The agent-format answer for ``event`` after ``runs`` (in config order)."""
+    fold = _Fold(agent, event)
+    for hook, reply in runs:
+        fold.add(hook, reply)
+    if fold.updated_by:
+        fold.warnings.append(
+            f"{len(fold.updated_by) + 1} hooks rewrote the input; the last in config order won"
+        )
+    if agent == "gemini":
+        return _gemini(fold)
+    return _claude(fold)
+
+
+def _claude(fold: _Fold) -> AgentAnswer:
+    out: dict[str, Any] = {}
+    answer = AgentAnswer(output=out, warnings=fold.warnings)
+    specific: dict[str, Any] = {}
+    if fold.stopped:
+        out["continue"] = False
+        if fold.stop:
+            out["stopReason"] = fold.stop
+        answer.blocked, answer.decision = True, "stop"
+        answer.reason = fold.stop or "a hook stopped the agent"
+    if fold.system:
+        out["systemMessage"] = _join(fold.system)
+    if fold.suppress:
+        out["suppressOutput"] = True
+    if fold.event == "PreToolUse":
+        if fold.permission is not None:
+            specific["permissionDecision"] = fold.permission
+            reason = _join(fold.permission_reason)
+            if reason:
+                specific["permissionDecisionReason"] = reason
+            answer.decision = fold.permission
+            if fold.permission == "deny":
+                answer.blocked, answer.reason = True, reason
+        if fold.updated is not None and fold.permission != "deny":
+            specific["updatedInput"] = fold.updated
+    elif fold.event == "PermissionRequest":
+        if fold.permission_decision is not None:
+            chosen = dict(fold.permission_decision)
+            if fold.updated is not None and chosen.get("behavior") == "allow":
+                chosen.setdefault("updatedInput", fold.updated)
+            specific["decision"] = chosen
+            answer.decision = str(chosen.get("behavior"))
+            if chosen.get("behavior") == "deny":
+                answer.blocked, answer.reason = True, _text(chosen.get("message"))
+    elif fold.blocked:
+        out["decision"] = "block"
+        reason = _join(fold.block_reasons) or "blocked by a hook"
+        out["reason"] = reason
+        answer.blocked, answer.decision, answer.reason = True, "block", reason
+    context = _join(fold.contexts)
+    if context and fold.event in (
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "SessionStart",
+        "SubagentStart",
+        "Notification",
+    ):
+        specific["additionalContext"] = context
+    elif context:
+        out["systemMessage"] = _join([*fold.system, context])
+    if specific:
+        out["hookSpecificOutput"] = {"hookEventName": fold.event, **specific}
+    return answer
+
+
+def _gemini(fold: _Fold) -> AgentAnswer:
+    out: dict[str, Any] = {}
+    answer = AgentAnswer(output=out, warnings=fold.warnings)
+    if fold.stopped:
+        out["continue"] = False
+        if fold.stop:
+            out["stopReason"] = fold.stop
+        answer.blocked, answer.decision, answer.reason = True, "stop", fold.stop
+    if fold.system:
+        out["systemMessage"] = _join(fold.system)
+    denied = fold.permission == "deny" or fold.blocked
+    if denied:
+        reason = _join(fold.permission_reason or fold.block_reasons) or "blocked by a hook"
+        out["decision"] = "deny" if fold.event == "BeforeTool" else "block"
+        out["reason"] = reason
+        answer.blocked, answer.decision, answer.reason = True, out["decision"], reason
+    specific: dict[str, Any] = {}
+    patch = dict(fold.tool_input_patch)
+    if fold.updated is not None:
+        patch.update(fold.updated)
+    if patch and not denied:
+        specific["tool_input"] = patch
+    context = _join(fold.contexts)
+    if context:
+        specific["additionalContext"] = context
+    if specific:
+        out["hookSpecificOutput"] = {"hookEventName": fold.event, **specific}
+    return answer

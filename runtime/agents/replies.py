@@ -1,0 +1,113 @@
+"""How one hook's end is read, by the rules of the agent it was written for.
+
+Claude Code (and Codex, which copies it): exit 0 with stdout starting with ``{`` is a JSON
+reply, other stdout is plain text (context for UserPromptSubmit and SessionStart); exit 2
+blocks with stderr as the reason (JSON ignored); any other exit, a timeout or a spawn failure is
+a non-blocking error and the action proceeds. Gemini CLI: the same for 0 and 2; exit 1 with
+non-JSON output is allow with a warning; any other non-zero exit denies.
+
+A hook marked ``failClosed`` (a triohooks extension) turns any failure into a block. Pure: it
+reads results, it runs nothing.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Final, Literal
+
+import msgspec
+
+from triohooks.handlers.process import ProcessResult
+
+from .config import AgentHook
+
+#: Claude caps hook strings (context, reasons) at this many characters.
+MAX_TEXT: Final = 10_000
+#: How much stderr a failure message quotes.
+STDERR_EXCERPT: Final = 300
+
+Status = Literal["ok", "block", "error"]
+
+
+class AgentReply(msgspec.Struct, kw_only=True):
+    """One hook's answer in agent-neutral terms."""
+
+    status: Status
+    #: The decoded JSON object the hook printed (exit 0), if any.
+    json: dict[str, Any] | None = None
+    #: Plain (non-JSON) stdout of exit 0.
+    text: str | None = None
+    #: Why it blocked (exit 2: its stderr) or failed.
+    reason: str | None = None
+    exit_code: int | None = None
+    duration_ms: float = 0.0
+    error: str | None = None
+    truncated: bool = False
+
+
+def _clip(text: str) -> str:
+    return text if len(text) <= MAX_TEXT else text[:MAX_TEXT]
+
+
+def _stdout_reply(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
+    stripped = stdout.strip()
+    if stripped.startswith("{"):
+        try:
+            value = msgspec.json.decode(stripped)
+        except msgspec.DecodeError:
+            return None, stripped
+        if isinstance(value, dict):
+            return value, None
+    return None, stripped or None
+
+
+def failed(hook: AgentHook, why: str, **fields: Any) -> AgentReply:
+    """A hook that did not answer: a non-blocking error, or a block when it is fail-closed."""
+    if hook.fail_closed:
+        return AgentReply(
+            status="block", reason=f"hook {hook.label} failed: {why}", error=why, **fields
+        )
+    return AgentReply(status="error", error=why, **fields)
+
+
+def read_process_reply(hook: AgentHook, result: ProcessResult) -> AgentReply:
+    common: dict[str, Any] = {
+        "exit_code": result.exit_code,
+        "duration_ms": result.duration_ms,
+        "truncated": result.truncated,
+    }
+    if result.status != "exited":
+        return failed(hook, result.error or result.status, **common)
+    code = result.exit_code
+    stderr = result.stderr.strip()
+    if code == 0:
+        json_reply, text = _stdout_reply(result.stdout)
+        return AgentReply(status="ok", json=json_reply, text=text, **common)
+    if code == 2:
+        return AgentReply(status="block", reason=_clip(stderr) or None, **common)
+    excerpt = stderr[:STDERR_EXCERPT]
+    why = f"exit {code}" + (f": {excerpt}" if excerpt else "")
+    if hook.agent == "gemini" and code != 1:
+        return AgentReply(status="block", reason=_clip(stderr) or why, error=why, **common)
+    if hook.agent == "gemini":
+        json_reply, _ = _stdout_reply(result.stdout)
+        if json_reply is not None:  # exit 1 with JSON: read it
+            return AgentReply(status="ok", json=json_reply, **common)
+    return failed(hook, why, **common)
+
+
+def read_http_reply(
+    hook: AgentHook, status: str, code: int | None, body: str, error: str | None, duration_ms: float
+) -> AgentReply:
+    """Claude: 2xx with an empty body is no opinion, with a JSON object the same as a command's
+    stdout; anything else (non-2xx, another body, a refused connection, a timeout) is a
+    non-blocking error. A status code cannot block."""
+    common: dict[str, Any] = {"duration_ms": duration_ms, "exit_code": code}
+    if status != "ok":
+        return failed(hook, error or status, **common)
+    text = body.strip()
+    if not text:
+        return AgentReply(status="ok", **common)
+    json_reply, _ = _stdout_reply(text)
+    if json_reply is None:
+        return failed(hook, "the reply body is not a JSON object", **common)
+    return AgentReply(status="ok", json=json_reply, **common)

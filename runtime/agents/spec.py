@@ -1,0 +1,185 @@
+"""What differs between the three agents' hook contracts, as data (see ``docs/agents.md``).
+
+Facts from the agents' documentation and source (``shared/interop``): where each keeps its
+settings, its event names and their triohooks equivalents, timeout units and defaults, the
+handler types it runs, the environment a hook gets, and the tool names its ``if`` rules use.
+Pure data and small pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Final, Literal
+
+import msgspec
+
+AgentName = Literal["claude", "gemini", "codex"]
+AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex")
+
+#: The file an adopted settings file's ``hooks`` object is moved into, beside it.
+ADOPTED_NAME: Final = "triohooks-hooks.json"
+
+
+class Level(msgspec.Struct, frozen=True):
+    """One settings file an agent reads hooks from."""
+
+    #: managed / user / project / local (Claude); system / user / project (Gemini) ...
+    name: str
+    path: Path
+    #: Project-level files come with a repository: they run only once trusted.
+    project: bool
+
+
+class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
+    name: AgentName
+    #: The agent's event name -> the triohooks event it is (absent: no equivalent; its hooks
+    #: still run when the agent fires it).
+    events: dict[str, str]
+    #: Seconds per unit of the config's ``timeout``.
+    timeout_unit_s: float
+    #: Default timeout of a command hook, in seconds.
+    default_timeout_s: float
+    #: Handler ``type`` values this agent runs (others are reported, never silently dropped).
+    handler_types: frozenset[str]
+    #: The project directory that marks a project root (``.claude``).
+    project_dir: str
+    #: Environment variables naming the project directory.
+    project_env: tuple[str, ...]
+    #: Events whose hooks the agent accepts only as ``command`` handlers.
+    command_only_events: frozenset[str] = frozenset()
+
+
+CLAUDE_EVENTS: Final = {
+    "PreToolUse": "pre_tool",
+    "PostToolUse": "post_tool",
+    "PostToolUseFailure": "post_tool_failure",
+    "UserPromptSubmit": "prompt_submit",
+    "Stop": "stop",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "SessionStart": "session_start",
+    "SessionEnd": "session_end",
+    "PreCompact": "pre_compact",
+    "PostCompact": "post_compact",
+    "PermissionRequest": "permission_request",
+    "Notification": "notification",
+}
+
+SPECS: Final[dict[AgentName, AgentSpec]] = {
+    "claude": AgentSpec(
+        name="claude",
+        events=CLAUDE_EVENTS,
+        timeout_unit_s=1.0,
+        default_timeout_s=600.0,
+        handler_types=frozenset({"command", "http", "prompt", "agent"}),
+        project_dir=".claude",
+        project_env=("CLAUDE_PROJECT_DIR",),
+        command_only_events=frozenset({"SessionStart", "Setup"}),
+    ),
+    "gemini": AgentSpec(
+        name="gemini",
+        events={
+            "BeforeTool": "pre_tool",
+            "AfterTool": "post_tool",
+            "BeforeAgent": "prompt_submit",
+            "AfterAgent": "stop",
+            "SessionStart": "session_start",
+            "SessionEnd": "session_end",
+            "PreCompress": "pre_compact",
+            "Notification": "notification",
+        },
+        timeout_unit_s=0.001,
+        default_timeout_s=60.0,
+        handler_types=frozenset({"command"}),
+        project_dir=".gemini",
+        project_env=("GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
+    ),
+    "codex": AgentSpec(
+        name="codex",
+        events={
+            k: v
+            for k, v in CLAUDE_EVENTS.items()
+            if k
+            in (
+                "PreToolUse",
+                "PermissionRequest",
+                "PostToolUse",
+                "UserPromptSubmit",
+                "SessionStart",
+                "Stop",
+                "PreCompact",
+                "PostCompact",
+                "SubagentStart",
+                "SubagentStop",
+            )
+        },
+        timeout_unit_s=1.0,
+        default_timeout_s=600.0,
+        handler_types=frozenset({"command"}),
+        project_dir=".codex",
+        project_env=(),
+    ),
+}
+
+
+def home_dir(environ: Mapping[str, str] | None = None) -> Path:
+    env = os.environ if environ is None else environ
+    return Path(env.get("HOME") or os.path.expanduser("~"))
+
+
+def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
+    """The settings files ``agent`` reads hooks from, lowest precedence first (the order their
+    hooks run in, and the order that decides which rewrite wins)."""
+    out: list[Level] = []
+    if agent == "claude":
+        out.append(Level("managed", Path("/etc/claude-code/managed-settings.json"), False))
+        out.append(Level("user", home / ".claude" / "settings.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".claude" / "settings.json", True))
+            out.append(Level("local", project / ".claude" / "settings.local.json", True))
+    elif agent == "gemini":
+        out.append(Level("system", Path("/etc/gemini-cli/settings.json"), False))
+        out.append(Level("user", home / ".gemini" / "settings.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".gemini" / "settings.json", True))
+    else:
+        out.append(Level("user", home / ".codex" / "hooks.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".codex" / "hooks.json", True))
+    return out
+
+
+def find_project(cwd: str | os.PathLike[str] | None, agent: AgentName) -> Path | None:
+    """The nearest ancestor of ``cwd`` (itself included) holding the agent's project directory
+    (``.claude/`` ...), else None. The home directory's own ``~/.claude`` is user level, not a
+    project, so the search stops below it."""
+    if not cwd:
+        return None
+    marker = SPECS[agent].project_dir
+    start = Path(os.path.abspath(cwd))
+    home = home_dir()
+    for directory in (start, *start.parents):
+        if directory == home:
+            return None
+        if (directory / marker).is_dir():
+            return directory
+    return None
+
+
+def hook_environment(
+    agent: AgentName, project: Path | None, payload: Mapping[str, object]
+) -> dict[str, str]:
+    """The variables the agent itself sets for a hook, on top of the host's environment."""
+    env: dict[str, str] = {}
+    root = str(project) if project is not None else str(payload.get("cwd") or os.getcwd())
+    for name in SPECS[agent].project_env:
+        env[name] = root
+    if agent == "claude":
+        env["CLAUDECODE"] = "1"
+    elif agent == "gemini":
+        session = payload.get("session_id")
+        if isinstance(session, str):
+            env["GEMINI_SESSION_ID"] = session
+    return env

@@ -1,0 +1,396 @@
+"""The claude dialect: Claude Code's own settings files and hooks, run by a real engine with real
+bash hooks, answered in Claude Code's output format (contract from its documentation,
+``shared/interop/README.md``)."""
+
+from __future__ import annotations
+
+import json
+import os
+from functools import partial
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import trio
+
+from triohooks import HookEngine
+from triohooks.agents.config import compile_matcher, load_agent_table, translate_if
+from triohooks.agents.runner import AgentPayloadError
+
+pytestmark = pytest.mark.slow
+
+
+class Setup:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.project = root / "proj"
+        self.g = root / "g"
+        self.state = root / "state"
+        for d in (self.home, self.project / ".claude", self.g):
+            d.mkdir(parents=True)
+
+    def settings(self, hooks: dict[str, Any], *, level: str = "user", **top: Any) -> Path:
+        path = {
+            "user": self.home / ".claude" / "settings.json",
+            "project": self.project / ".claude" / "settings.json",
+            "local": self.project / ".claude" / "settings.local.json",
+        }[level]
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps({"hooks": hooks, **top}))
+        return path
+
+    def engine(self, **kw: Any) -> Any:
+        return HookEngine.open(
+            workspace=self.project, config_dir=self.g, state_dir=self.state, **kw
+        )
+
+    def input(self, event: str, **fields: Any) -> bytes:
+        base = {
+            "session_id": "s1",
+            "transcript_path": str(self.root / "t.jsonl"),
+            "cwd": str(self.project),
+            "hook_event_name": event,
+            "permission_mode": "default",
+        }
+        return json.dumps({**base, **fields}).encode()
+
+    def bash(self, command: str, event: str = "PreToolUse") -> bytes:
+        return self.input(
+            event, tool_name="Bash", tool_input={"command": command}, tool_use_id="t1"
+        )
+
+
+@pytest.fixture
+def s(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
+    setup = Setup(tmp_path)
+    monkeypatch.setenv("HOME", str(setup.home))
+    return setup
+
+
+def cmd(command: str, **extra: Any) -> dict[str, Any]:
+    return {"type": "command", "command": command, **extra}
+
+
+def group(*handlers: dict[str, Any], matcher: str | None = None) -> dict[str, Any]:
+    out: dict[str, Any] = {"hooks": list(handlers)}
+    if matcher is not None:
+        out["matcher"] = matcher
+    return out
+
+
+async def ask(s: Setup, body: bytes, **kw: Any) -> Any:
+    with trio.fail_after(20):
+        async with s.engine(**kw) as e:
+            return await e.agent_hook("claude", body)
+
+
+# -- matchers and if rules ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("matcher", "tool", "hit"),
+    [
+        (None, "Bash", True),
+        ("", "Bash", True),
+        ("*", "mcp__x__y", True),
+        ("Bash", "Bash", True),
+        ("Bash", "BashOutput", False),  # exact, not a prefix
+        ("Edit|Write", "Write", True),
+        ("Edit, Write", "Edit", True),
+        ("Edit|Write", "Read", False),
+        ("mcp__.*", "mcp__fs__read", True),
+        ("mcp__.*", "Bash", False),
+        ("Notebook.*", "NotebookEdit", True),
+        ("ash", "Bash", False),  # plain characters: exact name only
+        ("B.sh", "xBashy", True),  # a regex is unanchored
+    ],
+)
+def test_claude_matcher_rules(matcher: str | None, tool: str, hit: bool) -> None:
+    assert compile_matcher("claude", matcher).matches(tool) is hit
+
+
+@pytest.mark.parametrize(
+    ("claude", "ours"),
+    [
+        ("Bash(git push*)", "shell(git push*)"),
+        ("Bash(npm run test:*)", "shell(npm run test*)"),
+        ("Edit(src/**)", "write(src/**)"),
+        ("Read(./.env)", "read(./.env)"),
+        ("WebFetch(domain:example.com)", "web(example.com)"),
+        ("Bash", "Bash"),
+        ("mcp__github__create_issue", "mcp__github__create_issue"),
+    ],
+)
+def test_claude_if_rules_map_onto_ours(claude: str, ours: str) -> None:
+    assert translate_if(claude) == ours
+
+
+# -- decisions ------------------------------------------------------------------------------------
+
+
+async def test_exit_2_denies_with_stderr_not_the_command_line(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("echo 'no pushing' >&2; exit 2"), matcher="Bash")]})
+    result = await ask(s, s.bash("git push"))
+    out = result.answer.output
+    assert out == {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "no pushing",
+        }
+    }
+    assert "echo" not in json.dumps(out)  # the command line never reaches the model
+    assert result.answer.blocked
+
+
+async def test_hook_gets_the_input_verbatim_and_claudes_environment(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("cat > seen.json; env > seen.env"))]})
+    body = s.bash("ls")
+    await ask(s, body)
+    assert (s.project / "seen.json").read_bytes() == body
+    env = dict(
+        line.split("=", 1)
+        for line in (s.project / "seen.env").read_text().splitlines()
+        if "=" in line
+    )
+    assert env["CLAUDE_PROJECT_DIR"] == str(s.project)
+    assert env["CLAUDECODE"] == "1"
+
+
+async def test_most_restrictive_permission_wins_and_reasons_are_kept(s: Setup) -> None:
+    def decide(d: str, r: str) -> dict[str, Any]:
+        reply = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": d,
+                "permissionDecisionReason": r,
+            }
+        }
+        return cmd(f"echo '{json.dumps(reply)}'")
+
+    s.settings({"PreToolUse": [group(decide("allow", "fine"), decide("ask", "hmm"))]})
+    out = (await ask(s, s.bash("ls"))).answer.output["hookSpecificOutput"]
+    assert (out["permissionDecision"], out["permissionDecisionReason"]) == ("ask", "hmm")
+    s.settings(
+        {
+            "PreToolUse": [
+                group(decide("ask", "hmm"), decide("deny", "never"), decide("allow", "ok"))
+            ]
+        }
+    )
+    out = (await ask(s, s.bash("ls"))).answer.output["hookSpecificOutput"]
+    assert (out["permissionDecision"], out["permissionDecisionReason"]) == ("deny", "never")
+
+
+async def test_updated_input_last_in_config_order_wins_deterministically(s: Setup) -> None:
+    def rewrite(command: str, delay: float) -> dict[str, Any]:
+        reply = {
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "updatedInput": {"command": command},
+            }
+        }
+        return cmd(f"sleep {delay}; echo '{json.dumps(reply)}'")
+
+    # The second hook finishes first; in Claude Code the last to *finish* wins (a race).
+    s.settings({"PreToolUse": [group(rewrite("first", 0.0), rewrite("second", 0.0))]}, level="user")
+    s.settings({"PreToolUse": [group(rewrite("third", 0.3))]}, level="project")
+    result = await ask(s, s.bash("ls"), trust=True)
+    specific = result.answer.output["hookSpecificOutput"]
+    assert specific["updatedInput"] == {"command": "third"}  # project level comes last
+    assert any("rewrote the input" in w for w in result.answer.warnings)
+
+
+async def test_contexts_system_messages_and_continue(s: Setup) -> None:
+    s.settings(
+        {
+            "UserPromptSubmit": [
+                group(
+                    cmd("echo plain context"),
+                    cmd(
+                        """echo '{"hookSpecificOutput":{"hookEventName":"UserPromptSubmit","additionalContext":"json context"},"systemMessage":"hi user"}'"""
+                    ),
+                )
+            ],
+            "PostToolUse": [group(cmd("""echo '{"continue":false,"stopReason":"enough"}'"""))],
+        }
+    )
+    out = (await ask(s, s.input("UserPromptSubmit", prompt="do it"))).answer.output
+    assert out["hookSpecificOutput"]["additionalContext"] == "plain context\njson context"
+    assert out["systemMessage"] == "hi user"
+    post = s.input("PostToolUse", tool_name="Bash", tool_input={"command": "ls"}, tool_response={})
+    out = (await ask(s, post)).answer.output
+    assert out == {"continue": False, "stopReason": "enough"}
+
+
+async def test_stop_block_and_prompt_block(s: Setup) -> None:
+    s.settings(
+        {
+            "Stop": [group(cmd("""echo '{"decision":"block","reason":"tests are red"}'"""))],
+            "UserPromptSubmit": [group(cmd("echo 'secrets in prompt' >&2; exit 2"))],
+        }
+    )
+    stop = await ask(s, s.input("Stop", stop_hook_active=False))
+    assert stop.answer.output == {"decision": "block", "reason": "tests are red"}
+    prompt = await ask(s, s.input("UserPromptSubmit", prompt="my key is sk-abc"))
+    assert prompt.answer.output == {"decision": "block", "reason": "secrets in prompt"}
+
+
+async def test_other_exit_codes_and_timeouts_are_non_blocking(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("exit 1"), cmd("sleep 30", timeout=0.5), cmd("exit 4"))]})
+    result = await ask(s, s.bash("git push"))
+    assert result.answer.output == {}
+    assert not result.answer.blocked
+    assert len(result.answer.warnings) == 3
+    assert [r.status for r in result.runs] == ["error", "error", "error"]
+
+
+async def test_fail_closed_extension_blocks_on_timeout(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("sleep 30", timeout=0.5, failClosed=True))]})
+    result = await ask(s, s.bash("git push"))
+    specific = result.answer.output["hookSpecificOutput"]
+    assert specific["permissionDecision"] == "deny"
+    assert "timed out" in specific["permissionDecisionReason"]
+    assert "sleep" not in specific["permissionDecisionReason"]
+
+
+async def test_a_background_grandchild_does_not_hold_the_answer_nor_survive(s: Setup) -> None:
+    marker = "300.4242"
+    s.settings({"PreToolUse": [group(cmd(f"sleep {marker} & echo ok"))]})
+    with trio.fail_after(10):
+        start = trio.current_time()
+        await ask(s, s.bash("ls"))
+        assert trio.current_time() - start < 2.0
+    await trio.sleep(0.3)
+    alive = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
+    for p in alive:
+        p.kill()
+    assert alive == []
+
+
+async def test_if_rule_and_matcher_filter_which_hooks_run(s: Setup) -> None:
+    s.settings(
+        {
+            "PreToolUse": [
+                group(cmd("echo push >&2; exit 2", **{"if": "Bash(git push*)"}), matcher="Bash"),
+                group(cmd("echo edit >&2; exit 2"), matcher="Edit|Write"),
+            ]
+        }
+    )
+    assert not (await ask(s, s.bash("git status"))).answer.blocked
+    assert (await ask(s, s.bash("git push origin"))).answer.reason == "push"
+    edit = s.input("PreToolUse", tool_name="Write", tool_input={"file_path": "x", "content": ""})
+    assert (await ask(s, edit)).answer.reason == "edit"
+
+
+async def test_project_hooks_wait_for_trust_user_hooks_do_not(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("echo user >&2; exit 2"))]}, level="user")
+    s.settings({"PreToolUse": [group(cmd("echo project >&2; exit 2"))]}, level="project")
+    untrusted = await ask(s, s.bash("ls"))
+    assert untrusted.answer.reason == "user"
+    assert untrusted.trust is not None and untrusted.trust.state == "new"
+    trusted = await ask(s, s.bash("ls"), trust=True)
+    assert trusted.answer.reason == "user\nproject"
+
+
+async def test_disable_all_hooks_and_identical_handlers_run_once(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("echo x >> count"))]}, level="user")
+    s.settings({"PreToolUse": [group(cmd("echo x >> count"))]}, level="project")
+    await ask(s, s.bash("ls"), trust=True)
+    assert (s.project / "count").read_text() == "x\n"
+    s.settings({"PreToolUse": [group(cmd("echo x >> count"))]}, level="user", disableAllHooks=True)
+    await ask(s, s.bash("ls"), trust=True)
+    assert (s.project / "count").read_text() == "x\n"
+
+
+async def test_events_we_have_no_name_for_still_run(s: Setup) -> None:
+    s.settings({"FileChanged": [group(cmd("echo changed > changed"))]})
+    await ask(s, s.input("FileChanged", file_path="a.py"))
+    assert (s.project / "changed").read_text() == "changed\n"
+
+
+async def test_unsupported_handler_types_are_reported_not_dropped(s: Setup) -> None:
+    s.settings({"PreToolUse": [group({"type": "mcp_tool", "server": "x", "tool": "y"})]})
+    table = load_agent_table("claude", project=s.project, home=s.home, config_dir=s.g)
+    (hook,) = table.hooks
+    assert not hook.supported and "mcp_tool" in (hook.unsupported or "")
+    result = await ask(s, s.bash("ls"))
+    assert any("mcp_tool" in w for w in result.answer.warnings)
+
+
+async def test_broken_settings_are_problems_and_other_levels_still_run(s: Setup) -> None:
+    (s.project / ".claude" / "settings.json").write_text("{not json")
+    s.settings({"PreToolUse": [group(cmd("echo user >&2; exit 2"))]}, level="user")
+    table = load_agent_table("claude", project=s.project, home=s.home, config_dir=s.g)
+    assert any("not valid JSON" in p.message for p in table.problems)
+    assert (await ask(s, s.bash("ls"))).answer.reason == "user"
+
+
+async def test_http_hook_against_a_real_local_server(s: Setup) -> None:
+    seen: list[bytes] = []
+
+    async def handler(stream: trio.SocketStream) -> None:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += await stream.receive_some()
+        head, _, rest = data.partition(b"\r\n\r\n")
+        length = int(
+            next(
+                line.split(b":")[1]
+                for line in head.split(b"\r\n")
+                if line.lower().startswith(b"content-length")
+            )
+        )
+        while len(rest) < length:
+            rest += await stream.receive_some()
+        seen.append(rest)
+        body = json.dumps(
+            {
+                "hookSpecificOutput": {
+                    "hookEventName": "PreToolUse",
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": "http says no",
+                }
+            }
+        ).encode()
+        await stream.send_all(
+            b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\nConnection: close\r\n\r\n%s"
+            % (len(body), body)
+        )
+        await stream.aclose()
+
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            serve = partial(trio.serve_tcp, handler, 0, host="127.0.0.1")
+            (listener,) = await nursery.start(serve)
+            port = listener.socket.getsockname()[1]
+            s.settings(
+                {
+                    "PreToolUse": [
+                        group(
+                            {"type": "http", "url": f"http://127.0.0.1:{port}/hook", "timeout": 5}
+                        )
+                    ]
+                }
+            )
+            body = s.bash("rm -rf /")
+            result = await ask(s, body)
+            nursery.cancel_scope.cancel()
+    assert seen == [body]
+    assert result.answer.reason == "http says no"
+
+
+async def test_bad_input_is_a_payload_error(s: Setup) -> None:
+    with trio.fail_after(10):
+        async with s.engine() as e:
+            for body in (b"[1]", b"{", b'{"cwd": "/"}'):
+                with pytest.raises(AgentPayloadError):
+                    await e.agent_hook("claude", body)
+            with pytest.raises(AgentPayloadError):
+                await e.agent_hook("cursor", s.bash("ls"))
+
+
+def test_environment_is_not_leaked_between_tests() -> None:
+    assert "CLAUDE_PROJECT_DIR" not in os.environ
