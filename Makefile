@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # them through a tree of symlinks with the installed names, rebuilt on every run.
 TYPES_TREE := build/mypy
 
-.PHONY: demo test lint types pytest bench clean
+.PHONY: demo test lint types pytest interop bench clean
 
 # The install log is kept in .venv/install.log and shown only when the install fails.
 $(STAMP): pyproject.toml
@@ -37,6 +37,10 @@ pytest: $(STAMP)
 	$(BIN)/pytest -q
 
 test: lint types pytest
+
+# The real Claude Code CLI against a local fake API (installed into .cache/interop/ on first use).
+interop: $(STAMP)
+	$(BIN)/pytest -q -m interop tests/interop
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'

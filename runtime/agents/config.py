@@ -91,6 +91,9 @@ class AgentHook(msgspec.Struct, frozen=True, kw_only=True):
     """One handler of one matcher group of one level, as the agent would run it."""
 
     agent: AgentName
+    #: From a ``triohooks-hooks.json`` (moved there by an adoption: the agent no longer runs it
+    #: itself, so calls from the agent -- endpoint, relay -- run only these).
+    adopted: bool = False
     #: The agent's event name, as written (``PreToolUse``).
     event: str
     #: The triohooks event it is, or None (an event we have no name for: still run).
@@ -167,8 +170,8 @@ class AgentTable(msgspec.Struct, frozen=True):
     #: File signatures the table was built from (path, mtime_ns, size, inode), to reuse it.
     signature: tuple[tuple[str, int, int, int], ...] = ()
 
-    def for_event(self, event: str) -> list[AgentHook]:
-        return [h for h in self.hooks if h.event == event]
+    def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
+        return [h for h in self.hooks if h.event == event and (h.adopted or not adopted_only)]
 
 
 def compile_matcher(agent: AgentName, text: object) -> Matcher:
@@ -339,7 +342,14 @@ def _handler(
 
 
 def parse_hooks(
-    agent: AgentName, level: Level, source: str, hooks: object, problems: list[ConfigProblem]
+    agent: AgentName,
+    level: Level,
+    source: str,
+    hooks: object,
+    problems: list[ConfigProblem],
+    *,
+    adopted: bool = False,
+    keep_ours: bool = False,
 ) -> list[AgentHook]:
     """Parse one ``hooks`` object (``{"<Event>": [{"matcher", "hooks": [...]}]}``)."""
     if not isinstance(hooks, dict):
@@ -381,8 +391,8 @@ def parse_hooks(
                     problems,
                     sequential,
                 )
-                if hook is not None and not is_ours(hook):
-                    out.append(hook)
+                if hook is not None and (keep_ours or not is_ours(hook)):
+                    out.append(msgspec.structs.replace(hook, adopted=True) if adopted else hook)
     return out
 
 
@@ -500,7 +510,7 @@ def load_agent_table(
         adopted = read_json_object(adopted_path, problems)
         if adopted is not None:
             files.append(str(adopted_path))
-            hooks += parse_hooks(agent, level, str(adopted_path), adopted, problems)
+            hooks += parse_hooks(agent, level, str(adopted_path), adopted, problems, adopted=True)
         if agent == "codex" and level.name == "user":
             extra = _codex_toml_hooks(home, problems)
             if extra is not None:

@@ -177,6 +177,10 @@ def merge(
         )
     if agent == "gemini":
         return _gemini(fold)
+    if agent == "codex" and fold.permission == "ask":
+        # Codex counts an ask as a failed hook and goes on: the only safe answer is a deny.
+        fold.permission = "deny"
+        fold.permission_reason = [*fold.permission_reason, "(asked; Codex cannot ask: denied)"]
     return _claude(fold)
 
 
@@ -264,4 +268,23 @@ def _gemini(fold: _Fold) -> AgentAnswer:
         specific["additionalContext"] = context
     if specific:
         out["hookSpecificOutput"] = {"hookEventName": fold.event, **specific}
+    return answer
+
+
+def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
+    """Our own failure while answering ``event``: an event that can block is blocked (denied),
+    with a reason that says it was an internal error; the others get a system message. A
+    ``Stop`` is not blocked (that would force the agent to go on)."""
+    text = f"triohooks internal error while handling {event}: {why}"
+    fold = _Fold("gemini" if agent == "gemini" else "claude", event)
+    if event in ("PreToolUse", "BeforeTool"):
+        fold.permit("deny", text)
+    elif event == "PermissionRequest":
+        fold.permission_decision = {"behavior": "deny", "message": text}
+    elif event in _BLOCKABLE and event not in ("Stop", "SubagentStop", "AfterAgent"):
+        fold.block(text)
+    else:
+        fold.system.append(text)
+    answer = _gemini(fold) if agent == "gemini" else _claude(fold)
+    answer.warnings.append(text)
     return answer

@@ -144,9 +144,13 @@ class AgentHooks:
         self._tables[key] = table
         return table
 
-    async def handle(self, agent: str, body: bytes) -> AgentResult:
+    async def handle(self, agent: str, body: bytes, *, adopted_only: bool = False) -> AgentResult:
         """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON) and return
-        the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input."""
+        the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
+
+        ``adopted_only``: only the hooks an adoption moved into ``triohooks-hooks.json`` -- for
+        calls from the agent itself (the endpoint, the relay), which still runs the hooks left in
+        its settings files on its own."""
         if agent not in AGENTS:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
@@ -154,7 +158,8 @@ class AgentHooks:
         event = payload["hook_event_name"]
         project = find_project(payload.get("cwd"), name)
         table = await self.table(name, project)
-        chosen = [h for h in table.for_event(event) if self._applies(h, payload, project)]
+        candidates = table.for_event(event, adopted_only=adopted_only)
+        chosen = [h for h in candidates if self._applies(h, payload, project)]
         runs: list[tuple[AgentHook, AgentReply]] = []
         foreground = [h for h in chosen if h.supported and not h.background]
         for hook in chosen:

@@ -19,13 +19,13 @@ import msgspec
 import trio
 
 from triohooks.actors.audit import AuditRecord, AuditSink
-from triohooks.agents.runner import AgentHooks, AgentResult
 from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
 from triohooks.actors.reaper import Reaper, open_reaper
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
+from triohooks.agents.runner import AgentHooks, AgentResult
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -192,7 +192,9 @@ class HookEngine:
         )
 
     # -- agent dialects ------------------------------------------------------------------------
-    async def agent_hook(self, agent: str, body: bytes) -> AgentResult:
+    async def agent_hook(
+        self, agent: str, body: bytes, *, adopted_only: bool = False
+    ) -> AgentResult:
         """Run the hooks ``agent`` (``claude``, ``gemini``, ``codex``) has configured for the
         event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim --
         and return the merged answer in that agent's output format (``result.answer.output``).
@@ -201,9 +203,11 @@ class HookEngine:
         ``.claude/`` ...); its project-level settings run only once trusted. A checkpoint; on
         cancel the running hooks are killed. Raises
         :class:`~triohooks.agents.runner.AgentPayloadError` for a body that is no hook input.
+        ``adopted_only`` runs only the hooks ``triohooks <agent> install`` moved into
+        ``triohooks-hooks.json`` (the agent runs the rest itself): for calls from the agent.
         """
         assert self._agents is not None
-        return await self._agents.handle(agent, body)
+        return await self._agents.handle(agent, body, adopted_only=adopted_only)
 
     # -- firing -------------------------------------------------------------------------------
     async def fire(

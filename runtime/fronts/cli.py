@@ -140,6 +140,9 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "demo": (".demo", "add_demo_command", "cmd_demo"),
     "serve": (".server", "add_serve_command", "cmd_serve"),
     "watch": (".watch", "add_watch_command", "cmd_watch"),
+    "claude": (".agents_cli", "add_claude_command", "cmd_agent"),
+    "gemini": (".agents_cli", "add_gemini_command", "cmd_agent"),
+    "codex": (".agents_cli", "add_codex_command", "cmd_agent"),
 }
 
 

@@ -26,6 +26,7 @@ import logging
 import os
 import secrets
 import signal
+import stat
 import sys
 import time
 from collections.abc import Callable
@@ -48,9 +49,17 @@ from wsproto.events import CloseConnection
 
 from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
 from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
-from triohooks.config.paths import private_dir, state_dir
+from triohooks.config.paths import (
+    UnreadableFileError,
+    private_dir,
+    read_regular_file,
+    state_dir,
+    write_file_atomic,
+)
 from triohooks.engine.hook_engine import HookEngine
 
+from . import agent_http
+from .agent_http import looks_like_agent_request
 from .wire import (
     CLOSE_INVALID_DATA,
     CLOSE_NORMAL,
@@ -83,6 +92,8 @@ log = logging.getLogger("triohooks.server")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
+#: In the state dir while serve listens: where ``triohooks-relay`` finds it.
+SERVE_FILE: Final = "serve.json"
 #: ``serve``'s exit status when the engine itself failed (an actor past its restart budget).
 EXIT_ENGINE_FAILED: Final = 3
 TOKEN_FILE_NAME: Final = "serve-token"
@@ -187,6 +198,8 @@ class HookServer:
         self.refused_handshakes = 0
         self._slots = trio.CapacityLimiter(settings.max_connections)
         self._handshaking = 0
+        #: Connections serving agent hook requests (``POST /claude/v1/hook`` ...).
+        self._http_connections = 0
 
     @property
     def url(self) -> str:
@@ -283,9 +296,19 @@ class HookServer:
             self.refused_handshakes += 1
             await stream.aclose()
             return
-        wrapped = _ServerStream(stream, self.settings.close_timeout_s)
         self._handshaking += 1
         handshaking = True
+        try:
+            head = await self._first_bytes(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            head = None
+        if head is None or looks_like_agent_request(head):
+            self._handshaking -= 1
+            if head is not None:
+                await self._serve_agent_http(stream, head)
+            await stream.aclose()
+            return
+        wrapped = _ServerStream(stream, self.settings.close_timeout_s, head)
         try:
             try:
                 async with trio.open_nursery() as nursery:
@@ -312,6 +335,41 @@ class HookServer:
             pass
         except Exception:
             log.exception("websocket connection failed")
+
+    async def _first_bytes(self, stream: trio.SocketStream) -> bytes | None:
+        """Enough of the connection's first bytes to tell a websocket handshake (``GET``) from
+        an agent hook request (``POST /claude/v1/hook``); None if the client left or said
+        nothing within the handshake timeout."""
+        head = b""
+        with trio.move_on_after(self.settings.handshake_timeout_s):
+            while b"\r\n" not in head and len(head) < 512:
+                data = await stream.receive_some(65536)
+                if not data:
+                    return None
+                head += data
+            return head
+        return None
+
+    async def _serve_agent_http(self, stream: trio.SocketStream, head: bytes) -> None:
+        """``POST /<agent>/v1/hook`` requests on this connection (see :mod:`.agent_http`)."""
+        if self._http_connections >= self.settings.max_connections:
+            await agent_http.reply_busy(stream)
+            return
+        self._http_connections += 1
+        try:
+            await agent_http.serve_connection(
+                stream,
+                head,
+                token=self._token,
+                handle=partial(self.engine.agent_hook, adopted_only=True),
+                max_body=self.settings.max_message_bytes,
+            )
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("agent hook connection failed")
+        finally:
+            self._http_connections -= 1
 
     async def _handle(self, request: WebSocketRequest, stream: _ServerStream) -> None:
         given = _presented_token(request)
@@ -562,8 +620,10 @@ class _ServerStream(trio.abc.Stream):
     never lands inside another frame.
     """
 
-    def __init__(self, stream: trio.SocketStream, linger_s: float) -> None:
+    def __init__(self, stream: trio.SocketStream, linger_s: float, read: bytes = b"") -> None:
         self.stream = stream
+        #: What the server read to tell the handshake apart, handed to the library first.
+        self._pending = read
         #: The accepted websocket (set by the server right after the handshake).
         self.ws: WebSocketConnection | None = None
         self._linger_s = linger_s
@@ -583,6 +643,11 @@ class _ServerStream(trio.abc.Stream):
         await self.stream.wait_send_all_might_not_block()
 
     async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
+        if self._pending:
+            cut = len(self._pending) if max_bytes is None else max_bytes
+            data, self._pending = self._pending[:cut], self._pending[cut:]
+            await trio.lowlevel.checkpoint()
+            return data
         try:
             data = await self.stream.receive_some(max_bytes)
         except trio.BrokenResourceError:
@@ -728,6 +793,20 @@ class ServeError(Exception):
     """A usage problem of ``serve``: one line on stderr, exit 1."""
 
 
+def _kept_token(path: Path) -> str | None:
+    """The token a previous ``serve`` generated, kept across restarts (so the
+    ``$TRIOHOOKS_TOKEN`` an agent's http hooks send stays valid): only from a regular file of
+    ours that nobody else may read or write, else None (a new one is generated)."""
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
+            return None
+        token = read_regular_file(path, 4096).decode().strip()
+    except (OSError, UnreadableFileError, UnicodeDecodeError):
+        return None
+    return token if len(token) >= 32 else None
+
+
 def _load_token(token_file: Path | None) -> tuple[str, Path]:
     if token_file is not None:
         try:
@@ -737,8 +816,11 @@ def _load_token(token_file: Path | None) -> tuple[str, Path]:
         if not token:
             raise ServeError(f"token file {token_file} is empty")
         return token, token_file
-    token = secrets.token_urlsafe(32)
     path = private_dir(state_dir()) / TOKEN_FILE_NAME
+    kept = _kept_token(path)
+    if kept is not None:
+        return kept, path
+    token = secrets.token_urlsafe(32)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     try:
         os.fchmod(fd, 0o600)
@@ -781,6 +863,7 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
             server: HookServer = await nursery.start(serve, settings)
             print(f"triohooks serve: listening on {server.url}", flush=True)
             print(f"triohooks serve: token in {token_path}", flush=True)
+            announced = _announce(server, token_path)
             if not is_loopback(settings.host):
                 print(
                     "triohooks serve: warning: listening beyond loopback without TLS",
@@ -788,10 +871,44 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
                     flush=True,
                 )
             nursery.start_soon(_on_signals, signals, server, nursery.cancel_scope)
-            await server.done.wait()
+            try:
+                await server.done.wait()
+            finally:
+                _withdraw(announced)
             nursery.cancel_scope.cancel()
     print("triohooks serve: stopped", flush=True)
     return 0
+
+
+def _announce(server: HookServer, token_path: Path) -> Path | None:
+    """Write ``serve.json`` (host, port, token file, pid) in the state dir, for
+    ``triohooks-relay``; None if it cannot be written (the relay then runs hooks itself)."""
+    info = {
+        "host": server.host,
+        "port": server.port,
+        "token_file": str(token_path.resolve()),
+        "pid": os.getpid(),
+        "url": server.url,
+    }
+    try:
+        path = private_dir(state_dir()) / SERVE_FILE
+        write_file_atomic(path, msgspec.json.encode(info), new_mode=0o600)
+    except OSError as exc:
+        print(f"triohooks serve: warning: cannot write {SERVE_FILE}: {exc}", file=sys.stderr)
+        return None
+    return path
+
+
+def _withdraw(path: Path | None) -> None:
+    """Remove ``serve.json`` if it is still ours (another serve may have replaced it)."""
+    if path is None:
+        return
+    try:
+        info = msgspec.json.decode(path.read_bytes())
+        if isinstance(info, dict) and info.get("pid") == os.getpid():
+            path.unlink()
+    except (OSError, msgspec.DecodeError):
+        pass
 
 
 async def _on_signals(signals: Any, server: HookServer, hard_stop: trio.CancelScope) -> None:

@@ -1,0 +1,363 @@
+"""``triohooks <agent> install`` / ``uninstall``: move an agent's hooks into triohooks and back.
+
+Install reads one settings file (user or project scope), finds the *bytes* of its top-level
+``hooks`` value, writes exactly those bytes to ``triohooks-hooks.json`` beside it, and puts in
+their place one catch-all hook per event that points at triohooks: an ``http`` hook to
+``/claude/v1/hook`` where Claude Code allows one (not for SessionStart), else a
+``triohooks-relay <agent>`` command hook. Everything else in the file is left byte for byte.
+Uninstall puts the bytes of ``triohooks-hooks.json`` back in place of the catch-all and removes
+that file: with no edits in between, the settings file is restored byte for byte.
+
+Refused, with a message and nothing written: a settings file that is not valid JSON or not an
+object (never clobbered), one with no ``hooks`` to adopt, an existing ``triohooks-hooks.json``
+that is not ours to overwrite, an uninstall whose ``hooks`` are no longer only ours. A symlinked
+target or a directory leading out of the scope is refused as for self-configuration.
+
+Pure planning (:func:`plan_install`, :func:`plan_uninstall`) is separate from writing
+(:func:`apply`), so ``--dry-run`` prints the same change it would make.
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import shutil
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, Final, Literal
+
+import msgspec
+
+from triohooks.config.model import ConfigProblem
+from triohooks.config.paths import (
+    UnreadableFileError,
+    UnsafeWriteError,
+    check_write_target,
+    read_regular_file,
+    write_file_atomic,
+)
+
+from .config import MAX_SETTINGS_BYTES, is_ours, parse_hooks
+from .spec import ADOPTED_NAME, SPECS, AgentName, Level
+
+Scope = Literal["user", "project"]
+Transport = Literal["http", "relay"]
+#: Seconds added to the longest adopted hook's timeout for the catch-all's own timeout.
+TIMEOUT_MARGIN_S: Final = 5.0
+DEFAULT_PORT: Final = 8765
+TOKEN_VAR: Final = "TRIOHOOKS_TOKEN"
+
+
+class AdoptError(Exception):
+    """The change cannot be made; the message says which file and why. Nothing was written."""
+
+
+class FileChange(msgspec.Struct, frozen=True):
+    path: str
+    #: None: the file does not exist before / is removed after.
+    before: bytes | None
+    after: bytes | None
+
+
+class Plan(msgspec.Struct, frozen=True):
+    agent: AgentName
+    scope: Scope
+    settings: str
+    changes: tuple[FileChange, ...]
+    #: Events now routed to triohooks, and how (``http`` / ``relay``).
+    routes: tuple[tuple[str, str], ...] = ()
+    notes: tuple[str, ...] = ()
+
+    def diff(self) -> str:
+        out: list[str] = []
+        for change in self.changes:
+            a = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            b = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+            before = change.path if change.before is not None else "/dev/null"
+            after = change.path if change.after is not None else "/dev/null"
+            out += difflib.unified_diff(a, b, before, after)
+            if out and not out[-1].endswith("\n"):
+                out[-1] += "\n"
+        return "".join(out)
+
+
+def settings_path(agent: AgentName, scope: Scope, *, home: Path, project: Path) -> Path:
+    base = home if scope == "user" else project
+    name = "hooks.json" if agent == "codex" else "settings.json"
+    return base / SPECS[agent].project_dir / name
+
+
+# -- the top-level member spans of a JSON object, in bytes ------------------------------------
+
+
+def member_spans(text: str) -> dict[str, tuple[int, int]]:
+    """``{key: (start, end)}`` of each top-level value of the JSON object ``text`` (character
+    offsets). ``text`` must be valid JSON (checked before)."""
+    decoder = json.JSONDecoder()
+    ws = " \t\n\r"
+    i = 0
+    n = len(text)
+
+    def skip(i: int) -> int:
+        while i < n and text[i] in ws:
+            i += 1
+        return i
+
+    i = skip(i)
+    if i >= n or text[i] != "{":
+        raise ValueError("not a JSON object")
+    i = skip(i + 1)
+    spans: dict[str, tuple[int, int]] = {}
+    if i < n and text[i] == "}":
+        return spans
+    while True:
+        key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
+        i = skip(i)
+        if text[i] != ":":
+            raise ValueError("expected ':'")
+        i = skip(i + 1)
+        _, end = decoder.raw_decode(text, i)
+        spans[key] = (i, end)
+        i = skip(end)
+        if text[i] == "}":
+            return spans
+        if text[i] != ",":
+            raise ValueError("expected ','")
+        i = skip(i + 1)
+
+
+def _read_settings(path: Path) -> tuple[bytes, str, dict[str, Any]]:
+    try:
+        data = read_regular_file(path, MAX_SETTINGS_BYTES)
+    except FileNotFoundError:
+        raise AdoptError(f"{path}: no such file; there are no hooks to adopt") from None
+    except UnreadableFileError as exc:
+        raise AdoptError(str(exc)) from None
+    try:
+        text = data.decode("utf-8")
+        doc = json.loads(text)
+    except (UnicodeDecodeError, ValueError) as exc:
+        raise AdoptError(f"{path}: not valid JSON ({exc}); nothing changed") from None
+    if not isinstance(doc, dict):
+        raise AdoptError(f"{path}: must be a JSON object; nothing changed")
+    return data, text, doc
+
+
+def _relay_command(agent: AgentName) -> str:
+    found = shutil.which("triohooks-relay")
+    if found is None:
+        candidate = Path(sys.executable).with_name("triohooks-relay")
+        found = str(candidate) if candidate.exists() else None
+    if found is None:
+        return f"{sys.executable} -m triohooks.fronts.relay {agent}"
+    return f"{found} {agent}"
+
+
+def catch_all(
+    agent: AgentName,
+    hooks: Mapping[str, Any],
+    *,
+    source: str,
+    transport: Transport,
+    port: int,
+) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
+    """The hooks object that routes every event of ``hooks`` to triohooks, the routes, notes."""
+    spec = SPECS[agent]
+    problems: list[ConfigProblem] = []
+    level = Level("adopt", Path(source), False)
+    parsed = parse_hooks(agent, level, source, dict(hooks), problems)
+    out: dict[str, Any] = {}
+    routes: list[tuple[str, str]] = []
+    notes: list[str] = []
+    for event in hooks:
+        mine = [h for h in parsed if h.event == event]
+        longest = max((h.timeout_s for h in mine), default=spec.default_timeout_s)
+        timeout_s = longest + TIMEOUT_MARGIN_S
+        fail_closed = any(h.fail_closed for h in mine)
+        use_http = (
+            agent == "claude"
+            and transport == "http"
+            and event not in spec.command_only_events
+            and not fail_closed
+        )
+        timeout = timeout_s / spec.timeout_unit_s
+        timeout_value: int | float = (
+            int(timeout) if float(timeout).is_integer() else round(timeout, 3)
+        )
+        if use_http:
+            handler: dict[str, Any] = {
+                "type": "http",
+                "url": f"http://127.0.0.1:{port}/{agent}/v1/hook",
+                "headers": {"Authorization": f"Bearer ${{{TOKEN_VAR}}}"},
+                "allowedEnvVars": [TOKEN_VAR],
+                "timeout": timeout_value,
+            }
+            routes.append((event, "http"))
+        else:
+            handler = {
+                "type": "command",
+                "command": _relay_command(agent),
+                "timeout": timeout_value,
+            }
+            routes.append((event, "relay"))
+            if fail_closed and transport == "http" and agent == "claude":
+                notes.append(
+                    f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
+                    "fails open when the server is down; the relay runs the hooks itself)"
+                )
+        out[event] = [{"hooks": [handler]}]
+    return out, routes, notes
+
+
+def plan_install(
+    agent: AgentName,
+    scope: Scope,
+    *,
+    home: Path,
+    project: Path,
+    transport: Transport = "http",
+    port: int = DEFAULT_PORT,
+) -> Plan:
+    path = settings_path(agent, scope, home=home, project=project)
+    root = home if scope == "user" else project
+    adopted_path = path.with_name(ADOPTED_NAME)
+    for target in (path, adopted_path):
+        try:
+            check_write_target(target, root)
+        except UnsafeWriteError as exc:
+            raise AdoptError(str(exc)) from None
+    data, text, doc = _read_settings(path)
+    spans = member_spans(text)
+    if "hooks" not in spans or not isinstance(doc.get("hooks"), dict):
+        raise AdoptError(f"{path}: has no hooks object; there is nothing to adopt")
+    start, end = spans["hooks"]
+    current = doc["hooks"]
+    existing = _existing(adopted_path)
+    if _all_ours(agent, current, str(path)):
+        # Installed already: refresh the catch-all from triohooks-hooks.json (new events).
+        if existing is None:
+            raise AdoptError(
+                f"{path}: its hooks point at triohooks but {adopted_path} is missing; restore "
+                "the hooks by hand"
+            )
+        try:
+            moved_obj = json.loads(existing)
+        except ValueError as exc:
+            raise AdoptError(f"{adopted_path}: not valid JSON ({exc}); nothing changed") from None
+        moved_bytes = existing
+    else:
+        if existing is not None:
+            raise AdoptError(
+                f"{adopted_path} exists already (an earlier install whose settings were edited "
+                "since?); move it away, or uninstall first; nothing changed"
+            )
+        moved_obj = current
+        moved_bytes = text[start:end].encode("utf-8")
+    routed, routes, notes = catch_all(
+        agent, moved_obj, source=str(adopted_path), transport=transport, port=port
+    )
+    indent = _indent_of(text, start)
+    new_value = json.dumps(routed, indent=2).replace("\n", "\n" + indent)
+    after = (text[:start] + new_value + text[end:]).encode("utf-8")
+    changes = [FileChange(str(path), data, after)]
+    if existing is None:
+        changes.append(FileChange(str(adopted_path), None, moved_bytes))
+    if any(route == "http" for _, route in routes):
+        notes.append(
+            f"the http hooks send Authorization: Bearer ${TOKEN_VAR}; start Claude Code with "
+            f"{TOKEN_VAR} set to the content of the serve token file, and `triohooks serve` "
+            f"running on port {port} (an http hook fails open when the server is down)"
+        )
+    return Plan(
+        agent=agent,
+        scope=scope,
+        settings=str(path),
+        changes=tuple(c for c in changes if c.before != c.after),
+        routes=tuple(routes),
+        notes=tuple(notes),
+    )
+
+
+def plan_uninstall(agent: AgentName, scope: Scope, *, home: Path, project: Path) -> Plan:
+    path = settings_path(agent, scope, home=home, project=project)
+    root = home if scope == "user" else project
+    adopted_path = path.with_name(ADOPTED_NAME)
+    try:
+        check_write_target(path, root)
+    except UnsafeWriteError as exc:
+        raise AdoptError(str(exc)) from None
+    data, text, doc = _read_settings(path)
+    existing = _existing(adopted_path)
+    if existing is None:
+        raise AdoptError(f"{adopted_path}: not found; {path} was not installed by triohooks")
+    spans = member_spans(text)
+    if "hooks" not in spans or not _all_ours(agent, doc.get("hooks"), str(path)):
+        raise AdoptError(
+            f"{path}: its hooks are not only the ones triohooks wrote (edited since the install); "
+            f"move your new hooks into {adopted_path} first; nothing changed"
+        )
+    try:
+        json.loads(existing)
+    except ValueError as exc:
+        raise AdoptError(f"{adopted_path}: not valid JSON ({exc}); nothing changed") from None
+    start, end = spans["hooks"]
+    after = text[:start].encode("utf-8") + existing + text[end:].encode("utf-8")
+    return Plan(
+        agent=agent,
+        scope=scope,
+        settings=str(path),
+        changes=(FileChange(str(path), data, after), FileChange(str(adopted_path), existing, None)),
+    )
+
+
+def apply(plan: Plan) -> None:
+    """Write a plan: the moved hooks first (so a crash in between loses nothing), then the
+    settings file, each atomically; a removal last."""
+    ordered = sorted(plan.changes, key=lambda c: (c.after is None, c.path == plan.settings))
+    for change in ordered:
+        path = Path(change.path)
+        if change.after is None:
+            path.unlink(missing_ok=True)
+        else:
+            write_file_atomic(
+                path, change.after, new_mode=0o600 if change.before is None else 0o666
+            )
+
+
+def _existing(path: Path) -> bytes | None:
+    try:
+        return read_regular_file(path, MAX_SETTINGS_BYTES)
+    except FileNotFoundError:
+        return None
+    except UnreadableFileError as exc:
+        raise AdoptError(str(exc)) from None
+
+
+def _all_ours(agent: AgentName, hooks: object, source: str) -> bool:
+    """Whether every handler in ``hooks`` is a catch-all of ours (and there is at least one)."""
+    if not isinstance(hooks, dict) or not hooks:
+        return False
+    count = 0
+    for groups in hooks.values():
+        if not isinstance(groups, list):
+            return False
+        for group in groups:
+            handlers = group.get("hooks") if isinstance(group, dict) else None
+            if not isinstance(handlers, list):
+                return False
+            for raw in handlers:
+                one = {"E": [{"hooks": [raw]}]}
+                parsed = parse_hooks(
+                    agent, Level("x", Path(source), False), source, one, [], keep_ours=True
+                )
+                if len(parsed) != 1 or not is_ours(parsed[0]):
+                    return False
+                count += 1
+    return count > 0
+
+
+def _indent_of(text: str, at: int) -> str:
+    line_start = text.rfind("\n", 0, at) + 1
+    prefix = text[line_start:at]
+    return "".join(ch for ch in prefix if ch in " \t") if prefix.strip().startswith('"') else ""

@@ -1,0 +1,275 @@
+"""``POST /claude/v1/hook`` (and ``/gemini/v1/hook``, ``/codex/v1/hook``) on the serve port.
+
+Claude Code's ``http`` hook type POSTs its hook input JSON and reads the reply body as a hook's
+JSON output; ``triohooks-relay`` does the same for the agents that must spawn a command. Each
+request runs that agent's hooks for the event (:meth:`HookEngine.agent_hook`) and is answered
+HTTP 200 with the agent's JSON output (``{}``: no opinion) -- a block is a deny in the body,
+never a status code (an agent reads any non-2xx as a non-blocking error and goes on). An
+internal error answers 200 with the fail-closed answer of that event.
+
+Owns: reading requests off a TCP stream that turned out not to be a websocket handshake (a
+request line, at most ``MAX_HEAD_BYTES`` of headers, a ``Content-Length`` or chunked body of
+at most the server's message limit), the bearer-token check, keep-alive, and cancelling the
+hooks when the client goes away mid-request (their process trees are killed). Must not know
+any agent's rules (:mod:`triohooks.agents` does).
+"""
+
+from __future__ import annotations
+
+import hmac
+import logging
+import re
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+import msgspec
+import trio
+
+from triohooks.agents.merge import internal_error_answer
+from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
+
+log = logging.getLogger("triohooks.serve")
+
+#: The paths, by agent.
+PATH: Final = re.compile(rb"/(claude|gemini|codex)/v1/hook(?:\?[^ ]*)?")
+MAX_HEAD_BYTES: Final = 64 * 1024
+#: An idle keep-alive connection is closed after this long.
+IDLE_TIMEOUT_S: Final = 60.0
+#: The whole request (head and body) must arrive within this long.
+READ_TIMEOUT_S: Final = 30.0
+
+
+class HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+class Request(msgspec.Struct):
+    method: str
+    target: bytes
+    headers: dict[str, str]
+    body: bytes
+    keep_alive: bool
+
+
+_REASONS: Final = {
+    200: "OK",
+    400: "Bad Request",
+    401: "Unauthorized",
+    404: "Not Found",
+    405: "Method Not Allowed",
+    411: "Length Required",
+    413: "Content Too Large",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
+
+
+def looks_like_agent_request(head: bytes) -> bool:
+    """Whether the first bytes of a connection are a plain HTTP ``POST`` (answered here: our
+    hook paths, or 404); a websocket handshake is a ``GET`` and goes to the websocket layer."""
+    return head.startswith(b"POST ")
+
+
+class Connection:
+    """Reads requests off a stream, with what was already read pushed back in front."""
+
+    def __init__(self, stream: trio.abc.Stream, buffered: bytes, max_body: int) -> None:
+        self.stream = stream
+        self.buffer = bytearray(buffered)
+        self.max_body = max_body
+        self.eof = False
+
+    async def _fill(self) -> None:
+        data = await self.stream.receive_some(65536)
+        if not data:
+            self.eof = True
+            raise HttpError(400, "the client closed the connection mid-request")
+        self.buffer += data
+
+    async def _until(self, marker: bytes, limit: int, status: int) -> bytes:
+        while True:
+            at = self.buffer.find(marker)
+            if at >= 0:
+                out = bytes(self.buffer[:at])
+                del self.buffer[: at + len(marker)]
+                return out
+            if len(self.buffer) > limit:
+                raise HttpError(status, "request head too large")
+            await self._fill()
+
+    async def _exactly(self, n: int) -> bytes:
+        while len(self.buffer) < n:
+            await self._fill()
+        out = bytes(self.buffer[:n])
+        del self.buffer[:n]
+        return out
+
+    async def next_request(self) -> Request | None:
+        """The next request, or None when the client closed an idle connection."""
+        if not self.buffer:
+            with trio.move_on_after(IDLE_TIMEOUT_S):
+                data = await self.stream.receive_some(65536)
+                if not data:
+                    return None
+                self.buffer += data
+            if not self.buffer:
+                return None  # idle too long
+        with trio.fail_after(READ_TIMEOUT_S):
+            head = await self._until(b"\r\n\r\n", MAX_HEAD_BYTES, 431)
+            lines = head.decode("latin-1").split("\r\n")
+            parts = lines[0].split(" ")
+            if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+                raise HttpError(400, "not an HTTP/1.x request line")
+            headers: dict[str, str] = {}
+            for line in lines[1:]:
+                name, sep, value = line.partition(":")
+                if not sep:
+                    raise HttpError(400, "malformed header line")
+                headers[name.strip().lower()] = value.strip()
+            body = await self._body(headers)
+        keep = headers.get("connection", "").lower() != "close" and parts[2] == "HTTP/1.1"
+        return Request(parts[0], parts[1].encode("latin-1"), headers, body, keep)
+
+    async def _body(self, headers: dict[str, str]) -> bytes:
+        if "chunked" in headers.get("transfer-encoding", "").lower():
+            out = bytearray()
+            while True:
+                size_line = await self._until(b"\r\n", 1024, 400)
+                try:
+                    size = int(size_line.split(b";")[0].strip(), 16)
+                except ValueError:
+                    raise HttpError(400, "bad chunk size") from None
+                if size == 0:
+                    await self._until(b"\r\n", MAX_HEAD_BYTES, 431)  # (no trailers kept)
+                    return bytes(out)
+                if len(out) + size > self.max_body:
+                    raise HttpError(413, f"body over {self.max_body} bytes")
+                out += await self._exactly(size)
+                await self._exactly(2)
+        length = headers.get("content-length")
+        if length is None:
+            return b""
+        if not length.isdigit():
+            raise HttpError(400, "bad Content-Length")
+        if int(length) > self.max_body:
+            raise HttpError(413, f"body over {self.max_body} bytes")
+        return await self._exactly(int(length))
+
+
+async def reply_busy(stream: trio.abc.Stream) -> None:
+    """Over the connection limit: 503 (the agent goes on; the relay runs the hooks itself)."""
+    await _send(stream, 503, {"error": "too many connections"}, keep_alive=False)
+
+
+def response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
+    head = (
+        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
+        "Content-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\n"
+        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
+    )
+    return head.encode("latin-1") + body
+
+
+Handler = Callable[[str, bytes], Awaitable[AgentResult]]
+
+
+async def serve_connection(
+    stream: trio.abc.Stream,
+    buffered: bytes,
+    *,
+    token: bytes,
+    handle: Handler,
+    max_body: int,
+    on_answer: Callable[[AgentResult], None] | None = None,
+) -> None:
+    """Answer requests on one connection until the client closes it (or an error)."""
+    conn = Connection(stream, buffered, max_body)
+    while True:
+        try:
+            request = await conn.next_request()
+        except HttpError as exc:
+            if not conn.eof:
+                await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
+            return
+        except trio.TooSlowError:
+            await _send(stream, 400, {"error": "request not received in time"}, keep_alive=False)
+            return
+        if request is None:
+            return
+        status, body = await _answer(conn, request, token, handle, on_answer)
+        if body is None:
+            return  # the client went away; its hooks were cancelled
+        await _send_raw(stream, response(status, body, keep_alive=request.keep_alive))
+        if not request.keep_alive:
+            return
+
+
+async def _answer(
+    conn: Connection,
+    request: Request,
+    token: bytes,
+    handle: Handler,
+    on_answer: Callable[[AgentResult], None] | None,
+) -> tuple[int, bytes | None]:
+    match = PATH.fullmatch(request.target)
+    if match is None:
+        return 404, b'{"error":"no such path"}'
+    if request.method != "POST":
+        return 405, b'{"error":"POST only"}'
+    given = request.headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token):
+        return 401, b'{"error":"missing or wrong bearer token"}'
+    agent = match.group(1).decode()
+    try:
+        payload = decode_payload(request.body)
+    except AgentPayloadError as exc:
+        return 400, msgspec.json.encode({"error": str(exc)})
+    result: AgentResult | None = None
+    failure: str | None = None
+    gone = False
+    async with trio.open_nursery() as nursery:
+
+        async def run() -> None:
+            nonlocal result, failure
+            try:
+                result = await handle(agent, request.body)
+            except Exception as exc:  # our own fault: fail closed for this event
+                log.exception("%s hook failed", agent)
+                failure = repr(exc)
+            nursery.cancel_scope.cancel()
+
+        async def watch() -> None:
+            nonlocal gone
+            data = await conn.stream.receive_some(65536)
+            if not data:
+                gone = True  # a disconnect cancels the hooks (their trees are killed)
+                nursery.cancel_scope.cancel()
+            else:
+                conn.buffer += data  # a pipelined next request: keep it
+                await trio.sleep_forever()
+
+        nursery.start_soon(run)
+        nursery.start_soon(watch)
+    if gone and result is None:
+        return 200, None
+    if result is None:
+        answer = internal_error_answer(agent, payload["hook_event_name"], failure or "cancelled")
+        return 200, msgspec.json.encode(answer.output)
+    if on_answer is not None:
+        on_answer(result)
+    return 200, msgspec.json.encode(result.answer.output)
+
+
+async def _send(stream: trio.abc.Stream, status: int, body: object, *, keep_alive: bool) -> None:
+    await _send_raw(stream, response(status, msgspec.json.encode(body), keep_alive=keep_alive))
+
+
+async def _send_raw(stream: trio.abc.Stream, data: bytes) -> None:
+    try:
+        await stream.send_all(data)
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        pass

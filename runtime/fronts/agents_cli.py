@@ -1,0 +1,246 @@
+"""``triohooks claude|gemini|codex ...``: adopt an agent's hooks, and inspect them.
+
+``install [--scope project|user] [--dry-run] [--transport http|relay] [--port N]`` moves the
+hooks object of that scope's settings file into ``triohooks-hooks.json`` and routes every event
+to triohooks (:mod:`triohooks.agents.adopt`); ``uninstall`` puts it back byte for byte.
+``list`` shows every hook the agent has, level by level, what triohooks runs and what it does
+not support; ``validate`` lists problems (exit 1 if any); ``trust`` trusts (or declines) the
+project-level files as they are now. Exit 0 on success, 1 on any error (one line on stderr).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any, Literal
+
+import msgspec
+
+from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
+from triohooks.agents.config import AgentTable, load_agent_table
+from triohooks.agents.spec import AGENTS, AgentName, find_project, home_dir
+from triohooks.config.paths import global_config_dir
+from triohooks.config.trust import TrustRefusedError, record_trust
+
+
+def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
+    names = {"claude": "Claude Code", "gemini": "Gemini CLI", "codex": "Codex CLI"}
+    p = sub.add_parser(agent, help=f"run {names[agent]}'s own hooks through triohooks")
+    actions = p.add_subparsers(dest="action", required=True)
+
+    def common(q: argparse.ArgumentParser) -> None:
+        q.add_argument("--workspace", type=Path, default=None, help="the project (default: cwd)")
+        q.add_argument("--config-dir", type=Path, default=None, help="triohooks config dir")
+
+    q = actions.add_parser("install", help="route the agent's hooks through triohooks")
+    q.add_argument("--scope", choices=("project", "user"), default="project")
+    q.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    q.add_argument(
+        "--transport",
+        choices=("http", "relay"),
+        default="http",
+        help="http: Claude Code's http hooks to `triohooks serve` (no spawn per call); relay: a "
+        "triohooks-relay command hook per event (works with no server running)",
+    )
+    q.add_argument("--port", type=int, default=8765, help="serve's port for http hooks")
+    common(q)
+    q = actions.add_parser("uninstall", help="restore the settings file")
+    q.add_argument("--scope", choices=("project", "user"), default="project")
+    q.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    common(q)
+    q = actions.add_parser("list", help="every hook the agent has, and what triohooks runs")
+    q.add_argument("--json", action="store_true", help="machine-readable output")
+    common(q)
+    q = actions.add_parser("validate", help="problems in the agent's hook config")
+    common(q)
+    q = actions.add_parser("trust", help="trust the project's agent hooks as they are now")
+    q.add_argument("--decline", action="store_true", help="record that you decline them")
+    common(q)
+
+
+def add_claude_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "claude")
+
+
+def add_gemini_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "gemini")
+
+
+def add_codex_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "codex")
+
+
+def _places(args: argparse.Namespace) -> tuple[AgentName, Path, Path, Path]:
+    agent: AgentName = args.command
+    workspace = (args.workspace or Path.cwd()).resolve()
+    config_dir = args.config_dir or global_config_dir()
+    return agent, workspace, home_dir(), config_dir
+
+
+def _table(args: argparse.Namespace) -> AgentTable:
+    agent, workspace, home, config_dir = _places(args)
+    project = find_project(workspace, agent) or workspace
+    return load_agent_table(agent, project=project, home=home, config_dir=config_dir)
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    try:
+        return _ACTIONS[args.action](args)
+    except AdoptError as exc:
+        print(f"triohooks: {exc}", file=sys.stderr)
+        return 1
+    except TrustRefusedError as exc:
+        print(f"triohooks: {exc}", file=sys.stderr)
+        return 1
+
+
+def _install(args: argparse.Namespace) -> int:
+    agent, workspace, home, config_dir = _places(args)
+    plan = plan_install(
+        agent, args.scope, home=home, project=workspace, transport=args.transport, port=args.port
+    )
+    return _carry_out(args, plan, agent, workspace, home, config_dir, "installed")
+
+
+def _uninstall(args: argparse.Namespace) -> int:
+    agent, workspace, home, config_dir = _places(args)
+    plan = plan_uninstall(agent, args.scope, home=home, project=workspace)
+    return _carry_out(args, plan, agent, workspace, home, config_dir, "uninstalled")
+
+
+def _carry_out(
+    args: argparse.Namespace,
+    plan: Any,
+    agent: AgentName,
+    workspace: Path,
+    home: Path,
+    config_dir: Path,
+    verb: str,
+) -> int:
+    if args.dry_run:
+        sys.stdout.write(plan.diff() or f"{plan.settings}: nothing to change\n")
+        for note in plan.notes:
+            print(f"note: {note}", file=sys.stderr)
+        return 0
+    if not plan.changes:
+        print(f"{plan.settings}: already {verb}, nothing to change")
+        return 0
+    apply(plan)
+    for change in plan.changes:
+        state = "removed" if change.after is None else "written"
+        print(f"{state} {change.path}")
+    for event, route in plan.routes:
+        target = f"POST /{agent}/v1/hook" if route == "http" else f"triohooks-relay {agent}"
+        print(f"  {event} -> {target}")
+    if verb == "installed" and plan.scope == "project":
+        table = load_agent_table(agent, project=workspace, home=home, config_dir=config_dir)
+        if table.trust is not None and table.trust.state != "none":
+            record_trust(
+                config_dir, workspace, table.trust.digest, table.trust.files, dialect=agent
+            )
+            count = len(table.trust.files)
+            print(f"trusted the project's {agent} hooks as they are now ({count} file(s))")
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    table = _table(args)
+    if args.json:
+        sys.stdout.write(msgspec.json.encode(_listing(table)).decode() + "\n")
+        return 0
+    trust = table.trust.state if table.trust is not None else "none"
+    print(f"{table.agent} hooks for {table.project} (project files: {trust})")
+    for hook in (*table.hooks, *table.untrusted):
+        held = hook in table.untrusted
+        runs = (
+            "not run: " + (hook.unsupported or "")
+            if not hook.supported
+            else (
+                "held back: not trusted"
+                if held
+                else ("run by triohooks" if hook.adopted else "run by the agent")
+            )
+        )
+        matcher = hook.matcher.text if hook.matcher.text not in (None, "") else "*"
+        print(f"  {hook.event} [{matcher}] {hook.type}: {hook.runs}")
+        print(
+            f"      {hook.level} {hook.source} {hook.where}; timeout {hook.timeout_s:g} s; {runs}"
+        )
+    for problem in table.problems:
+        print(f"problem: {problem}", file=sys.stderr)
+    return 0
+
+
+def _listing(table: AgentTable) -> dict[str, Any]:
+    def view(hook: Any, held: bool) -> dict[str, Any]:
+        return {
+            "event": hook.event,
+            "canonical": hook.canonical,
+            "matcher": hook.matcher.text,
+            "type": hook.type,
+            "runs": hook.runs,
+            "level": hook.level,
+            "source": hook.source,
+            "where": hook.where,
+            "timeout_s": hook.timeout_s,
+            "if": hook.if_rule,
+            "supported": hook.supported,
+            "unsupported": hook.unsupported,
+            "adopted": hook.adopted,
+            "trusted": not held,
+        }
+
+    return {
+        "agent": table.agent,
+        "project": table.project,
+        "trust": table.trust.state if table.trust is not None else "none",
+        "hooks": [view(h, False) for h in table.hooks] + [view(h, True) for h in table.untrusted],
+        "problems": [str(p) for p in table.problems],
+    }
+
+
+def _validate(args: argparse.Namespace) -> int:
+    table = _table(args)
+    problems = list(table.problems)
+    unsupported = [h for h in (*table.hooks, *table.untrusted) if not h.supported]
+    for problem in problems:
+        print(str(problem))
+    for hook in unsupported:
+        print(f"{hook.source}: {hook.where}: {hook.unsupported}")
+    if problems or unsupported:
+        print(
+            f"triohooks {table.agent} validate: {len(problems) + len(unsupported)} problem(s)",
+            file=sys.stderr,
+        )
+        return 1
+    print(f"triohooks {table.agent} validate: no problems ({len(table.hooks)} hook(s))")
+    return 0
+
+
+def _trust(args: argparse.Namespace) -> int:
+    agent, workspace, home, config_dir = _places(args)
+    project = find_project(workspace, agent) or workspace
+    table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
+    if table.trust is None or table.trust.state == "none":
+        print(f"{project} has no project-level {agent} hooks")
+        return 0
+    decision: Literal["trusted", "declined"] = "declined" if args.decline else "trusted"
+    record_trust(
+        config_dir, project, table.trust.digest, table.trust.files, decision, dialect=agent
+    )
+    print(f"{project}: project {agent} hooks {decision} ({len(table.trust.files)} file(s))")
+    return 0
+
+
+_ACTIONS = {
+    "install": _install,
+    "uninstall": _uninstall,
+    "list": _list,
+    "validate": _validate,
+    "trust": _trust,
+}
+
+assert set(AGENTS) == {"claude", "gemini", "codex"}

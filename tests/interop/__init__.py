@@ -1,0 +1,313 @@
+"""Interop with the real Claude Code CLI, headless and offline, against a fake Messages API.
+
+This package holds the one copy of the harness that the tests here (through conftest.py's
+fixtures) and ``bench/claude_code.py`` share:
+
+- :func:`install_claude_code` puts the pinned CLI in ``<repo>/.cache/interop/`` once, through
+  npm, and raises :class:`ClaudeCodeUnavailable` (saying why) when that cannot be done;
+- :func:`claude_env` is the environment that keeps it offline and on the fake;
+- :func:`run_claude` runs one ``claude -p`` session, bounded in time, and parses its output.
+
+The fake itself is :mod:`tests.interop.fake_anthropic`.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from tests.interop.fake_anthropic import FakeAnthropic
+
+__all__ = [
+    "CLAUDE_CODE_VERSION",
+    "ClaudeCodeUnavailable",
+    "ClaudeProject",
+    "ClaudeRun",
+    "INSTALL_TIMEOUT",
+    "claude_env",
+    "install_claude_code",
+    "run_bounded",
+    "run_claude",
+]
+
+#: Pinned: an unpinned install resolved an older release.
+CLAUDE_CODE_VERSION = "2.1.332"
+NPM_PACKAGE = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
+REPO = Path(__file__).resolve().parents[2]
+CACHE_DIR = REPO / ".cache" / "interop"
+#: Seconds for the whole npm install (the package is ~400 MB with its native binary).
+INSTALL_TIMEOUT = 300.0
+
+
+class ClaudeCodeUnavailable(RuntimeError):
+    """The CLI could not be installed or does not run; the message says why."""
+
+
+class ClaudeRun(NamedTuple):
+    """One finished ``claude -p`` session: the process and its parsed ``--output-format json``
+    result (None when stdout was not one JSON object)."""
+
+    process: subprocess.CompletedProcess[str]
+    output: dict[str, Any] | None
+
+
+def run_bounded(
+    argv: Sequence[str],
+    *,
+    timeout: float,
+    cwd: Path | None = None,
+    env: Mapping[str, str] | None = None,
+) -> subprocess.CompletedProcess[str]:
+    """Run ``argv`` in its own process group with no stdin; on timeout kill that group (the
+    program and whatever it started that stayed in it) and raise ``TimeoutExpired``."""
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=cwd,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
+    )
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        out, err = proc.communicate()
+        raise subprocess.TimeoutExpired(proc.args, timeout, out, err) from None
+    except BaseException:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait()
+        raise
+    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+
+
+# --- install -------------------------------------------------------------------------------------
+
+
+def _binary(prefix: Path) -> Path:
+    return prefix / "node_modules" / ".bin" / "claude"
+
+
+def _check_version(binary: Path) -> str | None:
+    """None if ``binary --version`` reports the pinned version, else what went wrong."""
+    if not binary.exists():
+        return f"{binary} does not exist"
+    with tempfile.TemporaryDirectory(prefix="claude-home-") as home:
+        try:
+            done = run_bounded(
+                [str(binary), "--version"], timeout=60, env=claude_env(None, Path(home))
+            )
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            return f"{binary} --version: {exc}"
+    if done.returncode != 0 or not done.stdout.startswith(CLAUDE_CODE_VERSION):
+        tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
+        return f"{binary} --version exited {done.returncode}: {tail[0]}"
+    return None
+
+
+def _npm_reason(text: str) -> str:
+    """npm's error code and the first line of its message (not the stack, nor the pointer to
+    its debug log), else the last line it printed."""
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    errors = [
+        line.removeprefix("npm error").strip() for line in lines if line.startswith("npm error")
+    ]
+    code = next((e.removeprefix("code ") for e in errors if e.startswith("code ")), None)
+    skip = ("code ", "syscall ", "errno ", "at ", "{", "}", "A complete log of this run")
+    message = next((e for e in errors if e and not e.startswith(skip)), None)
+    if message is None:
+        return lines[-1] if lines else "(no output)"
+    return f"{code}: {message}" if code else message
+
+
+def install_claude_code(
+    cache_dir: Path = CACHE_DIR, *, timeout: float = INSTALL_TIMEOUT, npm: str | None = None
+) -> Path:
+    """The path of a working ``claude`` of the pinned version, installing it on first use.
+
+    It goes to ``<cache_dir>/claude-code-<version>/`` (``npm install --prefix``) and is reused
+    while its ``--version`` answers. npm installs into a temporary sibling that is renamed into
+    place only once it works, under an exclusive lock, so concurrent processes neither
+    half-install nor install twice. Raises :class:`ClaudeCodeUnavailable` with the reason.
+    """
+    target = cache_dir / f"claude-code-{CLAUDE_CODE_VERSION}"
+    if _check_version(_binary(target)) is None:
+        return _binary(target)
+    npm = npm or shutil.which("npm")
+    if npm is None:
+        raise ClaudeCodeUnavailable(f"npm is not on PATH, cannot install {NPM_PACKAGE}")
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    deadline = time.monotonic() + timeout + 60  # a concurrent install may hold the lock so long
+    with open(cache_dir / f"claude-code-{CLAUDE_CODE_VERSION}.lock", "w") as lock:
+        while True:
+            try:
+                fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    raise ClaudeCodeUnavailable(
+                        f"another process has held {lock.name} for over {timeout + 60:.0f} s"
+                    ) from None
+                time.sleep(0.5)
+        try:
+            if _check_version(_binary(target)) is None:  # another process installed it
+                return _binary(target)
+            return _install_locked(npm, target, timeout)
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _install_locked(npm: str, target: Path, timeout: float) -> Path:
+    # Under the lock no one else is installing: any staging dir left is from a killed run.
+    for stale in target.parent.glob(f".{target.name}.tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    staging = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    staging.mkdir(parents=True)
+    env = {**os.environ, "npm_config_update_notifier": "false", "npm_config_fund": "false"}
+    argv = [
+        npm,
+        "install",
+        "--prefix",
+        str(staging),
+        "--no-audit",
+        "--no-fund",
+        # Offline, npm's default retries take minutes to give up.
+        "--fetch-retries=2",
+        "--fetch-retry-mintimeout=2000",
+        "--fetch-retry-maxtimeout=10000",
+        NPM_PACKAGE,
+    ]
+    try:
+        try:
+            done = run_bounded(argv, timeout=timeout, cwd=staging, env=env)
+        except subprocess.TimeoutExpired as exc:
+            err = exc.stderr if isinstance(exc.stderr, str) else ""
+            said = f": {_npm_reason(err)}" if err.strip() else ""
+            raise ClaudeCodeUnavailable(
+                f"`npm install {NPM_PACKAGE}` did not finish in {timeout:.0f} s (offline?){said}"
+            ) from None
+        except OSError as exc:
+            raise ClaudeCodeUnavailable(f"cannot run {npm}: {exc}") from None
+        if done.returncode != 0:
+            raise ClaudeCodeUnavailable(
+                f"`npm install {NPM_PACKAGE}` exited {done.returncode}: "
+                f"{_npm_reason(done.stderr or done.stdout)}"
+            )
+        problem = _check_version(_binary(staging))
+        if problem is not None:
+            raise ClaudeCodeUnavailable(f"installed, but it does not run: {problem}")
+        shutil.rmtree(target, ignore_errors=True)  # a broken earlier install
+        staging.rename(target)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    problem = _check_version(_binary(target))
+    if problem is not None:
+        raise ClaudeCodeUnavailable(f"installed and moved, but it does not run: {problem}")
+    return _binary(target)
+
+
+@dataclass(frozen=True)
+class ClaudeProject:
+    """A project directory for one session and the ``HOME`` the CLI gets."""
+
+    path: Path
+    home: Path
+
+    def write_settings(self, settings: dict[str, Any]) -> Path:
+        """Write ``.claude/settings.json`` (Claude Code silently ignores an invalid one in -p
+        mode, so tests should check that their hooks did run)."""
+        target = self.path / ".claude" / "settings.json"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(json.dumps(settings, indent=2))
+        return target
+
+    def write_hooks(self, hooks: dict[str, Any]) -> Path:
+        return self.write_settings({"hooks": hooks})
+
+
+# --- running ------------------------------------------------------------------------------------
+
+#: Variables of the caller's environment that would steer the CLI elsewhere (a developer may well
+#: run the tests from inside Claude Code) or through a proxy.
+_STRIPPED_PREFIXES = ("ANTHROPIC_", "CLAUDE", "AWS_", "GOOGLE_", "VERTEX_", "OTEL_", "MCP_")
+_STRIPPED = {"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"}
+
+
+def claude_env(api_url: str | None, home: Path, **extra: str) -> dict[str, str]:
+    """The environment for one offline CLI session: the caller's, minus anything that would
+    point it elsewhere, with ``HOME`` (and the XDG dirs) under ``home``."""
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.upper().startswith(_STRIPPED_PREFIXES) and k.upper() not in _STRIPPED
+    }
+    env.update(
+        HOME=str(home),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+        ANTHROPIC_API_KEY="dummy",
+        DISABLE_TELEMETRY="1",
+        DISABLE_AUTOUPDATER="1",
+        DISABLE_ERROR_REPORTING="1",
+        CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC="1",
+        IS_SANDBOX="1",  # it refuses --dangerously-skip-permissions as root without it
+        NO_PROXY="127.0.0.1,localhost",
+    )
+    if api_url is not None:
+        env["ANTHROPIC_BASE_URL"] = api_url
+    env.update(extra)
+    return env
+
+
+def run_claude(
+    claude_bin: Path,
+    project: Path,
+    home: Path,
+    fake_api: FakeAnthropic,
+    prompt: str = "Run the scripted commands.",
+    timeout: float = 60,
+    *,
+    args: Sequence[str] = (),
+    env: Mapping[str, str] | None = None,
+) -> ClaudeRun:
+    """One headless session in ``project`` (where ``.claude/settings.json`` may hold hooks):
+    ``claude -p PROMPT --output-format json --dangerously-skip-permissions``. ``env`` adds to
+    :func:`claude_env`. Raises ``subprocess.TimeoutExpired`` (its process group killed) if
+    it runs over ``timeout`` seconds."""
+    argv = [
+        str(claude_bin),
+        "-p",
+        prompt,
+        "--output-format",
+        "json",
+        "--dangerously-skip-permissions",
+        *args,
+    ]
+    process = run_bounded(
+        argv, timeout=timeout, cwd=project, env=claude_env(fake_api.url, home, **(env or {}))
+    )
+    try:
+        output = json.loads(process.stdout)
+    except ValueError:
+        output = None
+    return ClaudeRun(process, output if isinstance(output, dict) else None)

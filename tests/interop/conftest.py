@@ -1,0 +1,56 @@
+"""Fixtures for driving the real Claude Code CLI against the fake Messages API.
+
+- ``claude_bin`` (session): the pinned CLI, installed once into ``<repo>/.cache/interop/``;
+  the tests that need it are skipped, with the reason, when that cannot be done (no npm,
+  offline, a broken binary).
+- ``fake_api``: a started :class:`~tests.interop.fake_anthropic.FakeAnthropic`, stopped after
+  the test.
+- ``claude_project``: a temporary project directory and a temporary ``HOME``.
+
+Run a session with :func:`tests.interop.run_claude`. Every test module here sets
+``pytestmark = pytest.mark.interop``; ``make interop`` runs just these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.interop import (
+    CLAUDE_CODE_VERSION,
+    ClaudeCodeUnavailable,
+    ClaudeProject,
+    ClaudeRun,
+    install_claude_code,
+    run_claude,
+)
+from tests.interop.fake_anthropic import FakeAnthropic
+
+__all__ = ["ClaudeProject", "ClaudeRun", "run_claude"]
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> Path:
+    try:
+        return install_claude_code()
+    except ClaudeCodeUnavailable as exc:
+        reason = f"Claude Code {CLAUDE_CODE_VERSION} unavailable: {exc}"
+        print(reason)
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def fake_api() -> Iterator[FakeAnthropic]:
+    with FakeAnthropic() as fake:
+        yield fake
+
+
+@pytest.fixture
+def claude_project(tmp_path: Path) -> ClaudeProject:
+    project = tmp_path / "project"
+    home = tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    return ClaudeProject(project.resolve(), home.resolve())

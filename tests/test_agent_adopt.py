@@ -1,0 +1,217 @@
+"""``triohooks claude|gemini|codex install/uninstall``: the real CLI on real settings files."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from triohooks.agents.adopt import member_spans
+
+pytestmark = pytest.mark.slow
+
+#: A settings file as a person writes it: comments are not JSON, but odd spacing, key order,
+#: unicode and other keys around the hooks are, and must survive byte for byte.
+ORIGINAL = """{
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "hooks": {
+    "PreToolUse": [
+      {
+        "matcher": "Bash",
+        "hooks": [ { "type": "command", "command": "grep -q 'git push' && { echo 'no pushing ✋' >&2; exit 2; }; exit 0", "timeout": 10 } ]
+      }
+    ],
+    "SessionStart": [{"hooks": [{"type": "command", "command": "echo started"}]}]
+  },
+  "env":   {"FOO": "bar"}
+}
+"""
+
+
+class Dirs:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.ws = root / "ws"
+        self.g = root / "g"
+        self.state = root / "state"
+        for d in (self.home, self.ws / ".claude", self.g):
+            d.mkdir(parents=True)
+        self.settings = self.ws / ".claude" / "settings.json"
+        self.adopted = self.ws / ".claude" / "triohooks-hooks.json"
+
+    def env(self) -> dict[str, str]:
+        return {
+            **os.environ,
+            "HOME": str(self.home),
+            "TRIOHOOKS_CONFIG_DIR": str(self.g),
+            "TRIOHOOKS_STATE_DIR": str(self.state),
+        }
+
+    def cli(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "triohooks", *args],
+            input=stdin.decode(),
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            cwd=self.ws,
+            timeout=60,
+            check=False,
+        )
+
+    def relay(self, body: dict[str, Any]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "triohooks.fronts.relay", "claude"],
+            input=json.dumps(body),
+            capture_output=True,
+            text=True,
+            env=self.env(),
+            cwd=self.ws,
+            timeout=60,
+            check=False,
+        )
+
+
+@pytest.fixture
+def d(tmp_path: Path) -> Dirs:
+    return Dirs(tmp_path)
+
+
+def test_member_spans_find_the_bytes_of_each_value() -> None:
+    spans = member_spans(ORIGINAL)
+    assert set(spans) == {"permissions", "hooks", "env"}
+    start, end = spans["hooks"]
+    assert json.loads(ORIGINAL[start:end]) == json.loads(ORIGINAL)["hooks"]
+
+
+def test_install_moves_the_hooks_byte_for_byte_and_uninstall_restores(d: Dirs) -> None:
+    d.settings.write_text(ORIGINAL)
+    done = d.cli("claude", "install")
+    assert done.returncode == 0, done.stderr
+    start, end = member_spans(ORIGINAL)["hooks"]
+    assert d.adopted.read_bytes() == ORIGINAL[start:end].encode()
+    installed = d.settings.read_text()
+    doc = json.loads(installed)
+    assert doc["permissions"] == {"allow": ["Bash(npm test)"]} and doc["env"] == {"FOO": "bar"}
+    assert installed.startswith(ORIGINAL[:start]) and installed.endswith(ORIGINAL[end:])
+    (pre,) = doc["hooks"]["PreToolUse"][0]["hooks"]
+    assert pre["type"] == "http" and pre["url"] == "http://127.0.0.1:8765/claude/v1/hook"
+    assert pre["headers"] == {"Authorization": "Bearer ${TRIOHOOKS_TOKEN}"}
+    assert pre["allowedEnvVars"] == ["TRIOHOOKS_TOKEN"] and pre["timeout"] == 15
+    (start_hook,) = doc["hooks"]["SessionStart"][0]["hooks"]  # no http hooks for SessionStart
+    assert start_hook["type"] == "command" and start_hook["command"].endswith("claude")
+    assert (
+        "triohooks-relay" in start_hook["command"]
+        or "triohooks.fronts.relay" in start_hook["command"]
+    )
+    assert "trusted the project's claude hooks" in done.stdout
+    # Installing again changes nothing.
+    again = d.cli("claude", "install")
+    assert again.returncode == 0 and "already installed" in again.stdout
+    done = d.cli("claude", "uninstall")
+    assert done.returncode == 0, done.stderr
+    assert d.settings.read_text() == ORIGINAL
+    assert not d.adopted.exists()
+
+
+def test_dry_run_prints_the_diff_and_writes_nothing(d: Dirs) -> None:
+    d.settings.write_text(ORIGINAL)
+    done = d.cli("claude", "install", "--dry-run")
+    assert done.returncode == 0, done.stderr
+    assert f"+++ {d.settings}" in done.stdout and f"+++ {d.adopted}" in done.stdout
+    assert "/claude/v1/hook" in done.stdout
+    assert d.settings.read_text() == ORIGINAL and not d.adopted.exists()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ('{\n  // a comment\n  "hooks": {}\n}\n', "not valid JSON"),
+        ("[1, 2]", "must be a JSON object"),
+        ('{"permissions": {}}', "has no hooks object"),
+    ],
+)
+def test_install_refuses_and_never_clobbers(d: Dirs, content: str, message: str) -> None:
+    d.settings.write_text(content)
+    done = d.cli("claude", "install")
+    assert done.returncode == 1
+    assert message in done.stderr and "Traceback" not in done.stderr
+    assert d.settings.read_text() == content and not d.adopted.exists()
+
+
+def test_install_refuses_a_symlinked_settings_file(d: Dirs, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(ORIGINAL)
+    d.settings.symlink_to(elsewhere)
+    done = d.cli("claude", "install")
+    assert done.returncode == 1 and "symbolic link" in done.stderr
+    assert elsewhere.read_text() == ORIGINAL
+
+
+def test_uninstall_refuses_when_the_catch_all_was_edited(d: Dirs) -> None:
+    d.settings.write_text(ORIGINAL)
+    assert d.cli("claude", "install").returncode == 0
+    doc = json.loads(d.settings.read_text())
+    doc["hooks"]["Stop"] = [{"hooks": [{"type": "command", "command": "echo mine"}]}]
+    d.settings.write_text(json.dumps(doc))
+    done = d.cli("claude", "uninstall")
+    assert done.returncode == 1 and "not only the ones triohooks wrote" in done.stderr
+    assert d.adopted.exists()
+
+
+def test_fail_closed_guards_are_routed_through_the_relay(d: Dirs) -> None:
+    hooks = {
+        "PreToolUse": [{"hooks": [{"type": "command", "command": "exit 0", "failClosed": True}]}]
+    }
+    d.settings.write_text(json.dumps({"hooks": hooks}))
+    done = d.cli("claude", "install")
+    assert done.returncode == 0, done.stderr
+    (pre,) = json.loads(d.settings.read_text())["hooks"]["PreToolUse"][0]["hooks"]
+    assert pre["type"] == "command"
+    assert "failClosed hook is routed through triohooks-relay" in done.stderr
+
+
+def test_adopted_hooks_run_through_the_relay_and_the_agents_view(d: Dirs) -> None:
+    d.settings.write_text(ORIGINAL)
+    assert d.cli("claude", "install", "--transport", "relay").returncode == 0
+    body = {
+        "session_id": "s",
+        "cwd": str(d.ws),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git push"},
+    }
+    done = d.relay(body)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert (out["permissionDecision"], out["permissionDecisionReason"]) == ("deny", "no pushing ✋")
+    listing = d.cli("claude", "list", "--json")
+    view = json.loads(listing.stdout)
+    assert view["trust"] == "trusted"
+    assert {h["event"] for h in view["hooks"] if h["adopted"]} == {"PreToolUse", "SessionStart"}
+    assert d.cli("claude", "validate").returncode == 0
+
+
+def test_gemini_install_uses_the_relay_with_millisecond_timeouts(d: Dirs) -> None:
+    (d.ws / ".gemini").mkdir()
+    settings = d.ws / ".gemini" / "settings.json"
+    hooks = {
+        "BeforeTool": [
+            {
+                "matcher": "run_shell_command",
+                "hooks": [{"type": "command", "command": "exit 0", "timeout": 2000}],
+            }
+        ]
+    }
+    settings.write_text(json.dumps({"hooks": hooks}, indent=2))
+    done = d.cli("gemini", "install")
+    assert done.returncode == 0, done.stderr
+    (before,) = json.loads(settings.read_text())["hooks"]["BeforeTool"][0]["hooks"]
+    assert before["type"] == "command" and before["command"].endswith("gemini")
+    assert before["timeout"] == 7000  # 2 s + 5 s margin, in milliseconds
