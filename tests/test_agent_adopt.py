@@ -105,11 +105,9 @@ def test_install_moves_the_hooks_byte_for_byte_and_uninstall_restores(d: Dirs) -
     assert pre["headers"] == {"Authorization": "Bearer ${TRIOHOOKS_TOKEN}"}
     assert pre["allowedEnvVars"] == ["TRIOHOOKS_TOKEN"] and pre["timeout"] == 15
     (start_hook,) = doc["hooks"]["SessionStart"][0]["hooks"]  # no http hooks for SessionStart
-    assert start_hook["type"] == "command" and start_hook["command"].endswith("claude")
-    assert (
-        "triohooks-relay" in start_hook["command"]
-        or "triohooks.fronts.relay" in start_hook["command"]
-    )
+    assert start_hook["type"] == "command"
+    assert " -I -S -c " in start_hook["command"]
+    assert 'relay.main(["claude"])' in start_hook["command"]
     assert "trusted the project's claude hooks" in done.stdout
     # Installing again changes nothing.
     again = d.cli("claude", "install")
@@ -213,5 +211,5 @@ def test_gemini_install_uses_the_relay_with_millisecond_timeouts(d: Dirs) -> Non
     done = d.cli("gemini", "install")
     assert done.returncode == 0, done.stderr
     (before,) = json.loads(settings.read_text())["hooks"]["BeforeTool"][0]["hooks"]
-    assert before["type"] == "command" and before["command"].endswith("gemini")
+    assert before["type"] == "command" and 'relay.main(["gemini"])' in before["command"]
     assert before["timeout"] == 7000  # 2 s + 5 s margin, in milliseconds

@@ -12,14 +12,13 @@ from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
-import msgspec
 import psutil
 import pytest
 import trio
 
 from triohooks.config.paths import state_dir
 from triohooks.fronts import relay
-from triohooks.fronts.server import SERVE_FILE, HookServer, ServeSettings, serve
+from triohooks.fronts.server import ADDR_FILE, HookServer, ServeSettings, serve
 
 pytestmark = pytest.mark.slow
 
@@ -231,7 +230,7 @@ def test_relay_state_dir_is_the_engines(monkeypatch: pytest.MonkeyPatch, tmp_pat
         monkeypatch.delenv("XDG_STATE_HOME", raising=False)
         for name, value in environ.items():
             monkeypatch.setenv(name, value)
-        assert relay.state_dir() == state_dir()
+        assert relay.state_dir() == str(state_dir())
 
 
 def run_relay(env: Env, body: bytes, *extra: str) -> subprocess.CompletedProcess[bytes]:
@@ -254,8 +253,7 @@ def run_relay(env: Env, body: bytes, *extra: str) -> subprocess.CompletedProcess
 def announce(env: Env, server: HookServer) -> None:
     token = env.state / "token"
     token.write_text(TOKEN)
-    info = {"host": server.host, "port": server.port, "token_file": str(token), "pid": os.getpid()}
-    (env.state / SERVE_FILE).write_bytes(msgspec.json.encode(info))
+    (env.state / ADDR_FILE).write_text(f"{server.host} {server.port} {token}\n")
 
 
 async def test_relay_against_a_running_server_imports_no_trio(env: Env) -> None:
@@ -283,8 +281,7 @@ def test_relay_without_a_server_runs_the_hooks_itself(env: Env) -> None:
 def test_relay_with_a_stale_serve_file_falls_back(env: Env) -> None:
     env.state.mkdir(exist_ok=True)
     (env.state / "token").write_text(TOKEN)
-    info = {"host": "127.0.0.1", "port": 9, "token_file": str(env.state / "token"), "pid": 1}
-    (env.state / SERVE_FILE).write_bytes(msgspec.json.encode(info))
+    (env.state / ADDR_FILE).write_text(f"127.0.0.1 9 {env.state / 'token'}\n")
     done = run_relay(env, env.body("git push"))
     assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import shlex
 import shutil
 import sys
 from collections.abc import Mapping
@@ -144,14 +145,25 @@ def _read_settings(path: Path) -> tuple[bytes, str, dict[str, Any]]:
     return data, text, doc
 
 
-def _relay_command(agent: AgentName) -> str:
+def relay_command(agent: AgentName, relay_script: str | None = None) -> str:
+    """The command a catch-all runs. Given the relay's file: ``<python> -I -S -c 'import relay
+    ...'`` with the file's directory first on the path -- no site-packages start-up, and the
+    module's cached bytecode (a script file would be compiled on every call); measured with
+    ``bench/relay.py``. Else the ``triohooks-relay`` console script."""
+    if relay_script is not None:
+        directory = str(Path(relay_script).parent)
+        code = (
+            f"import sys;sys.path[:0]=[{json.dumps(directory)}];import relay;"
+            f'sys.exit(relay.main(["{agent}"]))'
+        )
+        return f"{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)}"
     found = shutil.which("triohooks-relay")
     if found is None:
         candidate = Path(sys.executable).with_name("triohooks-relay")
         found = str(candidate) if candidate.exists() else None
     if found is None:
-        return f"{sys.executable} -m triohooks.fronts.relay {agent}"
-    return f"{found} {agent}"
+        return f"{shlex.quote(sys.executable)} -m triohooks.fronts.relay {agent}"
+    return f"{shlex.quote(found)} {agent}"
 
 
 def catch_all(
@@ -161,6 +173,7 @@ def catch_all(
     source: str,
     transport: Transport,
     port: int,
+    relay_script: str | None = None,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
     """The hooks object that routes every event of ``hooks`` to triohooks, the routes, notes."""
     spec = SPECS[agent]
@@ -197,7 +210,7 @@ def catch_all(
         else:
             handler = {
                 "type": "command",
-                "command": _relay_command(agent),
+                "command": relay_command(agent, relay_script),
                 "timeout": timeout_value,
             }
             routes.append((event, "relay"))
@@ -218,6 +231,7 @@ def plan_install(
     project: Path,
     transport: Transport = "http",
     port: int = DEFAULT_PORT,
+    relay_script: str | None = None,
 ) -> Plan:
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
@@ -255,7 +269,12 @@ def plan_install(
         moved_obj = current
         moved_bytes = text[start:end].encode("utf-8")
     routed, routes, notes = catch_all(
-        agent, moved_obj, source=str(adopted_path), transport=transport, port=port
+        agent,
+        moved_obj,
+        source=str(adopted_path),
+        transport=transport,
+        port=port,
+        relay_script=relay_script,
     )
     indent = _indent_of(text, start)
     new_value = json.dumps(routed, indent=2).replace("\n", "\n" + indent)

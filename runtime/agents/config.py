@@ -67,7 +67,10 @@ _IF_KINDS: Final = {
 }
 #: A catch-all hook an adoption wrote: an http hook to our endpoint or the relay command.
 _OURS_URL: Final = re.compile(r"/(claude|gemini|codex)/v1/hook\b")
-_OURS_COMMAND: Final = re.compile(r"(^|[\s/])triohooks-relay\s+(claude|gemini|codex)\b")
+_OURS_COMMAND: Final = re.compile(
+    r"(^|[\s/'\"])(triohooks-relay|triohooks\.fronts\.relay)\s+(claude|gemini|codex)\b"
+    r"|relay\.main\(\[['\"](claude|gemini|codex)['\"]\]\)"
+)
 
 
 class Matcher(msgspec.Struct, frozen=True):

@@ -97,8 +97,16 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 def _install(args: argparse.Namespace) -> int:
     agent, workspace, home, config_dir = _places(args)
+    from . import relay
+
     plan = plan_install(
-        agent, args.scope, home=home, project=workspace, transport=args.transport, port=args.port
+        agent,
+        args.scope,
+        home=home,
+        project=workspace,
+        transport=args.transport,
+        port=args.port,
+        relay_script=str(Path(relay.__file__).resolve()),
     )
     return _carry_out(args, plan, agent, workspace, home, config_dir, "installed")
 

@@ -4,73 +4,83 @@ stdin: the agent's hook input JSON. stdout and exit code: that agent's reply con
 merged answer as JSON on exit 0, which each agent reads as one hook's JSON output (so a block
 is a deny in the JSON, never an exit code the agent might read as a non-blocking error).
 
-Fast path (standard library only: no trio, no msgspec, nothing of triohooks but this module):
-read ``serve.json`` in the state dir (written by a running ``triohooks serve``), POST the input
-to ``/<agent>/v1/hook`` with the server's token, print the body. With no server (no file, a
-refused connection, a wrong token, a busy server) it runs the hooks itself, in this process,
-with the same engine code (slow path: it imports the engine). If even that fails, the event is
-answered fail-closed: a deny for events that can block, with a reason that says why.
+Fast path: read ``serve.addr`` in the state dir (written by a running ``triohooks serve``: host,
+port, token file), POST the input to ``/<agent>/v1/hook`` with the server's token, print the
+body. It imports nothing but built-in modules (``_socket``; no json, no trio, nothing of
+triohooks), and the command an adoption writes runs this file as a bare script, ``python -I
+-S .../triohooks/fronts/relay.py claude``: an interpreter that skips ``site`` starts in a third
+of the time (site-packages' ``.pth`` files, an editable install's finder). The console script
+``triohooks-relay`` runs the same code after the usual start-up.
+
+Slow path, with no server (no file, a refused connection, a wrong token, a busy server): the
+hooks run here, with the same engine code -- in this process under the console script, in a
+child interpreter with the normal import path when started bare. If that fails, the event is
+answered fail-closed: a deny for events that can block, with a reason that says why; if even
+that fails, exit 2 (a block to all three agents).
 """
 
 from __future__ import annotations
 
-import json
 import os
-import socket
 import sys
-from pathlib import Path
-from typing import Any, Final
 
-AGENTS: Final = ("claude", "gemini", "codex")
-#: What ``triohooks serve`` writes in the state dir while it listens.
-SERVE_FILE: Final = "serve.json"
-CONNECT_TIMEOUT_S: Final = 1.0
+AGENTS = ("claude", "gemini", "codex")
+#: What ``triohooks serve`` writes in the state dir while it listens: ``host port token-file``.
+ADDR_FILE = "serve.addr"
+CONNECT_TIMEOUT_S = 1.0
 #: The server enforces the hooks' own timeouts; this only bounds a server that hangs.
-REPLY_TIMEOUT_S: Final = 900.0
-MAX_INPUT_BYTES: Final = 16 * 1024 * 1024
-USAGE: Final = "usage: triohooks-relay {claude|gemini|codex} < hook-input.json\n"
+REPLY_TIMEOUT_S = 900.0
+MAX_INPUT_BYTES = 16 * 1024 * 1024
+USAGE = "usage: triohooks-relay {claude|gemini|codex} < hook-input.json\n"
 
 
-def state_dir(environ: dict[str, str] | os._Environ[str] | None = None) -> Path:
+def state_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
     """The same directory as :func:`triohooks.config.paths.state_dir` on Linux, without
     importing platformdirs: ``$TRIOHOOKS_STATE_DIR``, else ``$XDG_STATE_HOME/triohooks``, else
     ``~/.local/state/triohooks`` (a test holds the two equal)."""
     env = os.environ if environ is None else environ
     explicit = env.get("TRIOHOOKS_STATE_DIR")
     if explicit:
-        return Path(explicit)
+        return explicit
     xdg = env.get("XDG_STATE_HOME", "").strip()
-    base = Path(xdg) if xdg and os.path.isabs(xdg) else Path(os.path.expanduser("~/.local/state"))
-    return base / "triohooks"
+    base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.local/state")
+    return os.path.join(base, "triohooks")
+
+
+def _read(path: str, limit: int) -> bytes:
+    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    try:
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
 
 
 def _server() -> tuple[str, int, str] | None:
     """(host, port, token) of a running serve, or None."""
     try:
-        with open(state_dir() / SERVE_FILE, "rb") as f:
-            info = json.loads(f.read(65536))
-        host, port = str(info["host"]), int(info["port"])
-        with open(info["token_file"], "rb") as f:
-            token = f.read(4096).decode().strip()
-    except (OSError, ValueError, KeyError, TypeError):
+        words = _read(os.path.join(state_dir(), ADDR_FILE), 8192).decode().split("\n")[0]
+        host, port, token_file = words.split(" ", 2)
+        token = _read(token_file, 4096).decode().strip()
+        return (host, int(port), token) if token else None
+    except (OSError, ValueError, UnicodeDecodeError):
         return None
-    return (host, port, token) if token else None
 
 
 def _post(host: str, port: int, token: str, agent: str, body: bytes) -> bytes | None:
     """The body of a 200 answer, or None (no server there, or it did not answer 200)."""
+    import _socket
+
+    sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
     try:
-        sock = socket.create_connection((host, port), timeout=CONNECT_TIMEOUT_S)
-    except OSError:
-        return None
-    try:
+        sock.settimeout(CONNECT_TIMEOUT_S)
+        sock.connect((host, port))
         sock.settimeout(REPLY_TIMEOUT_S)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
         head = (
             f"POST /{agent}/v1/hook HTTP/1.1\r\nHost: {host}:{port}\r\n"
             f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
             f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        ).encode("latin-1")
+        ).encode()  # ASCII (utf-8 is built in: no codec module to load)
         sock.sendall(head + body)
         data = b""
         while b"\r\n\r\n" not in data:
@@ -79,7 +89,7 @@ def _post(host: str, port: int, token: str, agent: str, body: bytes) -> bytes | 
                 return None
             data += chunk
         head_bytes, _, rest = data.partition(b"\r\n\r\n")
-        lines = head_bytes.decode("latin-1").split("\r\n")
+        lines = head_bytes.decode("utf-8", "replace").split("\r\n")
         status = lines[0].split(" ")
         if len(status) < 2 or status[1] != "200":
             return None
@@ -88,14 +98,14 @@ def _post(host: str, port: int, token: str, agent: str, body: bytes) -> bytes | 
             name, _, value = line.partition(":")
             if name.strip().lower() == "content-length":
                 length = int(value.strip())
-        while length is None or len(rest) < length:
+        if length is None:
+            return None
+        while len(rest) < length:
             chunk = sock.recv(65536)
             if not chunk:
-                break
+                return None  # cut off: run the hooks here instead
             rest += chunk
-        if length is not None and len(rest) < length:
-            return None  # cut off: run the hooks here instead
-        return rest if length is None else rest[:length]
+        return rest[:length]
     except (OSError, ValueError):
         return None
     finally:
@@ -104,6 +114,9 @@ def _post(host: str, port: int, token: str, agent: str, body: bytes) -> bytes | 
 
 def _run_here(agent: str, body: bytes) -> bytes:
     """No server: run the hooks in this process (imports the engine; the slow path)."""
+    import json
+    from pathlib import Path
+
     import trio
 
     from triohooks.engine.hook_engine import HookEngine
@@ -121,6 +134,8 @@ def _run_here(agent: str, body: bytes) -> bytes:
 
 
 def _payload_cwd(body: bytes) -> str:
+    import json
+
     try:
         cwd = json.loads(body).get("cwd")
     except (ValueError, AttributeError):
@@ -129,6 +144,8 @@ def _payload_cwd(body: bytes) -> str:
 
 
 def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
+    import json
+
     try:
         event = json.loads(body).get("hook_event_name") or ""
     except (ValueError, AttributeError):
@@ -138,22 +155,43 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     return json.dumps(internal_error_answer(agent, str(event), why).output).encode()
 
 
+def _run_elsewhere(agent: str, body: bytes) -> tuple[bytes, int]:
+    """Started as a bare script: triohooks is not importable here, so the slow path runs in a
+    child interpreter with the normal import path (``python -m triohooks.fronts.relay
+    --here``)."""
+    import subprocess
+
+    done = subprocess.run(
+        [sys.executable, "-m", "triohooks.fronts.relay", "--here", agent],
+        input=body,
+        capture_output=True,
+        check=False,
+    )
+    sys.stderr.buffer.write(done.stderr)
+    return done.stdout.rstrip(b"\n"), done.returncode
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
+    here = bool(args) and args[0] == "--here"  # run the hooks in this process, no server
+    if here:
+        args = args[1:]
     if len(args) != 1 or args[0] not in AGENTS:
         sys.stderr.write(USAGE)
         return 1
     agent = args[0]
     body = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-    out: Any = None
+    out: bytes | None = None
     if len(body) > MAX_INPUT_BYTES:
-        why = f"the hook input is over {MAX_INPUT_BYTES} bytes"
-        print(f"triohooks-relay: {why}", file=sys.stderr)
-        sys.stdout.buffer.write(_fail_closed(agent, b"{}", why) + b"\n")
-        return 0
-    server = _server()
+        body, here = b"{}", True  # answered fail-closed below, without a server round trip
+    server = None if here else _server()
     if server is not None:
         out = _post(*server, agent, body)
+    if out is None and sys.flags.no_site:
+        out, code = _run_elsewhere(agent, body)
+        if code != 0 or not out:
+            print("triohooks internal error: the relay could not run the hooks", file=sys.stderr)
+            return 2  # a block to every agent
     if out is None:
         try:
             out = _run_here(agent, body)

@@ -92,8 +92,10 @@ log = logging.getLogger("triohooks.server")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
-#: In the state dir while serve listens: where ``triohooks-relay`` finds it.
+#: In the state dir while serve listens: where ``triohooks-relay`` finds it (``serve.addr``:
+#: the same as one ``host port token-file`` line, for the relay's fast path).
 SERVE_FILE: Final = "serve.json"
+ADDR_FILE: Final = "serve.addr"
 #: ``serve``'s exit status when the engine itself failed (an actor past its restart budget).
 EXIT_ENGINE_FAILED: Final = 3
 TOKEN_FILE_NAME: Final = "serve-token"
@@ -891,8 +893,12 @@ def _announce(server: HookServer, token_path: Path) -> Path | None:
         "url": server.url,
     }
     try:
-        path = private_dir(state_dir()) / SERVE_FILE
+        directory = private_dir(state_dir())
+        path = directory / SERVE_FILE
         write_file_atomic(path, msgspec.json.encode(info), new_mode=0o600)
+        # The relay's fast path reads this one: no JSON parser needed.
+        addr = f"{server.host} {server.port} {info['token_file']}\n".encode()
+        write_file_atomic(directory / ADDR_FILE, addr, new_mode=0o600)
     except OSError as exc:
         print(f"triohooks serve: warning: cannot write {SERVE_FILE}: {exc}", file=sys.stderr)
         return None
@@ -906,6 +912,7 @@ def _withdraw(path: Path | None) -> None:
     try:
         info = msgspec.json.decode(path.read_bytes())
         if isinstance(info, dict) and info.get("pid") == os.getpid():
+            path.with_name(ADDR_FILE).unlink(missing_ok=True)
             path.unlink()
     except (OSError, msgspec.DecodeError):
         pass
