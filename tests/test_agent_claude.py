@@ -394,3 +394,42 @@ async def test_bad_input_is_a_payload_error(s: Setup) -> None:
 
 def test_environment_is_not_leaked_between_tests() -> None:
     assert "CLAUDE_PROJECT_DIR" not in os.environ
+
+
+async def test_permission_request_follows_decision_behavior_not_exit_2(s: Setup) -> None:
+    allow = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "allow"},
+        }
+    }
+    s.settings(
+        {
+            "PermissionRequest": [
+                group(cmd("echo no >&2; exit 2"), cmd(f"echo '{json.dumps(allow)}'"))
+            ]
+        }
+    )
+    body = s.input("PermissionRequest", tool_name="Bash", tool_input={"command": "ls"})
+    result = await ask(s, body)
+    assert result.answer.output["hookSpecificOutput"]["decision"] == {"behavior": "allow"}
+    assert any("does not deny" in w for w in result.answer.warnings)
+    deny = {
+        "hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": {"behavior": "deny", "message": "nope"},
+        }
+    }
+    s.settings(
+        {
+            "PermissionRequest": [
+                group(cmd(f"echo '{json.dumps(allow)}'"), cmd(f"echo '{json.dumps(deny)}'"))
+            ]
+        }
+    )
+    result = await ask(s, body)
+    assert result.answer.output["hookSpecificOutput"]["decision"] == {
+        "behavior": "deny",
+        "message": "nope",
+    }
+    assert result.answer.blocked

@@ -102,6 +102,12 @@ class _Fold:
         if reply.status == "block":
             if self.event in ("PreToolUse", "BeforeTool"):
                 self.permit("deny", reply.reason or f"blocked by hook {hook.label}")
+            elif self.event == "PermissionRequest" and not hook.fail_closed:
+                # Claude Code does not honour exit 2 here (only decision.behavior): nor do we.
+                self.warnings.append(
+                    f"hook {hook.label} exited 2 on PermissionRequest, which does not deny "
+                    "(answer decision.behavior instead)"
+                )
             elif self.event == "PermissionRequest":
                 self.permission_decision = {
                     "behavior": "deny",
