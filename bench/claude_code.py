@@ -16,6 +16,14 @@ A configuration is a context manager factory taking a :class:`Session`: before i
 prepares the project (``.claude/settings.json``, extra environment, servers it needs for the
 session or, through :meth:`Session.once`, for the whole run); after it, it may inspect what the
 session left and put figures in ``session.notes``. Add one to :data:`CONFIGS`.
+
+Configurations ``c``..``d`` write the same kind of settings as ``b`` and hand them to triohooks
+with ``triohooks claude install`` (project scope) before the session: one ``triohooks serve``
+(started on first use, stopped when the benchmark ends) answers every session's catch-all, an
+``http`` hook (``c``, ``c2``, ``d``) or the ``triohooks-relay`` command forwarding to it
+(``c3``). ``d``'s adopted hook has an ``if`` rule the calls never match, so it measures the
+endpoint's own cost without a spawn. The goal lines under the table: (c) - (a) <= (b) - (a)
+(stretch: <= 2 ms), and (c2) - (a) <= 60 ms with no `sleep 30` left over.
 """
 
 from __future__ import annotations
@@ -45,6 +53,13 @@ from tests.interop import (
     run_claude,
 )
 from tests.interop.fake_anthropic import FakeAnthropic
+from tests.interop.test_claude_code_triohooks import (
+    Server,
+    Triohooks,
+    kill_all,
+    processes,
+    serving,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "bench" / "out" / "claude_code.json"
@@ -129,13 +144,115 @@ def claude_command_background_sleep(session: Session) -> Iterator[None]:
                 pass
 
 
+# --- through triohooks: the same settings, adopted by `triohooks claude install` ---------------
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """One ``triohooks serve`` for the whole benchmark, with its own config and state dirs (the
+    sessions' projects are trusted there by their install) and an empty ``HOME``."""
+
+    triohooks: Triohooks
+    server: Server
+
+
+@contextmanager
+def endpoint() -> Iterator[Endpoint]:
+    with tempfile.TemporaryDirectory(prefix="bench-triohooks-") as tmp:
+        root = Path(tmp)
+        home, workspace = root / "home", root / "workspace"
+        home.mkdir()
+        workspace.mkdir()
+        tri = Triohooks.create(root, home)
+        with serving(tri, workspace, root / "serve.log") as server:
+            yield Endpoint(tri, server)
+
+
+def adopt(session: Session, hooks: dict[str, Any], transport: str) -> None:
+    """Write ``hooks`` as the user's settings, ``triohooks claude install`` them (project scope)
+    and give the CLI what the catch-all needs (the token; the state dir the relay reads)."""
+    ep: Endpoint = session.once("triohooks serve", endpoint)
+    session.write_hooks(hooks)
+    ep.triohooks.install(session.project.path, transport=transport, port=ep.server.port)
+    session.env.update(ep.triohooks.claude_env())
+
+
+@contextmanager
+def triohooks_http_true(session: Session) -> Iterator[None]:
+    """triohooks http endpoint, adopted `true` hook"""
+    adopt(session, pre_tool_command("true"), "http")
+    yield
+
+
+@contextmanager
+def triohooks_http_background_sleep(session: Session) -> Iterator[None]:
+    """triohooks http endpoint, adopted `sleep 30 & echo ok`"""
+    adopt(session, pre_tool_command("sleep 30 & echo ok"), "http")
+    try:
+        yield
+    finally:
+        # Spawned by serve, not by the CLI: they run in the session's project, not with its
+        # environment marker.
+        survivors = processes(["sleep", "30"], session.project.path)
+        session.notes["surviving `sleep 30`"] = len(survivors)
+        kill_all(survivors)
+
+
+@contextmanager
+def triohooks_relay_true(session: Session) -> Iterator[None]:
+    """triohooks relay command (serve running), adopted `true`"""
+    adopt(session, pre_tool_command("true"), "relay")
+    yield
+
+
+@contextmanager
+def triohooks_http_if_skipped(session: Session) -> Iterator[None]:
+    """triohooks http endpoint, no process (`if` rule skips)"""
+    hook = {"type": "command", "command": "true", "if": "Bash(git push*)"}
+    adopt(session, {"PreToolUse": [{"matcher": CATCH_ALL, "hooks": [hook]}]}, "http")
+    yield
+
+
 #: name -> configuration; "a" is the baseline the others are compared to.
 CONFIGS: dict[str, Configuration] = {
     "a": no_hooks,
     "b": claude_command_true,
     "b2": claude_command_background_sleep,
+    "c": triohooks_http_true,
+    "c2": triohooks_http_background_sleep,
+    "c3": triohooks_relay_true,
+    "d": triohooks_http_if_skipped,
 }
 BASELINE = "a"
+#: The endpoint's goals: (c) - (a) <= (b) - (a), stretch <= 2 ms; a background child <= 60 ms.
+STRETCH_MS = 2.0
+BACKGROUND_GOAL_MS = 60.0
+
+
+def goals(delta_ms: dict[str, float], survivors: dict[str, list[float | None]]) -> list[str]:
+    """The goal lines for whichever of the configurations ran."""
+    lines = []
+
+    def met(ok: bool) -> str:
+        return "met" if ok else "NOT met"
+
+    if "c" in delta_ms and "b" in delta_ms:
+        c, b = delta_ms["c"], delta_ms["b"]
+        lines.append(
+            f"goal: (c) - (a) = {c:+.1f} ms <= (b) - (a) = {b:+.1f} ms: {met(c <= b)}; "
+            f"stretch (c) - (a) <= {STRETCH_MS:.0f} ms: {met(c <= STRETCH_MS)}"
+        )
+    if "c2" in delta_ms:
+        c2 = delta_ms["c2"]
+        left = [int(x) for x in survivors.get("c2", []) if x is not None]
+        lines.append(
+            f"goal: (c2) - (a) = {c2:+.1f} ms <= {BACKGROUND_GOAL_MS:.0f} ms: "
+            f"{met(c2 <= BACKGROUND_GOAL_MS)}; surviving `sleep 30` per session: {left} "
+            f"{met(not any(left))}"
+        )
+    if "d" in delta_ms:
+        lines.append(f"endpoint without a spawn: (d) - (a) = {delta_ms['d']:+.1f} ms")
+    return lines
 
 
 def describe(name: str) -> str:
@@ -282,6 +399,13 @@ def main(argv: list[str] | None = None) -> int:
     for row in [header, ["-" * w for w in widths], *rows]:
         print("  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip())
 
+    goal_lines = goals(
+        {name: report[name]["delta_vs_baseline_ms"] for name in names},
+        {name: report[name]["notes"].get("surviving `sleep 30`", []) for name in names},
+    )
+    for line in goal_lines:
+        print(line)
+
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(
         json.dumps(
@@ -292,6 +416,7 @@ def main(argv: list[str] | None = None) -> int:
                 "baseline": BASELINE,
                 "machine": {"cpus": os.cpu_count(), "platform": platform.platform()},
                 "configs": report,
+                "goals": goal_lines,
             },
             indent=2,
         )

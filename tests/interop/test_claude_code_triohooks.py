@@ -1,0 +1,514 @@
+"""The user's own ``.claude/settings.json`` hooks, adopted by ``triohooks claude install`` and run
+by triohooks under the real Claude Code CLI (headless, offline, scripted by the fake API).
+
+The settings files here are written once, as a user would, and never edited by the tests:
+``triohooks claude install`` moves their hooks into ``.claude/triohooks-hooks.json`` and points
+Claude Code at triohooks, either an ``http`` hook to a running ``triohooks serve`` or, with
+``--transport relay``, a ``triohooks-relay claude`` command hook (which, with no server running,
+runs the hooks itself). Every session ends with ``triohooks claude uninstall``, which must give
+back the settings file byte for byte.
+
+The helpers (:class:`Triohooks`, :func:`serving`, :func:`processes`, :func:`kill_all`) are shared
+with ``bench/claude_code.py``. Run ``pytest -s`` to see the latency figures.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import signal
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+
+from tests.interop import ClaudeProject, ClaudeRun, run_bounded, run_claude
+from tests.interop.fake_anthropic import FakeAnthropic
+
+pytestmark = pytest.mark.interop
+
+#: Seconds for one ``triohooks claude install``/``uninstall``.
+CLI_TIMEOUT = 60.0
+#: Seconds for ``triohooks serve`` to start listening, and to stop after SIGTERM.
+SERVE_START_TIMEOUT = 20.0
+SERVE_STOP_TIMEOUT = 10.0
+SESSION_TIMEOUT = 60.0
+LISTENING = re.compile(r"listening on \w+://127\.0\.0\.1:(\d+)")
+
+
+# --- driving triohooks --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Triohooks:
+    """triohooks' directories for one project: ``HOME`` (the project's, shared with the CLI),
+    its config dir (trust is kept there), its state dir, and the bearer token ``serve`` uses."""
+
+    home: Path
+    config_dir: Path
+    state_dir: Path
+    token_file: Path
+
+    @classmethod
+    def create(cls, root: Path, home: Path) -> Triohooks:
+        config_dir, state_dir = root / "triohooks-config", root / "triohooks-state"
+        for d in (config_dir, state_dir):
+            d.mkdir(parents=True, exist_ok=True)
+        token_file = root / "serve-token"
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        try:
+            os.write(fd, (secrets.token_urlsafe(32) + "\n").encode())
+        finally:
+            os.close(fd)
+        return cls(home, config_dir, state_dir, token_file)
+
+    @property
+    def token(self) -> str:
+        return self.token_file.read_text().strip()
+
+    def dirs_env(self) -> dict[str, str]:
+        return {
+            "TRIOHOOKS_CONFIG_DIR": str(self.config_dir),
+            "TRIOHOOKS_STATE_DIR": str(self.state_dir),
+        }
+
+    def env(self) -> dict[str, str]:
+        """The environment of the triohooks CLI (install, serve)."""
+        return {**os.environ, "HOME": str(self.home), **self.dirs_env()}
+
+    def claude_env(self) -> dict[str, str]:
+        """What Claude Code's environment needs on top of :func:`tests.interop.claude_env`: the
+        token its http hooks send, and the dirs the relay (started by Claude Code) reads."""
+        return {"TRIOHOOKS_TOKEN": self.token, **self.dirs_env()}
+
+    def cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+        done = run_bounded(
+            [sys.executable, "-m", "triohooks", *args],
+            timeout=CLI_TIMEOUT,
+            cwd=cwd,
+            env=self.env(),
+        )
+        if done.returncode != 0:
+            raise AssertionError(
+                f"triohooks {' '.join(args)} exited {done.returncode}:\n"
+                f"{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
+            )
+        return done
+
+    def install(self, project: Path, *, transport: str, port: int | None = None) -> None:
+        args = ["claude", "install", "--workspace", str(project), "--transport", transport]
+        if port is not None:
+            args += ["--port", str(port)]
+        self.cli(*args, cwd=project)
+
+    def uninstall(self, project: Path) -> None:
+        self.cli("claude", "uninstall", "--workspace", str(project), cwd=project)
+
+
+@dataclass(frozen=True)
+class Server:
+    """A running ``triohooks serve``."""
+
+    process: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+
+@contextmanager
+def serving(
+    tri: Triohooks, workspace: Path, log: Path, *, extra_env: dict[str, str] | None = None
+) -> Iterator[Server]:
+    """``triohooks serve --port 0`` in its own process group, until it prints the port it
+    listens on; stopped with SIGTERM (then SIGKILL of its group) on exit."""
+    argv = [
+        sys.executable,
+        "-m",
+        "triohooks",
+        "serve",
+        "--port",
+        "0",
+        "--token-file",
+        str(tri.token_file),
+        "--workspace",
+        str(workspace),
+        "--config-dir",
+        str(tri.config_dir),
+    ]
+    with open(log, "wb") as out:
+        process = subprocess.Popen(
+            argv,
+            cwd=workspace,
+            env={**tri.env(), **(extra_env or {})},
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+        deadline = time.monotonic() + SERVE_START_TIMEOUT
+        port = None
+        while port is None:
+            found = LISTENING.search(log.read_text(errors="replace"))
+            if found:
+                port = int(found.group(1))
+            elif process.poll() is not None:
+                raise AssertionError(f"serve exited {process.returncode}:\n{log.read_text()}")
+            elif time.monotonic() > deadline:
+                raise AssertionError(f"serve did not listen in time:\n{log.read_text()}")
+            else:
+                time.sleep(0.02)
+        yield Server(process, port, log)
+    finally:
+        _stop(process)
+
+
+def _stop(process: subprocess.Popen[bytes]) -> None:
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        try:
+            process.wait(timeout=SERVE_STOP_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            pass
+    try:  # its group: ours (start_new_session), whatever is left in it
+        os.killpg(process.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    process.wait()
+
+
+@contextmanager
+def adopted(
+    tri: Triohooks, project: Path, *, transport: str, port: int | None = None
+) -> Iterator[bytes]:
+    """``triohooks claude install`` on the project's settings; on exit ``uninstall``, which must
+    give back the original bytes. Yields those bytes."""
+    settings = project / ".claude" / "settings.json"
+    moved = project / ".claude" / "triohooks-hooks.json"
+    original = settings.read_bytes()
+    tri.install(project, transport=transport, port=port)
+    installed = json.loads(settings.read_bytes())["hooks"]
+    for event, groups in installed.items():  # SessionStart has no http hooks: always the relay
+        kind = "http" if transport == "http" and event != "SessionStart" else "command"
+        assert [h["type"] for g in groups for h in g["hooks"]] == [kind], installed
+    assert moved.exists()
+    yield original
+    tri.uninstall(project)
+    assert settings.read_bytes() == original
+    assert not moved.exists()
+
+
+def processes(argv: list[str], cwd: Path) -> list[psutil.Process]:
+    """Live processes whose argv is exactly ``argv``, running in ``cwd`` (a test's own project
+    directory: nobody else's)."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status", "cwd"]):
+        try:
+            if proc.info["cmdline"] != argv or proc.info["status"] == psutil.STATUS_ZOMBIE:
+                continue
+            if proc.info["cwd"] and Path(proc.info["cwd"]) == cwd:
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
+
+
+def kill_all(procs: list[psutil.Process]) -> None:
+    for proc in procs:
+        try:
+            proc.kill()
+        except psutil.Error:
+            pass
+
+
+# --- fixtures and session helpers ---------------------------------------------------------------
+
+
+@pytest.fixture
+def tri(tmp_path: Path, claude_project: ClaudeProject) -> Triohooks:
+    return Triohooks.create(tmp_path, claude_project.home)
+
+
+@pytest.fixture(params=["http", "relay"])
+def transport(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@contextmanager
+def routed(
+    tri: Triohooks, project: ClaudeProject, transport: str, tmp_path: Path
+) -> Iterator[bytes]:
+    """The project's hooks adopted: ``http`` with serve running, ``relay`` with no server."""
+    if transport == "http":
+        with (
+            serving(tri, project.path, tmp_path / "serve.log") as server,
+            adopted(tri, project.path, transport="http", port=server.port) as original,
+        ):
+            yield original
+    else:
+        with adopted(tri, project.path, transport="relay") as original:
+            yield original
+
+
+def session(
+    claude_bin: Path,
+    project: ClaudeProject,
+    fake: FakeAnthropic,
+    tri: Triohooks,
+    commands: list[str],
+) -> ClaudeRun:
+    fake.script(commands)
+    run = run_claude(
+        claude_bin,
+        project.path,
+        project.home,
+        fake,
+        timeout=SESSION_TIMEOUT,
+        env=tri.claude_env(),
+    )
+    process, output = run
+    assert process.returncode == 0, (process.stdout[-2000:], process.stderr[-2000:])
+    assert output is not None, process.stdout[-2000:]
+    assert output.get("is_error") is False, output
+    assert output.get("result") == "Done.", output
+    return run
+
+
+def marker_commands(n: int) -> list[str]:
+    return [f"echo marker-{k} > marker-{k}.txt" for k in range(n)]
+
+
+def markers(project: ClaudeProject) -> list[str]:
+    return sorted(p.name for p in project.path.glob("marker-*"))
+
+
+def shell_quote(text: str) -> str:
+    return "'" + text.replace("'", "'\\''") + "'"
+
+
+def echo_json(reply: dict[str, Any]) -> str:
+    return "echo " + shell_quote(json.dumps(reply))
+
+
+def bash_hooks(event: str, command: str, **extra: Any) -> dict[str, Any]:
+    return {
+        event: [{"matcher": "Bash", "hooks": [{"type": "command", "command": command, **extra}]}]
+    }
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+EXIT_2 = "echo nope-by-exit-2 >&2; exit 2"
+
+
+def test_exit_2_deny_blocks_and_only_the_reason_reaches_the_model(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    claude_project.write_hooks(bash_hooks("PreToolUse", EXIT_2))
+    with routed(tri, claude_project, transport, tmp_path):
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(2))
+    assert markers(claude_project) == []
+    results = fake_api.tool_results()
+    assert len(results) == 2
+    for result in results:
+        assert result.is_error
+        assert "nope-by-exit-2" in result.text
+        # Claude Code alone says "PreToolUse:Bash hook error: [<the command>]: <stderr>".
+        assert EXIT_2 not in result.text and "exit 2" not in result.text, result.text
+    for turn in fake_api.turn_requests():  # nor anywhere else the model is sent
+        assert "exit 2" not in json.dumps(turn.body.get("messages")), turn.body
+    # Observed: "PreToolUse:Bash hook error: nope-by-exit-2" (both transports).
+    print(f"tool_result ({transport}):", json.dumps(results[0].text))
+
+
+def test_json_deny_blocks(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    deny = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": "denied-by-json",
+        }
+    }
+    claude_project.write_hooks(bash_hooks("PreToolUse", echo_json(deny)))
+    with routed(tri, claude_project, transport, tmp_path):
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(2))
+    assert markers(claude_project) == []
+    results = fake_api.tool_results()
+    assert len(results) == 2
+    for result in results:
+        assert result.is_error
+        assert "denied-by-json" in result.text
+        assert "hookSpecificOutput" not in result.text, result.text
+
+
+def test_updated_input_changes_the_command_that_runs(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    # No permissionDecision needed: Claude Code 2.1.332 (with --dangerously-skip-permissions)
+    # applies an updatedInput alone, from its own hooks and from triohooks' answer alike.
+    rewrite = {
+        "hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "updatedInput": {"command": "echo rewritten > marker-x"},
+        }
+    }
+    claude_project.write_hooks(bash_hooks("PreToolUse", echo_json(rewrite)))
+    with routed(tri, claude_project, transport, tmp_path):
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
+    assert markers(claude_project) == ["marker-x"]
+    assert (claude_project.path / "marker-x").read_text() == "rewritten\n"
+    (result,) = fake_api.tool_results()
+    assert not result.is_error
+
+
+def test_additional_context_reaches_the_model(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    def context(event: str, text: str) -> dict[str, Any]:
+        reply = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": text}}
+        return bash_hooks(event, echo_json(reply))
+
+    claude_project.write_hooks(
+        {**context("PreToolUse", "pre-ctx-1"), **context("PostToolUse", "post-ctx-2")}
+    )
+    with routed(tri, claude_project, transport, tmp_path):
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
+    assert markers(claude_project) == ["marker-0.txt"]
+    (result,) = fake_api.tool_results()
+    assert not result.is_error
+    after = fake_api.context_after(0)
+    assert "pre-ctx-1" in after
+    assert "post-ctx-2" in after
+
+
+STOP_ONCE = "if [ -e stop-flag ]; then exit 0; fi; touch stop-flag; " + echo_json(
+    {"decision": "block", "reason": "one-more-turn-please"}
+)
+
+
+def test_stop_hook_that_blocks_once_forces_another_turn(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    claude_project.write_hooks({"Stop": [{"hooks": [{"type": "command", "command": STOP_ONCE}]}]})
+    with routed(tri, claude_project, transport, tmp_path):
+        # The fake answers every turn after the scripted call with end_turn: the first is
+        # blocked by the hook, the second (the hook now finds its flag) ends the session.
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
+    assert (claude_project.path / "stop-flag").exists()
+    assert markers(claude_project) == ["marker-0.txt"]
+    turns = fake_api.turn_requests()
+    assert len(turns) == 3, [t.body.get("messages", [])[-1:] for t in turns]  # call, end, again
+    last = json.dumps(turns[-1].body.get("messages"))
+    assert "one-more-turn-please" in last
+
+
+#: A settings file as a person writes it: other keys around the hooks, odd spacing, unicode.
+HAND_WRITTEN = """{
+  "permissions": {"allow": ["Bash(npm test)"]},
+  "hooks":   {
+    "PreToolUse": [ {"matcher": "Bash",
+      "hooks": [{"type": "command", "command": "echo 'no ✋' >&2; exit 2", "timeout": 10}]} ],
+    "PostToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "true"}]}]
+  },
+  "env":   {"FOO": "bar"}
+}
+"""
+
+
+def test_uninstall_restores_settings_byte_for_byte_after_a_session(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    settings = claude_project.write_settings({})
+    settings.write_text(HAND_WRITTEN)
+    with routed(tri, claude_project, transport, tmp_path) as original:
+        assert original == HAND_WRITTEN.encode()
+        assert settings.read_bytes() != original
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
+    # routed() uninstalled and compared; once more, from here:
+    assert settings.read_bytes() == HAND_WRITTEN.encode()
+    assert not (settings.parent / "triohooks-hooks.json").exists()
+    assert markers(claude_project) == []  # the adopted guard did run
+    (result,) = fake_api.tool_results()
+    assert "no ✋" in result.text
+
+
+LATENCY_CALLS = 8
+BACKGROUND_SLEEP = "sleep 30 & echo ok"
+
+
+def later_median(fake: FakeAnthropic) -> float:
+    latencies = fake.call_latencies()
+    assert all(x is not None for x in latencies), latencies
+    return statistics.median(x for x in latencies[1:] if x is not None)
+
+
+def test_background_child_costs_no_latency_and_does_not_survive(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    sleep_argv = ["sleep", "30"]
+    try:
+        # No hooks at all (the baseline), in the same project.
+        session(claude_bin, claude_project, fake_api, tri, ["true"] * LATENCY_CALLS)
+        base = later_median(fake_api)
+
+        claude_project.write_hooks(bash_hooks("PreToolUse", BACKGROUND_SLEEP))
+        with routed(tri, claude_project, "http", tmp_path):
+            session(claude_bin, claude_project, fake_api, tri, ["true"] * LATENCY_CALLS)
+            hooked = later_median(fake_api)
+            survivors = processes(sleep_argv, claude_project.path)
+        print(
+            f"median of calls 2..{LATENCY_CALLS}: no hooks {base * 1000:.1f} ms, adopted "
+            f"`{BACKGROUND_SLEEP}` via the endpoint {hooked * 1000:.1f} ms "
+            f"({(hooked - base) * 1000:+.1f} ms); surviving `sleep 30`: {len(survivors)}"
+        )
+        assert survivors == []
+        # The bench holds the 60 ms goal; this only catches the hook holding the call (Claude
+        # Code alone: about +550 ms, waiting for the background child's stdout).
+        assert hooked < base + 0.150
+    finally:
+        kill_all(processes(sleep_argv, claude_project.path))
