@@ -52,7 +52,7 @@ from tests.interop import (
     install_claude_code,
     run_claude,
 )
-from tests.interop.fake_anthropic import FakeAnthropic
+from tests.interop.fake_anthropic import FakeAnthropic, LocalHTTPServer
 from tests.interop.test_claude_code_triohooks import (
     Server,
     Triohooks,
@@ -213,6 +213,19 @@ def triohooks_http_if_skipped(session: Session) -> Iterator[None]:
     yield
 
 
+def _empty_reply(request: Any) -> tuple[int, dict[str, str], bytes]:
+    return 200, {"Content-Type": "application/json"}, b"{}"
+
+
+@contextmanager
+def claude_http_trivial(session: Session) -> Iterator[None]:
+    """claude http hook to a trivial local server (`{}`)"""
+    server = session.once("trivial http server", lambda: LocalHTTPServer(_empty_reply))
+    hook = {"type": "http", "url": f"{server.url}/hook", "timeout": 10}
+    session.write_hooks({"PreToolUse": [{"matcher": CATCH_ALL, "hooks": [hook]}]})
+    yield
+
+
 #: name -> configuration; "a" is the baseline the others are compared to.
 CONFIGS: dict[str, Configuration] = {
     "a": no_hooks,
@@ -222,6 +235,7 @@ CONFIGS: dict[str, Configuration] = {
     "c2": triohooks_http_background_sleep,
     "c3": triohooks_relay_true,
     "d": triohooks_http_if_skipped,
+    "e": claude_http_trivial,
 }
 BASELINE = "a"
 #: The endpoint's goals: (c) - (a) <= (b) - (a), stretch <= 2 ms; a background child <= 60 ms.
@@ -252,6 +266,13 @@ def goals(delta_ms: dict[str, float], survivors: dict[str, list[float | None]]) 
         )
     if "d" in delta_ms:
         lines.append(f"endpoint without a spawn: (d) - (a) = {delta_ms['d']:+.1f} ms")
+    if "e" in delta_ms:
+        e = delta_ms["e"]
+        lines.append(
+            f"Claude Code's own http-hook floor (a trivial server): (e) - (a) = {e:+.1f} ms"
+        )
+        if "d" in delta_ms:
+            lines.append(f"what the endpoint adds to it: (d) - (e) = {delta_ms['d'] - e:+.1f} ms")
     return lines
 
 

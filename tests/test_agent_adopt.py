@@ -213,3 +213,13 @@ def test_gemini_install_uses_the_relay_with_millisecond_timeouts(d: Dirs) -> Non
     (before,) = json.loads(settings.read_text())["hooks"]["BeforeTool"][0]["hooks"]
     assert before["type"] == "command" and 'relay.main(["gemini"])' in before["command"]
     assert before["timeout"] == 7000  # 2 s + 5 s margin, in milliseconds
+
+
+def test_the_catch_all_lines_up_under_its_key(d: Dirs) -> None:
+    d.settings.write_text(
+        '{\n  "hooks":   {"PreToolUse": [{"hooks": [{"type": "command", "command": "true"}]}]}\n}\n'
+    )
+    assert d.cli("claude", "install").returncode == 0
+    lines = d.settings.read_text().splitlines()
+    assert lines[1] == '  "hooks":   {'
+    assert lines[2] == '    "PreToolUse": ['

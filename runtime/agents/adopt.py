@@ -377,6 +377,8 @@ def _all_ours(agent: AgentName, hooks: object, source: str) -> bool:
 
 
 def _indent_of(text: str, at: int) -> str:
+    """The indentation of the line the value at ``at`` starts on (its key's), so the new value's
+    lines line up under it."""
     line_start = text.rfind("\n", 0, at) + 1
-    prefix = text[line_start:at]
-    return "".join(ch for ch in prefix if ch in " \t") if prefix.strip().startswith('"') else ""
+    line = text[line_start:at]
+    return line[: len(line) - len(line.lstrip(" \t"))]

@@ -19,9 +19,9 @@ answered fail-closed: a deny for events that can block, with a reason that says 
 that fails, exit 2 (a block to all three agents).
 """
 
-from __future__ import annotations
-
-import os
+# No ``from __future__ import annotations`` and no ``os`` here: on the fast path every import
+# counts (``os`` alone is ~2.5 ms of start-up); ``posix`` is built in.
+import posix
 import sys
 
 AGENTS = ("claude", "gemini", "codex")
@@ -34,31 +34,43 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024
 USAGE = "usage: triohooks-relay {claude|gemini|codex} < hook-input.json\n"
 
 
-def state_dir(environ: os._Environ[str] | dict[str, str] | None = None) -> str:
+def _getenv(name: str, environ: dict[str, str] | None = None) -> str:
+    if environ is not None:
+        return environ.get(name, "")
+    value = posix.environ.get(name.encode())
+    return value.decode("utf-8", "surrogateescape") if value is not None else ""
+
+
+def state_dir(environ: dict[str, str] | None = None) -> str:
     """The same directory as :func:`triohooks.config.paths.state_dir` on Linux, without
     importing platformdirs: ``$TRIOHOOKS_STATE_DIR``, else ``$XDG_STATE_HOME/triohooks``, else
     ``~/.local/state/triohooks`` (a test holds the two equal)."""
-    env = os.environ if environ is None else environ
-    explicit = env.get("TRIOHOOKS_STATE_DIR")
+    explicit = _getenv("TRIOHOOKS_STATE_DIR", environ)
     if explicit:
         return explicit
-    xdg = env.get("XDG_STATE_HOME", "").strip()
-    base = xdg if xdg and os.path.isabs(xdg) else os.path.expanduser("~/.local/state")
-    return os.path.join(base, "triohooks")
+    xdg = _getenv("XDG_STATE_HOME", environ)
+    if xdg.strip():  # as platformdirs reads it
+        return xdg.rstrip("/") + "/triohooks"
+    home = _getenv("HOME", environ)
+    if not home:
+        import os
+
+        home = os.path.expanduser("~")
+    return home.rstrip("/") + "/.local/state/triohooks"
 
 
 def _read(path: str, limit: int) -> bytes:
-    fd = os.open(path, os.O_RDONLY | os.O_CLOEXEC | os.O_NONBLOCK)
+    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC | posix.O_NONBLOCK)
     try:
-        return os.read(fd, limit)
+        return posix.read(fd, limit)
     finally:
-        os.close(fd)
+        posix.close(fd)
 
 
 def _server() -> tuple[str, int, str] | None:
     """(host, port, token) of a running serve, or None."""
     try:
-        words = _read(os.path.join(state_dir(), ADDR_FILE), 8192).decode().split("\n")[0]
+        words = _read(state_dir() + "/" + ADDR_FILE, 8192).decode().split("\n")[0]
         host, port, token_file = words.split(" ", 2)
         token = _read(token_file, 4096).decode().strip()
         return (host, int(port), token) if token else None
@@ -135,6 +147,7 @@ def _run_here(agent: str, body: bytes) -> bytes:
 
 def _payload_cwd(body: bytes) -> str:
     import json
+    import os
 
     try:
         cwd = json.loads(body).get("cwd")
