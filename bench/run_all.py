@@ -27,6 +27,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.queue_limits", [], ["--window", "0.5"]),
     ("bench.ws_stream", [], ["--seconds", "1"]),
     ("bench.stop_state", [], ["--prompts", "100000"]),
+    ("bench.relay", [], ["-n", "20"]),
 ]
 
 
