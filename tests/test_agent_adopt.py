@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -106,8 +107,9 @@ def test_install_moves_the_hooks_byte_for_byte_and_uninstall_restores(d: Dirs) -
     assert pre["allowedEnvVars"] == ["TRIOHOOKS_TOKEN"] and pre["timeout"] == 15
     (start_hook,) = doc["hooks"]["SessionStart"][0]["hooks"]  # no http hooks for SessionStart
     assert start_hook["type"] == "command"
-    assert " -I -S -c " in start_hook["command"]
-    assert 'relay.main(["claude"])' in start_hook["command"]
+    # The bash fast path (bash, /dev/tcp), with this Python for its fallback.
+    assert start_hook["command"].startswith(shutil.which("bash") or "bash")
+    assert f"fronts/relay.sh claude {sys.executable}" in start_hook["command"]
     assert "trusted the project's claude hooks" in done.stdout
     # Installing again changes nothing.
     again = d.cli("claude", "install")
@@ -211,7 +213,7 @@ def test_gemini_install_uses_the_relay_with_millisecond_timeouts(d: Dirs) -> Non
     done = d.cli("gemini", "install")
     assert done.returncode == 0, done.stderr
     (before,) = json.loads(settings.read_text())["hooks"]["BeforeTool"][0]["hooks"]
-    assert before["type"] == "command" and 'relay.main(["gemini"])' in before["command"]
+    assert before["type"] == "command" and "fronts/relay.sh gemini " in before["command"]
     assert before["timeout"] == 7000  # 2 s + 5 s margin, in milliseconds
 
 
@@ -223,3 +225,17 @@ def test_the_catch_all_lines_up_under_its_key(d: Dirs) -> None:
     lines = d.settings.read_text().splitlines()
     assert lines[1] == '  "hooks":   {'
     assert lines[2] == '    "PreToolUse": ['
+
+
+def test_codex_install_and_uninstall_its_hooks_json(d: Dirs) -> None:
+    (d.ws / ".codex").mkdir()
+    hooks_json = d.ws / ".codex" / "hooks.json"
+    original = '{"hooks": {"PreToolUse": [{"matcher": "shell", "hooks": [{"type": "command", "command": "exit 0", "timeout": 3}]}]}}\n'
+    hooks_json.write_text(original)
+    assert d.cli("codex", "install").returncode == 0
+    (pre,) = json.loads(hooks_json.read_text())["hooks"]["PreToolUse"][0]["hooks"]
+    assert pre["type"] == "command" and "fronts/relay.sh codex " in pre["command"]
+    assert pre["timeout"] == 8  # seconds
+    assert json.loads((d.ws / ".codex" / "triohooks-hooks.json").read_text())["PreToolUse"]
+    assert d.cli("codex", "uninstall").returncode == 0
+    assert hooks_json.read_text() == original

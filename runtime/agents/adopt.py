@@ -146,14 +146,19 @@ def _read_settings(path: Path) -> tuple[bytes, str, dict[str, Any]]:
 
 
 def relay_command(agent: AgentName, relay_script: str | None = None) -> str:
-    """The command a catch-all runs. Given the relay's file: ``<python> -I -S -c 'import relay
-    ...'`` with the file's directory first on the path -- no site-packages start-up, and the
-    module's cached bytecode (a script file would be compiled on every call); measured with
-    ``bench/relay.py``. Else the ``triohooks-relay`` console script."""
+    """The command a catch-all runs. Given the relay's file (``relay.py``): ``bash relay.sh
+    <agent> <python>`` when bash and the bash fast path beside it are there (a bash start-up,
+    /dev/tcp to the server; anything else falls back to the Python relay), else ``<python> -I
+    -S -c 'import relay ...'`` (no site-packages start-up, cached bytecode). Without a file:
+    the ``triohooks-relay`` console script. Measured with ``bench/relay.py``."""
     if relay_script is not None:
-        directory = str(Path(relay_script).parent)
+        directory = Path(relay_script).parent
+        bash = shutil.which("bash")
+        if bash is not None and (directory / "relay.sh").is_file():
+            words = [bash, str(directory / "relay.sh"), agent, sys.executable]
+            return " ".join(shlex.quote(w) for w in words)
         code = (
-            f"import sys;sys.path[:0]=[{json.dumps(directory)}];import relay;"
+            f"import sys;sys.path[:0]=[{json.dumps(str(directory))}];import relay;"
             f'sys.exit(relay.main(["{agent}"]))'
         )
         return f"{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)}"

@@ -70,6 +70,7 @@ _OURS_URL: Final = re.compile(r"/(claude|gemini|codex)/v1/hook\b")
 _OURS_COMMAND: Final = re.compile(
     r"(^|[\s/'\"])(triohooks-relay|triohooks\.fronts\.relay)\s+(claude|gemini|codex)\b"
     r"|relay\.main\(\[['\"](claude|gemini|codex)['\"]\]\)"
+    r"|/fronts/relay\.sh'?\s+(claude|gemini|codex)\b"
 )
 
 
