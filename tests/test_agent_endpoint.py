@@ -305,3 +305,56 @@ def test_relay_usage() -> None:
         check=False,
     )
     assert done.returncode == 1 and b"usage" in done.stderr
+
+
+RELAY_SH = REPO / "runtime" / "fronts" / "relay.sh"
+
+
+def run_relay_sh(env: Env, body: bytes) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        ["bash", str(RELAY_SH), "claude", sys.executable],
+        input=body,
+        capture_output=True,
+        env=env.environ(),
+        cwd=env.project,
+        timeout=60,
+        check=False,
+    )
+
+
+async def test_bash_relay_against_a_running_server(env: Env) -> None:
+    with trio.fail_after(30):
+        async with running(env) as server:
+            env.state.mkdir(exist_ok=True)
+            announce(env, server)
+            denied = await trio.to_thread.run_sync(run_relay_sh, env, env.body("git push"))
+            allowed = await trio.to_thread.run_sync(run_relay_sh, env, env.body("ls"))
+    assert denied.returncode == 0, denied.stderr
+    out = json.loads(denied.stdout)["hookSpecificOutput"]
+    assert (out["permissionDecision"], out["permissionDecisionReason"]) == ("deny", "no pushing")
+    assert json.loads(allowed.stdout) == {}
+
+
+@pytest.mark.parametrize("server_file", ["none", "stale", "wrong token"])
+def test_bash_relay_falls_back_to_running_the_hooks_itself(env: Env, server_file: str) -> None:
+    env.state.mkdir(exist_ok=True)
+    if server_file != "none":
+        (env.state / "token").write_text("not-the-token")
+        (env.state / ADDR_FILE).write_text(f"127.0.0.1 9 {env.state / 'token'}\n")
+    done = run_relay_sh(env, env.body("git push"))
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny" and out["permissionDecisionReason"] == "no pushing"
+
+
+async def test_bash_relay_falls_back_on_a_refused_token(env: Env) -> None:
+    with trio.fail_after(30):
+        async with running(env) as server:
+            env.state.mkdir(exist_ok=True)
+            (env.state / "token").write_text("wrong-token")
+            (env.state / ADDR_FILE).write_text(
+                f"{server.host} {server.port} {env.state / 'token'}\n"
+            )
+            done = await trio.to_thread.run_sync(run_relay_sh, env, env.body("git push"))
+    assert done.returncode == 0, done.stderr  # 401 from the server: the hooks ran here instead
+    assert json.loads(done.stdout)["hookSpecificOutput"]["permissionDecision"] == "deny"
