@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Any, Unpack
@@ -39,13 +39,17 @@ from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
 from triohooks.handlers.judge import Judge, judge_from_env
 
+from .guarded import Guards
 from .options import EngineOptions, Settings
 
 log = logging.getLogger("triohooks")
 
 
-class HookEngine:
-    """Fire agent lifecycle events at the user's hooks. Open with :meth:`open`."""
+class HookEngine(Guards):
+    """Fire agent lifecycle events at the user's hooks. Open with :meth:`open`.
+
+    Also :meth:`guarded_call` (one tool call between pre_tool and post_tool) and :meth:`session`
+    (session events, ids and the stop loop), from :class:`~triohooks.engine.guarded.Guards`."""
 
     def __init__(
         self,
@@ -190,6 +194,13 @@ class HookEngine:
                 detail=msgspec.to_builtins(report),
             )
         )
+
+    async def _shielded(
+        self, make: Callable[[], Awaitable[Outcome]], timeout_s: float
+    ) -> Outcome | None:
+        with trio.CancelScope(shield=True), trio.move_on_after(timeout_s):
+            return await make()
+        return None
 
     # -- agent dialects ------------------------------------------------------------------------
     async def agent_hook(
