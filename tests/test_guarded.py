@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -105,7 +106,7 @@ async def test_a_session_carries_ids_start_context_and_ends(dirs) -> None:
     with trio.fail_after(20):
         async with HookEngine.open(**opts(dirs)) as e:
 
-            async def record(event: dict[str, Any]) -> None:
+            async def record(event: Mapping[str, Any]) -> None:
                 seen.append(dict(event))
 
             e.add_hook("pre_tool", record)

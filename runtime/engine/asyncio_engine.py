@@ -35,6 +35,7 @@ from triohooks.config.events import EventBase
 from triohooks.config.model import Hook, HookTable
 from triohooks.handlers.judge import JudgeReply
 
+from .guarded import Guards
 from .hook_engine import HookEngine
 from .options import EngineOptions
 
@@ -245,7 +246,7 @@ def guest_runs_active() -> int:
     return sum(1 for guest in _guest_runs.values() if not guest.finished.done())
 
 
-class AsyncioHookEngine:
+class AsyncioHookEngine(Guards):
     """The :class:`~runtime.HookEngine` API as asyncio awaitables. Open with :meth:`open`.
 
     Engines opened on the same loop share one Trio guest run (each is a separate engine with
