@@ -94,7 +94,8 @@ class Guards:
         blocks it, with the arguments as rewritten by the hooks. ``common`` are the event's
         common fields (``session_id``, ``prompt_id``, ``cwd`` ...).
 
-        A tool that raises: ``post_tool_failure`` fires with the error text, then the exception
+        A tool that raises: ``post_tool`` (and so ``post_tool_failure``) fires with the error
+        text, then the exception
         is re-raised (``raise_errors=True``) or returned in the result with ``output`` set to
         ``"error: <text after patches>"``. Cancellation is never caught.
         """
@@ -113,13 +114,10 @@ class Guards:
                 value = await value
         except Exception as exc:
             text = str(exc) or type(exc).__name__
-            post = await self.fire(
-                "post_tool_failure",
-                tool=tool,
-                args=final,
-                error=text,
-                tool_call_id=tool_call_id,
-                **common,
+            # post_tool with an error fires post_tool_failure as well (as the engine's own
+            # post_tool does), so both kinds of post hook see the failure.
+            post = await self.post_tool(
+                tool, final, error=text, tool_call_id=tool_call_id, **common
             )
             error = post.error if post.error is not None else text
             if raise_errors:
