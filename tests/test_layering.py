@@ -27,6 +27,7 @@ LAYERS = {
     "engine": 5,
     "agents": 5,
     "fronts": 6,
+    "integrations": 6,
 }
 FACADE_RANK = 7
 
