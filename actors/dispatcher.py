@@ -116,6 +116,21 @@ class Dispatcher:
         args = getattr(ev, "args", None) or {}
         return any(self._passes(h, tool, args) for h in hooks)
 
+    def nothing_runs(self, ev: EventBase) -> bool:
+        """Whether :meth:`dispatch` takes its fast path for ``ev``: no hook can run and the
+        event is no ``stop`` (whose continue state is always settled). Reads the current
+        snapshot only, no checkpoint: a front on this thread (the asyncio engine) may then
+        answer ``plain_outcome`` itself, after ``session_end``'s ``forget_session`` -- exactly
+        what dispatch does. Must stay the same test as dispatch's."""
+        event = type(ev).__struct_config__.tag
+        assert isinstance(event, str)
+        if event == "stop" or self._any_passes(self._hooks_for(event), event, ev):
+            return False
+        if event == "post_tool" and getattr(ev, "error", None):
+            extra = self._hooks_for("post_tool_failure")
+            return not self._any_passes(extra, "post_tool_failure", ev)
+        return True
+
     async def dispatch(self, ev: EventBase) -> Outcome:
         """Run one event and return its Outcome.
 

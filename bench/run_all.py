@@ -28,6 +28,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.ws_stream", [], ["--seconds", "1"]),
     ("bench.stop_state", [], ["--prompts", "100000"]),
     ("bench.relay", [], ["-n", "20"]),
+    ("bench.asyncio_overhead", [], ["-n", "1000", "--spawn-n", "50"]),
 ]
 
 

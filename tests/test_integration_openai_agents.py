@@ -354,7 +354,7 @@ def test_cancelling_the_run_mid_hook_kills_the_hook_and_ends_the_session(dirs) -
 
     assert run(main) < 2
     assert ran == []
-    end = json.loads((ws / "end.json").read_text())
+    end = written_json(ws / "end.json")  # session_end's hook runs in the background queue
     assert (end["session_id"], end["reason"]) == ("cancel-me", "cancelled")
 
 
@@ -392,7 +392,7 @@ def test_a_session_brings_start_context_to_the_model_and_ends(dirs) -> None:
     # The context stays in the conversation the second turn continues.
     assert item(call2.input[0], "content") == "branch: main"
     assert user_texts(call2) == ["hello", "and again"]
-    end = json.loads((ws / "end.json").read_text())
+    end = written_json(ws / "end.json")
     assert (end["session_id"], end["reason"]) == ("s-1", "exit")
 
 
@@ -518,3 +518,11 @@ def test_the_doc_example_runs_and_guards_the_agent_in_ten_lines(tmp_path: Path) 
     )
     assert done.returncode == 0, done.stderr
     assert "blocked by pre_tool hook: pushing is for humans" in done.stdout
+
+
+def written_json(path: Path, timeout_s: float = 5.0) -> Any:
+    """What a background hook wrote to ``path`` (polled: it may land just after the call)."""
+    deadline = time.monotonic() + timeout_s
+    while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return json.loads(path.read_text())

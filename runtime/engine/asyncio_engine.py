@@ -4,11 +4,18 @@ Owns the bridge between one asyncio event loop and the Trio engine: one Trio gue
 loop (``trio.lowlevel.start_guest_run``), shared by every engine opened on that loop and
 reference-counted — the first ``open`` starts it, the last close stops it and *waits* for it
 to finish, so a Trio run is never abandoned, not even when the closing asyncio task is
-cancelled. Each engine method is a Trio task in the guest run; the awaiting asyncio task gets
-its result. Cancelling that asyncio task cancels the Trio task (the engine kills the event's
-hook process groups) and waits until the Trio task has finished before ``CancelledError``
-goes on.
+cancelled. Each engine call that may run a hook is a Trio task in the guest run; the awaiting
+asyncio task gets its result. Cancelling that asyncio task cancels the Trio task (the engine
+kills the event's hook process groups) and waits until the Trio task has finished before
+``CancelledError`` goes on.
 In-process hooks and the judge are asyncio coroutine functions and run as asyncio tasks.
+
+Waking Trio (a *crossing*) costs a round trip through its I/O thread when it is idle, which is
+most of an event's cost here, so the engine crosses as little as it can: an event no hook can
+run for is answered on the asyncio side without crossing (the dispatcher's own no-match test
+on its current snapshot, then its ``plain_outcome``: same answer, same side effects, see
+:meth:`AsyncioHookEngine._here`); an event with a matched in-process hook crosses once (Trio
+keeps polling while the hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
 objects are shared without locks; asyncio code wakes Trio only through the run's TrioToken.
@@ -21,22 +28,24 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
+import msgspec
 import trio
 
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
-from triohooks.combine.outcome import Outcome
-from triohooks.config.events import EventBase
+from triohooks.combine.outcome import Outcome, plain_outcome
+from triohooks.config.events import EVENT_TYPES, EventBase, event_from_payload
 from triohooks.config.model import Hook, HookTable
 from triohooks.handlers.judge import JudgeReply
 
 from .guarded import Guards
-from .hook_engine import HookEngine
+from .hook_engine import HookEngine, _args, _default_places
 from .options import EngineOptions
 
 if TYPE_CHECKING:
@@ -54,6 +63,10 @@ AsyncioJudge = Callable[[str, str, str | None], Coroutine[Any, Any, JudgeReply]]
 
 #: How long a cancelled asyncio hook task gets to finish before the Trio side stops waiting.
 HOOK_CANCEL_GRACE_S = 1.0
+#: How long Trio polls (one checkpoint per loop turn) for an in-process hook's task to finish
+#: before it sleeps and has the task's end wake it (a crossing, ~0.1-0.3 ms). Most hooks are
+#: done within a loop turn or two; a slower one costs at most this much CPU more.
+HOOK_POLL_S = 0.0002
 
 
 async def _wait_through_cancel(fut: asyncio.Future[Any]) -> bool:
@@ -85,6 +98,8 @@ class _GuestRun:
         self.finished: asyncio.Future[None] = loop.create_future()
         self._stop = trio.Event()
         self._nursery: trio.Nursery | None = None
+        #: How often asyncio code woke Trio (``soon``): the crossings, for tests and benchmarks.
+        self.crossings = 0
         trio.lowlevel.start_guest_run(
             self._main,
             run_sync_soon_threadsafe=loop.call_soon_threadsafe,
@@ -119,6 +134,7 @@ class _GuestRun:
     def soon(self, fn: Callable[[], object]) -> bool:
         """Run ``fn`` in Trio's context on its next tick (wakes the run if it is waiting).
         False when the run has finished (``fn`` will never run)."""
+        self.crossings += 1
         try:
             self.token.run_sync_soon(fn)
         except trio.RunFinishedError:
@@ -167,19 +183,42 @@ class _GuestRun:
             if not fut.done():
                 fut.cancel()
 
-    def on_loop(self, func: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Awaitable[T]]:
+    def on_loop(
+        self, func: Callable[P, Coroutine[Any, Any, T]], *, poll_s: float = 0.0
+    ) -> Callable[P, Awaitable[T]]:
         """Wrap an asyncio coroutine function so Trio code can await it: it runs as an asyncio
-        task on the loop; cancelling the Trio side cancels that task and waits a little for it."""
+        task on the loop; cancelling the Trio side cancels that task and waits a little for it.
+
+        For up to ``poll_s`` Trio polls for the task's end, a checkpoint per loop turn (the
+        task runs between them), so a quick task's end wakes nothing; after that, and while
+        the task is being cancelled, its end wakes Trio through the token.
+        """
 
         async def run_on_loop(*args: P.args, **kwargs: P.kwargs) -> T:
             task = self.loop.create_task(func(*args, **kwargs))
             finished = trio.Event()
-            task.add_done_callback(lambda _: self.soon(finished.set))
+            armed = False
+
+            def arm() -> None:
+                nonlocal armed
+                if not armed:
+                    armed = True
+                    task.add_done_callback(lambda _: self.soon(finished.set))
+
             try:
-                await finished.wait()
+                if poll_s > 0:
+                    deadline = time.perf_counter() + poll_s
+                    while True:  # at least once: the task's first step runs before our next
+                        await trio.lowlevel.checkpoint()
+                        if task.done() or time.perf_counter() >= deadline:
+                            break
+                if not task.done():
+                    arm()
+                    await finished.wait()
             finally:
                 if not task.done():
                     task.cancel()
+                    arm()
                     with trio.move_on_after(HOOK_CANCEL_GRACE_S, shield=True):
                         await finished.wait()
                 _consume(task)
@@ -257,6 +296,8 @@ class AsyncioHookEngine(Guards):
         self._engine = engine
         self._guest = guest
         self._closed = False
+        #: Read (and, for ``session_end``, told to forget) on this thread by :meth:`_here`.
+        self._dispatcher = engine._dispatcher
 
     @classmethod
     @asynccontextmanager
@@ -314,17 +355,96 @@ class AsyncioHookEngine(Guards):
         args_copy, kwargs_copy = copy.deepcopy((args, kwargs))
         return await self._guest.call(lambda: method(*args_copy, **kwargs_copy))
 
+    def _here(self, build: Callable[[], EventBase]) -> Outcome | None:
+        """The Outcome of the event ``build()`` makes, when no hook can run for it; None when
+        it has to go to Trio.
+
+        Trio runs on this thread too, only between loop callbacks, so the engine's current
+        snapshot (hook table, API hooks) can be read here as its dispatcher reads it. When the
+        dispatcher's own test (:meth:`~triohooks.actors.dispatcher.Dispatcher.nothing_runs`)
+        says nothing runs, its answer is ``plain_outcome`` and its one side effect is that a
+        ``session_end`` forgets the session's stop state: both done here. It emits no listener
+        event and writes no audit record for such an event, so neither is done here. None also
+        when the engine is closed and when building the event fails (the Trio path raises the
+        error, as it always did). ``build`` mirrors how :class:`HookEngine` builds the event;
+        the answer's ``args`` are its shallow copy, as the Trio engine's are (the Trio path's
+        are a deep copy).
+        """
+        guest = self._guest
+        if self._closed or guest.stopping or guest.finished.done():
+            return None
+        try:
+            ev = build()
+            if not self._dispatcher.nothing_runs(ev):
+                return None
+        except Exception:
+            return None
+        event = type(ev).__struct_config__.tag
+        assert isinstance(event, str)
+        if event == "session_end":
+            self._dispatcher.stop_continues.forget_session(ev.session_id)
+        return plain_outcome(event, ev)
+
+    def _typed(self, event: str, fields: dict[str, Any]) -> EventBase:
+        """The event :meth:`HookEngine._fire_typed` builds. A TypeError (an unknown keyword,
+        which that engine's general path reads) leaves the event to the Trio path."""
+        _default_places(fields, self._dispatcher.workspace)
+        return EVENT_TYPES[event](**fields)
+
+    def _general(
+        self, event: str, payload: Mapping[str, Any] | EventBase | None, fields: dict[str, Any]
+    ) -> EventBase:
+        """The event :meth:`HookEngine.fire` builds."""
+        if isinstance(payload, EventBase):
+            return msgspec.structs.replace(payload, **fields) if fields else payload
+        data = dict(payload or {})
+        data.update(fields)
+        _default_places(data, self._dispatcher.workspace)
+        return event_from_payload(event, data)
+
+    async def _fire(
+        self,
+        build: Callable[[], EventBase],
+        method: Callable[P, Awaitable[Outcome]],
+        *args: P.args,
+        **kwargs: P.kwargs,
+    ) -> Outcome:
+        """Answer here when nothing can run (a checkpoint still, as the Trio path's is), else
+        run ``method(*args, **kwargs)`` in Trio."""
+        answer = self._here(build)
+        if answer is None:
+            return await self._run(method, *args, **kwargs)
+        await asyncio.sleep(0)
+        return answer
+
     async def fire(
         self, event: str, payload: Mapping[str, Any] | EventBase | None = None, /, **fields: Any
     ) -> Outcome:
         """:meth:`HookEngine.fire` as an awaitable. On cancel the event's hooks are killed
         before ``CancelledError`` is raised."""
-        return await self._run(self._engine.fire, event, payload, **fields)
+        return await self._fire(
+            lambda: self._general(event, payload, fields),
+            self._engine.fire,
+            event,
+            payload,
+            **fields,
+        )
 
     async def pre_tool(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
-        return await self._run(self._engine.pre_tool, tool, args, tool_call_id, **common)
+        return await self._fire(
+            lambda: self._typed(
+                "pre_tool",
+                {"tool": tool, "args": _args("pre_tool", args), "tool_call_id": tool_call_id}
+                | common,
+            ),
+            self._engine.pre_tool,
+            tool,
+            args,
+            tool_call_id,
+            **common,
+        )
 
     async def post_tool(
         self,
@@ -336,29 +456,83 @@ class AsyncioHookEngine(Guards):
         **common: Any,
     ) -> Outcome:
         """Fire post_tool (and post_tool_failure too when ``error`` is set)."""
-        return await self._run(
-            self._engine.post_tool, tool, args, result, error, tool_call_id, **common
+        return await self._fire(
+            lambda: self._typed(
+                "post_tool",
+                {
+                    "tool": tool,
+                    "args": _args("post_tool", args),
+                    "result": result,
+                    "error": error,
+                    "tool_call_id": tool_call_id,
+                }
+                | common,
+            ),
+            self._engine.post_tool,
+            tool,
+            args,
+            result,
+            error,
+            tool_call_id,
+            **common,
         )
 
     async def prompt_submit(self, prompt: str, **common: Any) -> Outcome:
-        return await self._run(self._engine.prompt_submit, prompt, **common)
+        return await self._fire(
+            lambda: self._typed("prompt_submit", {"prompt": prompt} | common),
+            self._engine.prompt_submit,
+            prompt,
+            **common,
+        )
 
     async def permission_request(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
-        return await self._run(self._engine.permission_request, tool, args, tool_call_id, **common)
+        return await self._fire(
+            lambda: self._typed(
+                "permission_request",
+                {
+                    "tool": tool,
+                    "args": _args("permission_request", args),
+                    "tool_call_id": tool_call_id,
+                }
+                | common,
+            ),
+            self._engine.permission_request,
+            tool,
+            args,
+            tool_call_id,
+            **common,
+        )
 
     async def session_start(self, reason: str = "startup", **common: Any) -> Outcome:
-        return await self._run(self._engine.session_start, reason, **common)
+        return await self._fire(
+            lambda: self._typed("session_start", {"reason": reason} | common),
+            self._engine.session_start,
+            reason,
+            **common,
+        )
 
     async def stop(self, **common: Any) -> Outcome:
+        # Always through Trio: the dispatcher settles the stop-continue state for every stop.
         return await self._run(self._engine.stop, **common)
 
     async def session_end(self, reason: str = "exit", **common: Any) -> Outcome:
-        return await self._run(self._engine.session_end, reason, **common)
+        return await self._fire(
+            lambda: self._typed("session_end", {"reason": reason} | common),
+            self._engine.session_end,
+            reason,
+            **common,
+        )
 
     async def notification(self, type: str, message: str, **common: Any) -> Outcome:
-        return await self._run(self._engine.notification, type, message, **common)
+        return await self._fire(
+            lambda: self._typed("notification", {"type": type, "message": message} | common),
+            self._engine.notification,
+            type,
+            message,
+            **common,
+        )
 
     async def reload(self) -> RebuildReport:
         """Re-read config now; on errors the previous table stays."""
@@ -381,7 +555,7 @@ class AsyncioHookEngine(Guards):
         """
         return self._engine.add_hook(
             event,
-            self._guest.on_loop(func),
+            self._guest.on_loop(func, poll_s=HOOK_POLL_S),
             name=name,
             match=match,
             timeout_s=timeout_s,

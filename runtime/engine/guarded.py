@@ -74,11 +74,29 @@ class Guards:
         timeout). This is the asyncio way; the trio engine overrides it with a shielded scope."""
         import asyncio
 
+        loop = asyncio.get_running_loop()
         task = asyncio.ensure_future(make())
+        deadline = loop.time() + timeout_s
+        cancelled = False
         try:
-            return await asyncio.wait_for(asyncio.shield(task), timeout_s)
-        except TimeoutError:
-            return None
+            while True:
+                try:
+                    return await asyncio.wait_for(
+                        asyncio.shield(task), max(0.0, deadline - loop.time())
+                    )
+                except asyncio.CancelledError:
+                    # Cancelled again while we wait (a framework may cancel its task more
+                    # than once): keep waiting, as a trio shield would; re-raise after.
+                    if task.done() or loop.time() >= deadline:
+                        raise
+                    cancelled = True
+                except TimeoutError:
+                    return None
+        finally:
+            if cancelled and not task.cancelled():
+                current = asyncio.current_task()
+                if current is not None:
+                    current.cancel()  # hand the swallowed cancellation back
 
     async def guarded_call(
         self,

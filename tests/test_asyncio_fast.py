@@ -1,0 +1,437 @@
+"""AsyncioHookEngine's fast paths: an event no hook can run for is answered on the asyncio side
+(no crossing into the trio guest run), with the Outcome, listener events, errors and state the
+trio path gives; an event with a quick in-process hook crosses once.
+
+"The trio path" is the same engine with its no-match test patched to say "something runs", so
+every event crosses as it did before the fast path. Crossings are counted by the guest run
+(every wake of trio from asyncio code). Plain sync tests, each body under ``asyncio.timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Mapping
+from contextlib import AbstractAsyncContextManager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
+from triohooks.config.events import PayloadError, PreTool, UnknownEventError
+from triohooks.engine.asyncio_engine import AsyncioHookEngine, guest_runs_active
+
+DEADLINE_S = 15
+
+#: Hooks on every tool event, none of which can run for the events below: other tools
+#: (``match``), an ``if`` rule that does not apply, a JSON matcher on another tool.
+TOML = """
+[[hooks.pre_tool]]
+match = "never_called_tool"
+command = "echo ran >> ran.txt"
+
+[[hooks.pre_tool]]
+match = "bash"
+if = "shell(git push)"
+command = "echo ran >> ran.txt"
+
+[[hooks.post_tool]]
+match = "never_called_tool"
+command = "echo ran >> ran.txt"
+
+[[hooks.post_tool_failure]]
+match = "never_called_tool"
+command = "echo ran >> ran.txt"
+
+[[hooks.permission_request]]
+match = "never_called_tool"
+command = "echo ran >> ran.txt"
+"""
+
+Fire = Callable[[AsyncioHookEngine], Awaitable[Any]]
+
+#: (name, how to fire it). None of these runs a hook; ``stop`` never takes the fast path.
+EVENTS: list[tuple[str, Fire]] = [
+    ("pre_tool", lambda e: e.pre_tool("bash", {"command": "ls -la"}, session_id="s1")),
+    (
+        "pre_tool, all fields",
+        lambda e: e.pre_tool(
+            "bash",
+            {"command": "ls", "nested": {"a": [1, 2]}},
+            "call-1",
+            session_id="s1",
+            prompt_id="p1",
+            transcript_path="/tmp/t.jsonl",
+            permission_mode="default",
+            cwd="/somewhere",
+        ),
+    ),
+    ("pre_tool, other tool", lambda e: e.pre_tool("read", {"path": "x"}, session_id="s1")),
+    (
+        "pre_tool, unknown keyword",
+        lambda e: e.pre_tool("bash", {"command": "ls"}, session_id="s1", surprise=1),
+    ),
+    (
+        "post_tool",
+        lambda e: e.post_tool("bash", {"command": "ls"}, result={"out": "a\nb"}, session_id="s1"),
+    ),
+    (
+        "post_tool with error",
+        lambda e: e.post_tool("bash", {"command": "ls"}, error="exit 2", session_id="s1"),
+    ),
+    (
+        "permission_request",
+        lambda e: e.permission_request("bash", {"command": "ls"}, "c2", session_id="s1"),
+    ),
+    ("prompt_submit", lambda e: e.prompt_submit("hello", session_id="s1", prompt_id="p1")),
+    ("session_start", lambda e: e.session_start("resume", session_id="s1")),
+    ("session_end", lambda e: e.session_end(session_id="s1")),
+    ("notification", lambda e: e.notification("idle", "waiting", session_id="s1")),
+    ("fire dict", lambda e: e.fire("pre_tool", {"tool": "bash", "args": {"command": "ls"}})),
+    (
+        "fire JSON alias",
+        lambda e: e.fire("pre_tool_use", tool_name="bash", arguments={"command": "ls"}),
+    ),
+    (
+        "fire Struct",
+        lambda e: e.fire("pre_tool", PreTool(tool="bash", args={"command": "ls"}, session_id="s")),
+    ),
+    (
+        "fire Struct + fields",
+        lambda e: e.fire("pre_tool", PreTool(tool="bash", args={"command": "ls"}), session_id="s2"),
+    ),
+    ("fire post_tool_failure", lambda e: e.fire("post_tool_failure", tool="bash", error="x")),
+    ("stop", lambda e: e.stop(session_id="s1", prompt_id="p1")),
+]
+#: Through trio both ways: ``stop`` always settles its state; an unknown keyword takes the trio
+#: engine's general path, which the fast path leaves to it.
+SLOW_ONLY = {"stop", "pre_tool, unknown keyword"}
+
+
+def run(body: Callable[[], Awaitable[None]]) -> None:
+    async def bounded() -> None:
+        async with asyncio.timeout(DEADLINE_S):
+            await body()
+
+    asyncio.run(bounded())
+    assert guest_runs_active() == 0, "a trio guest run outlived its loop"
+
+
+def engine(tmp_path: Path, **kw: Any) -> AbstractAsyncContextManager[AsyncioHookEngine]:
+    kw.setdefault("workspace", tmp_path / "ws")
+    kw.setdefault("config_dir", tmp_path / "config")
+    kw.setdefault("state_dir", tmp_path / "state")
+    (tmp_path / "ws").mkdir(exist_ok=True)
+    return AsyncioHookEngine.open(**kw)
+
+
+def config(tmp_path: Path) -> None:
+    write_toml_hooks(tmp_path / "config", TOML)
+    write_json_hooks(
+        tmp_path / "config",
+        [
+            bash_hook(
+                "json-write",
+                "echo ran >> ran.txt",
+                matcher={"tool_name": "write"},
+            )
+        ],
+    )
+
+
+async def no_opinion(fields: Mapping[str, Any]) -> None:
+    raise AssertionError("this hook must not run")
+
+
+class Recorder:
+    def __init__(self, e: AsyncioHookEngine) -> None:
+        self.events: list[tuple[str, dict[str, Any]]] = []
+        e.add_listener(lambda kind, fields: self.events.append((kind, dict(fields))))
+
+
+async def fire_both(e: AsyncioHookEngine, fire: Fire, monkeypatch: pytest.MonkeyPatch) -> Any:
+    """Fire once as is and once through trio; returns both (result, listener events, crossings)
+    as pairs: ``(fast, trio)``."""
+    guest = e._guest
+    recorder = Recorder(e)
+    got = []
+    for slow in (False, True):
+        with monkeypatch.context() as m:
+            if slow:
+                m.setattr(e._dispatcher, "nothing_runs", lambda ev: False)
+            recorder.events.clear()
+            before = guest.crossings
+            try:
+                result: Any = await fire(e)
+            except Exception as exc:
+                result = exc
+            got.append((result, list(recorder.events), guest.crossings - before))
+    return got
+
+
+@pytest.mark.parametrize(("name", "fire"), EVENTS, ids=[n for n, _ in EVENTS])
+def test_no_match_answer_is_the_trio_paths(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fire: Fire
+) -> None:
+    config(tmp_path)
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            e.add_hook("pre_tool", no_opinion, match="python_tool")
+            e.add_hook("permission_request", no_opinion, match="python_tool")
+            (fast, fast_events, fast_cross), (slow, slow_events, slow_cross) = await fire_both(
+                e, fire, monkeypatch
+            )
+            assert fast == slow
+            assert fast.to_builtins() == slow.to_builtins()
+            assert fast.runs == [] and not fast.blocked
+            assert fast_events == slow_events
+            assert slow_cross >= 1
+            if name in SLOW_ONLY:
+                assert fast_cross >= 1
+                if name == "stop":
+                    assert [kind for kind, _ in fast_events] == ["fired", "outcome"]
+            else:
+                assert fast_cross == 0, "the event crossed into trio"
+                assert fast_events == []
+            # Background hooks: nothing was queued either way.
+            assert not fast.queued and e.queue_depth == 0
+        assert not (tmp_path / "ws/ran.txt").exists()
+
+    run(body)
+
+
+def test_no_match_answers_are_the_trio_engines_too(tmp_path: Path) -> None:
+    """Against the trio HookEngine itself (in its own trio.run), not only the crossing path."""
+    import trio
+
+    from triohooks.engine.hook_engine import HookEngine
+
+    config(tmp_path)
+    calls = EVENTS
+
+    class Adapter:
+        """Just enough of the asyncio engine's surface for the lambdas above."""
+
+        def __init__(self, engine: HookEngine) -> None:
+            self._e = engine
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self._e, name)
+
+    async def trio_side() -> list[Any]:
+        with trio.fail_after(DEADLINE_S):
+            async with HookEngine.open(
+                workspace=tmp_path / "ws",
+                config_dir=tmp_path / "config",
+                state_dir=tmp_path / "state-trio",
+            ) as e:
+                return [await f(Adapter(e)) for _, f in calls]  # type: ignore[arg-type]
+
+    (tmp_path / "ws").mkdir()
+    expected = trio.run(trio_side)
+    got: list[Any] = []
+
+    async def body() -> None:
+        async with engine(tmp_path, state_dir=tmp_path / "state-asyncio") as e:
+            got.extend([await f(e) for _, f in calls])
+
+    run(body)
+    assert [o.to_builtins() for o in got] == [o.to_builtins() for o in expected]
+
+
+@pytest.mark.parametrize(
+    ("name", "fire", "error"),
+    [
+        ("args not an object", lambda e: e.pre_tool("bash", ["ls"]), PayloadError),
+        ("args a string", lambda e: e.post_tool("bash", "ls"), PayloadError),
+        ("unknown event", lambda e: e.fire("no_such_event", {}), UnknownEventError),
+        ("bad field type", lambda e: e.fire("pre_tool", tool="bash", args=[1]), PayloadError),
+        ("clashing keyword", lambda e: e.pre_tool("bash", {}, event="x"), TypeError),
+    ],
+    ids=["args not an object", "args a string", "unknown event", "bad field", "clash"],
+)
+def test_bad_input_raises_what_the_trio_path_raises(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, name: str, fire: Fire, error: type
+) -> None:
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            (fast, _, _), (slow, _, _) = await fire_both(e, fire, monkeypatch)
+            assert isinstance(fast, error) and type(fast) is type(slow)
+            assert str(fast) == str(slow)
+
+    run(body)
+
+
+def test_session_end_forgets_stop_state_on_the_fast_path(tmp_path: Path) -> None:
+    async def go_on(fields: Mapping[str, Any]) -> dict[str, Any]:
+        return {"continue": True, "reason": "not done"}
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            e.add_hook("stop", go_on)
+            for session in ("s1", "s2"):
+                out = await e.stop(session_id=session, prompt_id=f"{session}-p")
+                assert out.continue_
+            again = await e.stop(session_id="s1", prompt_id="s1-p")
+            assert again.continue_
+            assert e._engine.stop_continues == {"s1-p": 2, "s2-p": 1}
+            before = e._guest.crossings
+            end = await e.session_end(session_id="s1")
+            assert e._guest.crossings == before, "session_end crossed into trio"
+            assert end.event == "session_end" and end.runs == []
+            assert e._engine.stop_continues == {"s2-p": 1}
+            # The next stop of that prompt starts afresh: no stop_hook_active.
+            seen: list[Any] = []
+
+            async def look(fields: Mapping[str, Any]) -> None:
+                seen.append(fields.get("stop_hook_active"))
+
+            e.add_hook("stop", look)
+            await e.stop(session_id="s1", prompt_id="s1-p")
+            await e.stop(session_id="s2", prompt_id="s2-p")
+            assert seen == [None, True] or seen == [False, True]
+
+    run(body)
+
+
+def test_fast_path_follows_hook_changes(tmp_path: Path) -> None:
+    """Hooks added, removed and reloaded take effect on the very next event."""
+    write_toml_hooks(tmp_path / "config", '[[hooks.pre_tool]]\nmatch = "other"\ncommand = "true"\n')
+    seen: list[str] = []
+
+    async def record(fields: Mapping[str, Any]) -> None:
+        seen.append(fields["tool"])
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            guest = e._guest
+
+            async def crossings_of(tool: str) -> int:
+                before = guest.crossings
+                await e.pre_tool(tool, {"command": "ls"})
+                return guest.crossings - before
+
+            assert await crossings_of("bash") == 0
+            hook = e.add_hook("pre_tool", record, match="bash")
+            assert await crossings_of("bash") == 1 and seen == ["bash"]
+            e.remove_hook(hook)
+            assert await crossings_of("bash") == 0 and seen == ["bash"]
+            write_toml_hooks(
+                tmp_path / "config",
+                '[[hooks.pre_tool]]\nmatch = "bash"\ncommand = "echo hi >> ran.txt"\n',
+            )
+            report = await e.reload()
+            assert report.applied
+            assert await crossings_of("bash") >= 1
+            assert (tmp_path / "ws/ran.txt").read_text() == "hi\n"
+            assert await crossings_of("other") == 0
+
+    run(body)
+
+
+def test_one_quick_in_process_hook_crosses_once(tmp_path: Path) -> None:
+    calls: list[dict[str, Any]] = []
+
+    async def guard(fields: Mapping[str, Any]) -> dict[str, Any] | None:
+        calls.append(dict(fields))
+        if "rm" in fields["args"]["command"]:
+            return {"decision": "block", "reason": "not that"}
+        return None
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            e.add_hook("pre_tool", guard, match="bash")
+            events: list[str] = []
+            e.add_listener(lambda kind, fields: events.append(kind))
+            guest = e._guest
+            for command, blocked in [("ls", False), ("rm -rf /", True), ("pwd", False)] * 3:
+                before = guest.crossings
+                out = await e.pre_tool("bash", {"command": command}, session_id="s")
+                assert guest.crossings - before == 1
+                assert out.blocked is blocked
+                assert [r.outcome for r in out.runs] == ["block" if blocked else "ok"]
+            assert len(calls) == 9
+            assert events[:4] == ["fired", "hook_started", "hook_finished", "outcome"]
+
+    run(body)
+
+
+def test_slow_in_process_hook_still_works_and_times_out(tmp_path: Path) -> None:
+    """A hook that takes longer than the poll window has its end wake trio (a second crossing);
+    one that overruns its timeout is cancelled as before."""
+    cancelled = asyncio.Event()
+
+    async def slow(fields: Mapping[str, Any]) -> str:
+        await asyncio.sleep(0.05)
+        return "context from a slow hook"
+
+    async def stuck(fields: Mapping[str, Any]) -> None:
+        try:
+            await asyncio.sleep(30)
+        finally:
+            cancelled.set()
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            e.add_hook("prompt_submit", slow)
+            before = e._guest.crossings
+            out = await e.prompt_submit("hi", session_id="s")
+            assert e._guest.crossings - before == 2
+            assert [r.outcome for r in out.runs] == ["ok"]
+            assert out.additional_context == "context from a slow hook"
+            e.add_hook("pre_tool", stuck, timeout_s=0.1)
+            out = await e.pre_tool("bash", {"command": "ls"})
+            assert [r.outcome for r in out.runs] == ["timeout"]
+            assert cancelled.is_set()
+
+    run(body)
+
+
+def test_fast_path_is_a_checkpoint_and_can_be_cancelled(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            ticks = 0
+
+            async def ticker() -> None:
+                nonlocal ticks
+                while True:
+                    await asyncio.sleep(0)
+                    ticks += 1
+
+            tick = asyncio.create_task(ticker())
+            await asyncio.sleep(0)
+            for _ in range(10):
+                await e.pre_tool("bash", {"command": "ls"})
+            assert ticks >= 9, "the fast path never yielded to the loop"
+            tick.cancel()
+            task = asyncio.create_task(e.pre_tool("bash", {"command": "ls"}))
+            await asyncio.sleep(0)  # the task is now inside pre_tool's checkpoint
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+
+    run(body)
+
+
+def test_closed_engine_still_refuses(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            await e.pre_tool("bash", {"command": "ls"})
+        with pytest.raises(RuntimeError, match="closed"):
+            await e.pre_tool("bash", {"command": "ls"})
+        with pytest.raises(RuntimeError, match="closed"):
+            await e.session_end()
+
+    run(body)
+
+
+def test_fast_answer_does_not_alias_the_callers_top_level_dict(tmp_path: Path) -> None:
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            args = {"command": "ls"}
+            out = await e.pre_tool("bash", args)
+            args["command"] = "changed"
+            assert out.args == {"command": "ls"}
+
+    run(body)
