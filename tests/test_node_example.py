@@ -37,6 +37,8 @@ import pytest
 
 from triohooks.fronts.wire import ServerMessage
 
+from .interop import npm_reason, run_bounded
+
 ROOT = Path(__file__).resolve().parent.parent
 DOC = ROOT / "docs" / "protocol.md"
 SECTION = "## From another language (Node.js)"
@@ -121,55 +123,12 @@ class Unavailable(Exception):
     """What the Node.js tests need cannot be had here; the message says why."""
 
 
-def run_bounded(
-    argv: Sequence[str], *, timeout: float, cwd: Path, env: Mapping[str, str]
-) -> subprocess.CompletedProcess[str]:
-    """Run ``argv`` in a process group of its own with no stdin; on timeout (or any failure
-    while waiting) kill that group and re-raise."""
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        start_new_session=True,
-    )
-    try:
-        out, err = proc.communicate(timeout=timeout)
-    except BaseException:
-        _kill_group(proc)
-        raise
-    return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except ProcessLookupError:
-        pass
-    proc.communicate()
-
-
 def _has_ws(prefix: Path) -> bool:
     try:
         meta = json.loads((prefix / "node_modules" / "ws" / "package.json").read_text())
     except (OSError, ValueError):
         return False
     return isinstance(meta, dict) and str(meta.get("version", "")).startswith(f"{WS_MAJOR}.")
-
-
-def _npm_reason(text: str) -> str:
-    """npm's error code and the first line of its message, else the last line it printed."""
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    errors = [line.removeprefix("npm error").strip() for line in lines if line.startswith("npm e")]
-    code = next((e.removeprefix("code ") for e in errors if e.startswith("code ")), None)
-    skip = ("code ", "syscall ", "errno ", "at ", "{", "}", "A complete log")
-    message = next((e for e in errors if e and not e.startswith(skip)), None)
-    if message is None:
-        return lines[-1] if lines else "(no output)"
-    return f"{code}: {message}" if code else message
 
 
 def install_ws(cache_dir: Path = CACHE_DIR) -> Path:
@@ -219,7 +178,7 @@ def _install_locked(npm: str, target: Path) -> None:
         except OSError as exc:
             raise Unavailable(f"cannot run {npm}: {exc}") from None
         if done.returncode != 0:
-            reason = _npm_reason(done.stderr or done.stdout)
+            reason = npm_reason(done.stderr or done.stdout)
             raise Unavailable(f"`npm install ws@{WS_MAJOR}` exited {done.returncode}: {reason}")
         if not _has_ws(staging):
             raise Unavailable(f"`npm install ws@{WS_MAJOR}` left no ws {WS_MAJOR}.x in {staging}")

@@ -123,7 +123,7 @@ def _check_version(binary: Path) -> str | None:
     return None
 
 
-def _npm_reason(text: str) -> str:
+def npm_reason(text: str) -> str:
     """npm's error code and the first line of its message (not the stack, nor the pointer to
     its debug log), else the last line it printed."""
     lines = [line.strip() for line in text.splitlines() if line.strip()]
@@ -200,7 +200,7 @@ def _install_locked(npm: str, target: Path, timeout: float) -> Path:
             done = run_bounded(argv, timeout=timeout, cwd=staging, env=env)
         except subprocess.TimeoutExpired as exc:
             err = exc.stderr if isinstance(exc.stderr, str) else ""
-            said = f": {_npm_reason(err)}" if err.strip() else ""
+            said = f": {npm_reason(err)}" if err.strip() else ""
             raise ClaudeCodeUnavailable(
                 f"`npm install {NPM_PACKAGE}` did not finish in {timeout:.0f} s (offline?){said}"
             ) from None
@@ -209,7 +209,7 @@ def _install_locked(npm: str, target: Path, timeout: float) -> Path:
         if done.returncode != 0:
             raise ClaudeCodeUnavailable(
                 f"`npm install {NPM_PACKAGE}` exited {done.returncode}: "
-                f"{_npm_reason(done.stderr or done.stdout)}"
+                f"{npm_reason(done.stderr or done.stdout)}"
             )
         problem = _check_version(_binary(staging))
         if problem is not None:
