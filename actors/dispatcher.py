@@ -19,7 +19,7 @@ Must not: know how any kind of hook runs (``triohooks.handlers``), decide what a
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
@@ -32,11 +32,11 @@ from triohooks.combine.outcome import (
     internal_error_outcome,
     plain_outcome,
 )
+from triohooks.config import selection
 from triohooks.config.events import EVENTS, EventBase
 from triohooks.config.model import Hook
+from triohooks.config.selection import event_name as _event_name
 from triohooks.handlers.runner import HookInput
-from triohooks.match.ifrules import rule_applies
-from triohooks.match.matchers import matcher_fires, toml_match_fires
 
 from .loader import Loader
 from .post_worker import PostWorker
@@ -100,36 +100,68 @@ class Dispatcher:
                 self._running = trio.Event()
 
     # -- the per-event path -------------------------------------------------------------------
+    # The filters and the "nothing runs" test are :mod:`triohooks.config.selection`'s, shared
+    # with ``triohooks fire`` (which asks before it starts an engine at all).
     def _hooks_for(self, event: str) -> tuple[Hook, ...]:
-        table_hooks = self.loader.table.for_event(event)
-        if not self.api_hooks:
-            return table_hooks
-        api = [h for h in self.api_hooks if h.event == event]
-        return (*api, *table_hooks) if api else table_hooks
+        return selection.hooks_for(self.loader.table, self.api_hooks, event)
 
     def _any_passes(self, hooks: tuple[Hook, ...], event: str, ev: EventBase) -> bool:
-        """Could any of ``hooks`` run for ``ev``? Exact for the first hook to run (nothing can
-        have rewritten the arguments before it), so False means no hook runs at all."""
-        if not hooks or not EVENTS[event].tool_event:
-            return bool(hooks)
-        tool = getattr(ev, "tool", "")
-        args = getattr(ev, "args", None) or {}
-        return any(self._passes(h, tool, args) for h in hooks)
+        return selection.any_passes(hooks, event, ev, self.workspace)
+
+    def _extra_for(self, event: str, ev: EventBase) -> tuple[Hook, ...]:
+        return selection.extra_for(self.loader.table, self.api_hooks, event, ev)
+
+    def _skips(
+        self, event: str, ev: EventBase, hooks: tuple[Hook, ...], extra: tuple[Hook, ...]
+    ) -> bool:
+        return selection.skips(event, ev, hooks, extra, self.workspace)
 
     def nothing_runs(self, ev: EventBase) -> bool:
-        """Whether :meth:`dispatch` takes its fast path for ``ev``: no hook can run and the
-        event is no ``stop`` (whose continue state is always settled). Reads the current
-        snapshot only, no checkpoint: a front on this thread (the asyncio engine) may then
-        answer ``plain_outcome`` itself, after ``session_end``'s ``forget_session`` -- exactly
-        what dispatch does. Must stay the same test as dispatch's."""
-        event = type(ev).__struct_config__.tag
-        assert isinstance(event, str)
-        if event == "stop" or self._any_passes(self._hooks_for(event), event, ev):
+        """Whether :meth:`dispatch` takes its fast path for ``ev`` (no hook can run). Reads
+        the current snapshot only, no checkpoint: a front on this thread (the asyncio engine)
+        may then answer ``plain_outcome`` itself, after ``session_end``'s ``forget_session``
+        -- exactly what dispatch does."""
+        return selection.nothing_runs(self.loader.table, self.api_hooks, ev, self.workspace)
+
+    def runs_only(self, ev: EventBase, local: Callable[[Hook], bool]) -> bool:
+        """Whether every hook that may run for ``ev`` is synchronous and ``local`` says yes to
+        it, so :meth:`run_here` can handle the event with a :class:`HookRuns` of the caller's.
+
+        Conservative: a synchronous hook counts unless it cannot run for this tool whatever
+        the arguments (TOML ``match``, JSON tool name or glob), since earlier hooks may
+        rewrite the arguments its ``if`` or JSON path reads; a background hook counts when it
+        passes its filters on the event's own arguments (what :meth:`_queue` tests). Never
+        true for ``stop``. Like :meth:`nothing_runs`, it only reads the current snapshot.
+        """
+        event = _event_name(ev)
+        if event == "stop":
             return False
-        if event == "post_tool" and getattr(ev, "error", None):
-            extra = self._hooks_for("post_tool_failure")
-            return not self._any_passes(extra, "post_tool_failure", ev)
-        return True
+        info = EVENTS[event]
+        tool = str(getattr(ev, "tool", "") or "") if info.tool_event else ""
+        args = (getattr(ev, "args", None) or {}) if info.tool_event else {}
+        for hook in self._hooks_for(event):
+            if not is_sync(hook, event):
+                if self._passes_filters(hook, event, {"tool": tool, "args": args}):
+                    return False
+            elif not local(hook) and not (info.tool_event and selection.never_for_tool(hook, tool)):
+                return False
+        return not self._any_passes(self._extra_for(event, ev), "post_tool_failure", ev)
+
+    async def run_here(self, ev: EventBase, runs: HookRuns) -> Outcome:
+        """Handle ``ev`` in the caller's task, its hooks run through ``runs``; only for an
+        event :meth:`runs_only` accepted (nothing is queued). Awaits nothing but ``runs``, so
+        it runs under whatever event loop ``runs`` belongs to. A crash in our code is
+        contained and fails closed, as in :meth:`dispatch`; cancellation propagates."""
+        event = _event_name(ev)
+        if event == "session_end":
+            self.stop_continues.forget_session(ev.session_id)
+        try:
+            hooks, extra = self._hooks_for(event), self._extra_for(event, ev)
+            return await self._run_event(ev, event, hooks, extra, runs)
+        except Exception as exc:
+            self.crashes += 1
+            log.exception("internal error while handling %s", event)
+            return internal_error_outcome(event, ev, repr(exc))
 
     async def dispatch(self, ev: EventBase) -> Outcome:
         """Run one event and return its Outcome.
@@ -137,19 +169,12 @@ class Dispatcher:
         A checkpoint when any hook matches. On cancel, the event's task is cancelled too (its
         hook processes are killed) and ``Cancelled`` propagates to the caller.
         """
-        event = type(ev).__struct_config__.tag
-        assert isinstance(event, str)
+        event = _event_name(ev)
         if event == "session_end":
             self.stop_continues.forget_session(ev.session_id)
         hooks = self._hooks_for(event)
-        extra: tuple[Hook, ...] = ()
-        if event == "post_tool" and getattr(ev, "error", None):
-            extra = self._hooks_for("post_tool_failure")
-        if (
-            event != "stop"
-            and not self._any_passes(hooks, event, ev)
-            and not self._any_passes(extra, "post_tool_failure", ev)
-        ):
+        extra = self._extra_for(event, ev)
+        if self._skips(event, ev, hooks, extra):
             # The fast path: nothing runs, so no task, no copies, no encoding.
             await trio.lowlevel.checkpoint()
             return plain_outcome(event, ev)
@@ -203,15 +228,21 @@ class Dispatcher:
             done.set()
 
     async def _run_event(
-        self, ev: EventBase, event: str, hooks: tuple[Hook, ...], extra: tuple[Hook, ...]
+        self,
+        ev: EventBase,
+        event: str,
+        hooks: tuple[Hook, ...],
+        extra: tuple[Hook, ...],
+        runs: HookRuns | None = None,
     ) -> Outcome:
+        runs = runs or self.runs
         fields: dict[str, Any] = msgspec.to_builtins(ev)
         stop_key = ""
         if event == "stop":
             stop_key = StopContinues.key(ev.prompt_id, ev.session_id)
             if self.stop_continues.active(stop_key):
                 fields["stop_hook_active"] = True
-        listeners = self.runs.listeners
+        listeners = runs.listeners
         if listeners:
             listeners.emit(
                 "fired", event=event, session=ev.session_id, hooks=len(hooks) + len(extra)
@@ -230,7 +261,7 @@ class Dispatcher:
                 current = {**current, "prompt": combiner.current_prompt}
             if not self._passes_filters(hook, event, current):
                 continue
-            result = await self.runs.run(hook, HookInput(event, ev.session_id, fields=current))
+            result = await runs.run(hook, HookInput(event, ev.session_id, fields=current))
             combiner.add(hook, result)
         outcome = combiner.finish()
         if event == "stop":
@@ -244,20 +275,7 @@ class Dispatcher:
         return outcome
 
     def _passes_filters(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> bool:
-        if not EVENTS[event].tool_event:
-            return True
-        return self._passes(hook, str(fields.get("tool") or ""), fields.get("args") or {})
-
-    def _passes(self, hook: Hook, tool: str, args: Mapping[str, Any]) -> bool:
-        if hook.dialect == "json":
-            return hook.compiled_matcher is None or matcher_fires(
-                hook.compiled_matcher, tool=tool, args=args
-            )
-        if not toml_match_fires(hook.match, tool):
-            return False
-        return hook.compiled_if is None or rule_applies(
-            hook.compiled_if, tool=tool, args=args, workspace=self.workspace
-        )
+        return selection.passes_filters(hook, event, fields, self.workspace)
 
     # -- background ---------------------------------------------------------------------------
     def _queue(

@@ -15,14 +15,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from triohooks.combine.outcome import audit_decision
 from triohooks.config.model import Hook
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput, Runners
 
-from .audit import AuditRecord, AuditSink, end_run, hook_span
+from .audit import AuditRecord, end_run, hook_span
 
 if TYPE_CHECKING:
     from .post_worker import BackgroundItem
@@ -30,6 +30,13 @@ if TYPE_CHECKING:
 log = logging.getLogger("triohooks.runs")
 
 Listener = Callable[[str, dict[str, Any]], None]
+
+
+class RecordSink(Protocol):
+    """Where :class:`HookRuns` sends audit records: the audit sink, or something that
+    hands them to it (the asyncio engine's runs cross into Trio to submit)."""
+
+    def submit(self, record: AuditRecord) -> bool: ...
 
 
 class Listeners:
@@ -77,7 +84,7 @@ class HookRuns:
         self,
         runners: Runners,
         *,
-        audit: AuditSink | None,
+        audit: RecordSink | None,
         listeners: Listeners,
         workspace: str,
     ) -> None:

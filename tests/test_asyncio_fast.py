@@ -1,15 +1,16 @@
 """AsyncioHookEngine's fast paths: an event no hook can run for is answered on the asyncio side
 (no crossing into the trio guest run), with the Outcome, listener events, errors and state the
-trio path gives; an event with a quick in-process hook crosses once.
+trio path gives; so is an event only the engine's in-process hooks can run for.
 
-"The trio path" is the same engine with its no-match test patched to say "something runs", so
-every event crosses as it did before the fast path. Crossings are counted by the guest run
+"The trio path" is the same engine with its no-match and in-process tests patched to say
+"something else runs", so every event crosses as it did before the fast paths. Crossings are counted by the guest run
 (every wake of trio from asyncio code). Plain sync tests, each body under ``asyncio.timeout``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -159,6 +160,7 @@ async def fire_both(e: AsyncioHookEngine, fire: Fire, monkeypatch: pytest.Monkey
         with monkeypatch.context() as m:
             if slow:
                 m.setattr(e._dispatcher, "nothing_runs", lambda ev: False)
+                m.setattr(e._dispatcher, "runs_only", lambda ev, local: False)
             recorder.events.clear()
             before = guest.crossings
             try:
@@ -314,7 +316,7 @@ def test_fast_path_follows_hook_changes(tmp_path: Path) -> None:
 
             assert await crossings_of("bash") == 0
             hook = e.add_hook("pre_tool", record, match="bash")
-            assert await crossings_of("bash") == 1 and seen == ["bash"]
+            assert await crossings_of("bash") == 0 and seen == ["bash"]
             e.remove_hook(hook)
             assert await crossings_of("bash") == 0 and seen == ["bash"]
             write_toml_hooks(
@@ -330,7 +332,9 @@ def test_fast_path_follows_hook_changes(tmp_path: Path) -> None:
     run(body)
 
 
-def test_one_quick_in_process_hook_crosses_once(tmp_path: Path) -> None:
+def test_in_process_hooks_run_on_the_asyncio_side(tmp_path: Path) -> None:
+    """An event only in-process hooks can run for never wakes trio; a block's audit record is
+    the one crossing, and it reaches the audit file."""
     calls: list[dict[str, Any]] = []
 
     async def guard(fields: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -348,18 +352,26 @@ def test_one_quick_in_process_hook_crosses_once(tmp_path: Path) -> None:
             for command, blocked in [("ls", False), ("rm -rf /", True), ("pwd", False)] * 3:
                 before = guest.crossings
                 out = await e.pre_tool("bash", {"command": command}, session_id="s")
-                assert guest.crossings - before == 1
+                assert guest.crossings - before == (1 if blocked else 0)
                 assert out.blocked is blocked
                 assert [r.outcome for r in out.runs] == ["block" if blocked else "ok"]
             assert len(calls) == 9
             assert events[:4] == ["fired", "hook_started", "hook_finished", "outcome"]
+            assert events.count("audit") == 3
+        records = [
+            json.loads(line)
+            for f in sorted((tmp_path / "state").rglob("*.jsonl"))
+            for line in f.read_text().splitlines()
+        ]
+        blocks = [r for r in records if r.get("decision") == "block"]
+        assert len(blocks) == 3 and {r["session"] for r in blocks} == {"s"}
 
     run(body)
 
 
 def test_slow_in_process_hook_still_works_and_times_out(tmp_path: Path) -> None:
-    """A hook that takes longer than the poll window has its end wake trio (a second crossing);
-    one that overruns its timeout is cancelled as before."""
+    """A slow hook on the asyncio side needs no crossing either; one that overruns its timeout
+    is cancelled and is that hook's timeout."""
     cancelled = asyncio.Event()
 
     async def slow(fields: Mapping[str, Any]) -> str:
@@ -377,13 +389,220 @@ def test_slow_in_process_hook_still_works_and_times_out(tmp_path: Path) -> None:
             e.add_hook("prompt_submit", slow)
             before = e._guest.crossings
             out = await e.prompt_submit("hi", session_id="s")
-            assert e._guest.crossings - before == 2
+            assert e._guest.crossings - before == 0
             assert [r.outcome for r in out.runs] == ["ok"]
             assert out.additional_context == "context from a slow hook"
             e.add_hook("pre_tool", stuck, timeout_s=0.1)
             out = await e.pre_tool("bash", {"command": "ls"})
             assert [r.outcome for r in out.runs] == ["timeout"]
+            assert out.runs[0].error == "timed out after 0.1 s"
             assert cancelled.is_set()
+
+    run(body)
+
+
+async def _rewrite(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {"updated_args": {**fields["args"], "command": fields["args"]["command"] + " -l"}}
+
+
+async def _second_sees_rewrite(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {"additional_context": "saw " + fields["args"]["command"]}
+
+
+async def _blocks(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {"decision": "block", "reason": "no " + str(fields.get("tool") or "prompt")}
+
+
+async def _raises(fields: Mapping[str, Any]) -> None:
+    raise ValueError("hook bug")
+
+
+async def _own_timeout_error(fields: Mapping[str, Any]) -> None:
+    raise TimeoutError("the hook's own")
+
+
+async def _text(fields: Mapping[str, Any]) -> str:
+    return "plain context"
+
+
+async def _bad_json(fields: Mapping[str, Any]) -> str:
+    return "{not json"
+
+
+async def _allow(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {"decision": "allow", "reason": "fine", "system_message": "allowed by test"}
+
+
+async def _go_on(fields: Mapping[str, Any]) -> dict[str, Any]:
+    return {"continue": False, "system_message": "stop here"}
+
+
+#: (name, [(event, hook, match)], fire): events only in-process hooks can run for.
+LOCAL_CASES: list[tuple[str, list[tuple[str, Any, str | None]], Fire]] = [
+    (
+        "rewrite chains into the next hook",
+        [("pre_tool", _rewrite, "python_tool"), ("pre_tool", _second_sees_rewrite, None)],
+        lambda e: e.pre_tool("python_tool", {"command": "ls"}, session_id="s1"),
+    ),
+    (
+        "block stops the chain",
+        [("pre_tool", _blocks, None), ("pre_tool", _raises, None)],
+        lambda e: e.pre_tool("read", {"path": "x"}, session_id="s1"),
+    ),
+    (
+        "raising hook is that hook's error",
+        [("pre_tool", _raises, None), ("pre_tool", _text, None)],
+        lambda e: e.pre_tool("read", {"path": "x"}),
+    ),
+    (
+        "the hook's own TimeoutError is an error, not a timeout",
+        [("pre_tool", _own_timeout_error, None)],
+        lambda e: e.pre_tool("read", {"path": "x"}),
+    ),
+    ("invalid JSON reply", [("pre_tool", _bad_json, None)], lambda e: e.pre_tool("read", {})),
+    (
+        "prompt_submit block",
+        [("prompt_submit", _blocks, None)],
+        lambda e: e.prompt_submit("hello", session_id="s1", prompt_id="p1"),
+    ),
+    (
+        "session_start context",
+        [("session_start", _text, None)],
+        lambda e: e.session_start("startup", session_id="s1"),
+    ),
+    (
+        "permission_request allow",
+        [("permission_request", _allow, None)],
+        lambda e: e.permission_request("read", {"path": "x"}, "c1", session_id="s1"),
+    ),
+    (
+        "continue false on prompt_submit",
+        [("prompt_submit", _go_on, None)],
+        lambda e: e.prompt_submit("hello"),
+    ),
+    (
+        "fire with a JSON alias",
+        [("pre_tool", _rewrite, "python_tool")],
+        lambda e: e.fire("pre_tool_use", tool_name="python_tool", arguments={"command": "ls"}),
+    ),
+]
+
+
+def _comparable(out: Any) -> Any:
+    data = out.to_builtins()
+    for r in data["runs"]:
+        r.pop("duration_ms")
+    return data
+
+
+@pytest.mark.parametrize(("name", "hooks", "fire"), LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
+def test_in_process_answer_is_the_trio_paths(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    hooks: list[tuple[str, Any, str | None]],
+    fire: Fire,
+) -> None:
+    """Same Outcome and the same listener events on the asyncio side as through trio; 0
+    crossings for events whose hooks make no audit record."""
+    config(tmp_path)
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            for event, func, match in hooks:
+                e.add_hook(event, func, match=match)
+            (fast, fast_events, fast_cross), (slow, slow_events, slow_cross) = await fire_both(
+                e, fire, monkeypatch
+            )
+            assert fast.runs, "the case must run a hook"
+            assert _comparable(fast) == _comparable(slow)
+
+            def kinds(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+                return [kind for kind, _ in events]
+
+            assert kinds(fast_events) == kinds(slow_events)
+            audits = kinds(fast_events).count("audit")
+            assert fast_cross == audits
+            assert slow_cross >= 1
+
+    run(body)
+
+
+def test_a_hook_the_loop_cannot_run_sends_the_event_to_trio(tmp_path: Path) -> None:
+    """A command hook that may run after an in-process one (its ``if`` could match the
+    rewritten arguments) makes the event a trio one: the rewrite reaches it and it runs."""
+    config(tmp_path)
+
+    async def to_git_push(fields: Mapping[str, Any]) -> dict[str, Any]:
+        return {"updated_args": {"command": "git push"}}
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            e.add_hook("pre_tool", to_git_push, match="bash")
+            before = e._guest.crossings
+            out = await e.pre_tool("bash", {"command": "ls"})
+            assert e._guest.crossings - before >= 1
+            assert [r.outcome for r in out.runs] == ["ok", "ok"]
+            assert out.args == {"command": "git push"}
+            assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
+            # A background hook that matches sends it to trio too (it is queued there).
+            e.add_hook("post_tool", _text)
+            before = e._guest.crossings
+            out = await e.post_tool("never_called_tool", {}, result="r")
+            assert out.queued and e._guest.crossings - before >= 1
+
+    run(body)
+
+
+def test_cancelling_an_in_process_hook_on_the_asyncio_side(tmp_path: Path) -> None:
+    entered = asyncio.Event()
+    left = asyncio.Event()
+
+    async def hangs(fields: Mapping[str, Any]) -> None:
+        entered.set()
+        try:
+            await asyncio.sleep(30)
+        finally:
+            left.set()
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            hook = e.add_hook("pre_tool", hangs)
+            task = asyncio.create_task(e.pre_tool("bash", {"command": "ls"}))
+            await entered.wait()
+            task.cancel()
+            with pytest.raises(asyncio.CancelledError):
+                await task
+            assert left.is_set()
+            e.remove_hook(hook)
+            e.add_hook("pre_tool", _text)
+            assert (await e.pre_tool("read", {}, session_id="after")).runs[0].outcome == "ok"
+
+    run(body)
+
+
+def test_a_bug_on_the_asyncio_side_fails_the_event_closed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fine(fields: Mapping[str, Any]) -> None:
+        return None
+
+    def broken(self: Any, hook: Any, result: Any) -> None:
+        raise RuntimeError("combiner bug")
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            e.add_hook("pre_tool", fine)
+            monkeypatch.setattr("triohooks.actors.dispatcher.Combiner.add", broken)
+            before = e._guest.crossings
+            out = await e.pre_tool("bash", {"command": "ls"})
+            assert e._guest.crossings == before
+            assert out.blocked and "internal error" in (out.reason or "")
+            assert e._dispatcher.crashes == 1
+            # Advisory events only warn.
+            e.add_hook("session_start", fine)
+            out = await e.session_start()
+            assert not out.blocked
 
     run(body)
 

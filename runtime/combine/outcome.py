@@ -11,13 +11,15 @@ caller's arguments and the hooks' decoded replies need no copying.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
 from triohooks.config.events import ADVISORY_JSON_EVENTS, EVENTS, MAX_STOP_CONTINUES
 from triohooks.config.model import Hook
-from triohooks.handlers.replies import RunResult
+
+if TYPE_CHECKING:  # annotations only: ``triohooks fire`` with nothing to run never reads a reply
+    from triohooks.handlers.replies import RunResult
 
 _FAILED = frozenset({"error", "timeout", "spawn_failed", "killed"})
 

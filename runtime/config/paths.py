@@ -6,14 +6,14 @@ the directory tree it belongs to (``confine_to``)."""
 from __future__ import annotations
 
 import os
-import secrets
 import stat
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
 
-import platformdirs
+# platformdirs (with tempfile and shutil under it) and secrets load where they are used: a
+# ``triohooks fire`` given its directories in the environment pays for neither.
 
 APP = "triohooks"
 
@@ -23,6 +23,8 @@ def global_config_dir() -> Path:
     env = os.environ.get("TRIOHOOKS_CONFIG_DIR")
     if env:
         return Path(env)
+    import platformdirs
+
     return Path(platformdirs.user_config_dir(APP, appauthor=False))
 
 
@@ -31,6 +33,8 @@ def state_dir() -> Path:
     env = os.environ.get("TRIOHOOKS_STATE_DIR")
     if env:
         return Path(env)
+    import platformdirs
+
     return Path(platformdirs.user_state_dir(APP, appauthor=False))
 
 
@@ -67,6 +71,8 @@ def write_file_atomic(
         mode: int | None = stat.S_IMODE(os.stat(path).st_mode)
     except FileNotFoundError:
         mode = None
+    import secrets
+
     tmp = path.with_name(f".{path.name}.{secrets.token_hex(6)}.tmp")
     flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC
     fd = os.open(tmp, flags, 0o600 if mode is not None else new_mode)

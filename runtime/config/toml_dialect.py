@@ -8,7 +8,6 @@ not decide merge order or trust (``_config`` does).
 from __future__ import annotations
 
 import re
-import tomllib
 from collections.abc import Mapping
 from typing import Any, Final
 
@@ -265,6 +264,8 @@ class TomlFile:
 
 def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
     """Read one TOML-dialect file's text. Never raises for bad input."""
+    import tomllib  # on first use: no TOML file, no TOML parser to load
+
     out = TomlFile()
     try:
         doc = tomllib.loads(text)

@@ -14,8 +14,11 @@ Waking Trio (a *crossing*) costs a round trip through its I/O thread when it is 
 most of an event's cost here, so the engine crosses as little as it can: an event no hook can
 run for is answered on the asyncio side without crossing (the dispatcher's own no-match test
 on its current snapshot, then its ``plain_outcome``: same answer, same side effects, see
-:meth:`AsyncioHookEngine._here`); an event with a matched in-process hook crosses once (Trio
-keeps polling while the hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
+:meth:`AsyncioHookEngine._here`); an event only this engine's in-process hooks can run for is
+run on the asyncio side too, by the dispatcher's own event path (``Dispatcher.run_here``) with
+runs that await the hooks on the loop (an audit record it makes is the one crossing); any
+other event is a Trio task, and a matched in-process hook in it crosses once (Trio keeps
+polling while the hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
 objects are shared without locks; asyncio code wakes Trio only through the run's TrioToken.
@@ -37,12 +40,16 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 import msgspec
 import trio
 
+from triohooks.actors.audit import AuditRecord
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
+from triohooks.actors.runs import HookRuns, RecordSink
 from triohooks.combine.outcome import Outcome, plain_outcome
 from triohooks.config.events import EVENT_TYPES, EventBase, event_from_payload
-from triohooks.config.model import Hook, HookTable
+from triohooks.config.model import Hook, HookTable, PythonHandler
 from triohooks.handlers.judge import JudgeReply
+from triohooks.handlers.python import AsyncioPythonRunner
+from triohooks.handlers.runner import Runners
 
 from .guarded import Guards
 from .hook_engine import HookEngine, _args, _default_places
@@ -234,6 +241,24 @@ class _GuestRun:
         self.soon(self._stop.set)
 
 
+def _runs_on_loop(hook: Hook) -> bool:
+    """An asyncio engine's in-process hook: it can run on the loop without Trio."""
+    return isinstance(hook.handler, PythonHandler) and hook.handler.asyncio_func is not None
+
+
+class _SubmitInTrio:
+    """A :class:`~triohooks.actors.runs.RecordSink` that hands each record to the engine's
+    audit sink in Trio (its channel must be used from Trio's context): one crossing per record,
+    and records are only made for runs that block, allow a permission or fail."""
+
+    def __init__(self, guest: _GuestRun, sink: RecordSink) -> None:
+        self._guest = guest
+        self._sink = sink
+
+    def submit(self, record: AuditRecord) -> bool:
+        return self._guest.soon(lambda: self._sink.submit(record))
+
+
 #: The guest run of each loop (weak: a closed, collected loop takes its entry with it).
 _guest_runs: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _GuestRun] = (
     weakref.WeakKeyDictionary()
@@ -298,6 +323,17 @@ class AsyncioHookEngine(Guards):
         self._closed = False
         #: Read (and, for ``session_end``, told to forget) on this thread by :meth:`_here`.
         self._dispatcher = engine._dispatcher
+        trio_runs = engine._dispatcher.runs
+        local_runners = Runners()
+        local_runners.register(PythonHandler, AsyncioPythonRunner())
+        #: The runs of events handled on this side (:meth:`_here`): this engine's in-process
+        #: hooks awaited on the loop, the same listeners, audit records handed to Trio.
+        self._local_runs = HookRuns(
+            local_runners,
+            audit=None if trio_runs.audit is None else _SubmitInTrio(guest, trio_runs.audit),
+            listeners=trio_runs.listeners,
+            workspace=trio_runs.workspace,
+        )
 
     @classmethod
     @asynccontextmanager
@@ -355,9 +391,10 @@ class AsyncioHookEngine(Guards):
         args_copy, kwargs_copy = copy.deepcopy((args, kwargs))
         return await self._guest.call(lambda: method(*args_copy, **kwargs_copy))
 
-    def _here(self, build: Callable[[], EventBase]) -> Outcome | None:
-        """The Outcome of the event ``build()`` makes, when no hook can run for it; None when
-        it has to go to Trio.
+    def _here(self, build: Callable[[], EventBase]) -> Outcome | EventBase | None:
+        """How the event ``build()`` makes is handled: its Outcome when no hook can run for it,
+        the event itself when only this engine's in-process hooks can (:meth:`_fire` runs it
+        on this side), None when it has to go to Trio.
 
         Trio runs on this thread too, only between loop callbacks, so the engine's current
         snapshot (hook table, API hooks) can be read here as its dispatcher reads it. When the
@@ -376,7 +413,7 @@ class AsyncioHookEngine(Guards):
         try:
             ev = build()
             if not self._dispatcher.nothing_runs(ev):
-                return None
+                return ev if self._dispatcher.runs_only(ev, _runs_on_loop) else None
         except Exception:
             return None
         event = type(ev).__struct_config__.tag
@@ -414,6 +451,8 @@ class AsyncioHookEngine(Guards):
         answer = self._here(build)
         if answer is None:
             return await self._run(method, *args, **kwargs)
+        if isinstance(answer, EventBase):
+            return await self._dispatcher.run_here(answer, self._local_runs)
         await asyncio.sleep(0)
         return answer
 
@@ -553,13 +592,9 @@ class AsyncioHookEngine(Guards):
         Same contract as :meth:`HookEngine.add_hook`; on the hook's timeout its task is
         cancelled.
         """
-        return self._engine.add_hook(
-            event,
-            self._guest.on_loop(func, poll_s=HOOK_POLL_S),
-            name=name,
-            match=match,
-            timeout_s=timeout_s,
-        )
+        handler = PythonHandler(self._guest.on_loop(func, poll_s=HOOK_POLL_S), asyncio_func=func)
+        label = name or str(getattr(func, "__qualname__", "python-hook"))
+        return self._engine._add_python_hook(event, handler, label, match, timeout_s)
 
     def remove_hook(self, hook: Hook) -> None:
         self._engine.remove_hook(hook)

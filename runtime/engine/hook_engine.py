@@ -318,12 +318,23 @@ class HookEngine(Guards):
         ``func(event_fields)`` returns a reply dict (TOML-dialect fields: ``decision``,
         ``reason``, ``updated_args``, ``additional_context`` ...), a string, or None.
         """
+        label = name or str(getattr(func, "__qualname__", "python-hook"))
+        return self._add_python_hook(event, PythonHandler(func), label, match, timeout_s)
+
+    def _add_python_hook(
+        self,
+        event: str,
+        handler: PythonHandler,
+        label: str,
+        match: str | None,
+        timeout_s: float,
+    ) -> Hook:
+        """Register ``handler`` as an API hook (:meth:`add_hook`; the asyncio engine's too)."""
         from triohooks.match.globs import validate_go_glob
 
         canon = canonical_event(event)
         if match:
             validate_go_glob(match)
-        label = name or str(getattr(func, "__qualname__", "python-hook"))
         hook = Hook(
             id=f"api:{label}:{len(self._dispatcher.api_hooks)}",
             name=label,
@@ -333,7 +344,7 @@ class HookEngine(Guards):
             scope="api",
             source="",
             index=len(self._dispatcher.api_hooks),
-            handler=PythonHandler(func),
+            handler=handler,
             timeout_s=timeout_s,
             match=match,
         )

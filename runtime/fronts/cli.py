@@ -3,23 +3,30 @@
 Owns argument parsing, exit codes (0 proceed, 2 blocked, 4 prompt_submit blocked, 1 usage or
 config error) and turning every expected failure into a one-line message on stderr: a user
 never sees a traceback for bad input.
+
+``fire`` runs on every tool call an agent makes, so it starts an engine only when a hook can
+run: it loads the table as the engine's loader does, asks the dispatcher's own question
+(:func:`triohooks.config.selection.nothing_runs`) and, when nothing can run, prints the
+Outcome the engine would have (``plain_outcome``) without importing trio, the HTTP client, the
+tracer or the shell parser (tests/test_cli_startup.py holds it to a list of modules). Only what
+a command uses is imported at module level here; the rest loads inside the command.
 """
 
 from __future__ import annotations
 
 import argparse
 import importlib
-import logging
+import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, Final, NoReturn
 
 import msgspec
-import trio
 
-from triohooks.combine.outcome import internal_error_outcome
+from triohooks.config import selection
 from triohooks.config.events import (
+    EventBase,
     PayloadError,
     UnknownEventError,
     canonical_event,
@@ -37,6 +44,9 @@ from triohooks.config.paths import (
 )
 from triohooks.config.table import load_table
 from triohooks.config.trust import record_trust, trust_inputs, trust_state
+
+if TYPE_CHECKING:
+    from triohooks.combine.outcome import Outcome
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -157,27 +167,61 @@ def _chosen(argv: Sequence[str]) -> str | None:
     return next((word for word in argv if not word.startswith("-")), None)
 
 
-def _parser(plugins: Sequence[str] = tuple(_PLUGINS)) -> argparse.ArgumentParser:
-    parser = _Parser(prog="triohooks", description="Lifecycle hooks for AI coding agents.")
-    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+def _add_validate(sub: Any) -> None:
     p = sub.add_parser("validate", help="check every config file; list every problem")
     _scope_args(p)
+
+
+def _add_list(sub: Any) -> None:
     p = sub.add_parser("list", help="list every effective hook by event")
     _scope_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trust", action="store_true", help="treat the workspace as trusted")
     _show_secrets_arg(p)
+
+
+def _add_trust(sub: Any) -> None:
     p = sub.add_parser("trust", help="trust the workspace's hooks as they are now")
     _scope_args(p, configs=False)  # trust is about the workspace files only
     p.add_argument("--decline", action="store_true", help="record that you decline them")
+
+
+def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check that every hook's program resolves; list problems")
     _scope_args(p)
+
+
+def _add_fire(sub: Any) -> None:
     p = sub.add_parser("fire", help="fire EVENT with a JSON payload on stdin; print the Outcome")
     p.add_argument("event")
     _scope_args(p)
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
+
+
+#: The subcommands defined in this module, in the order ``--help`` lists them.
+_BUILTINS: dict[str, Callable[[Any], None]] = {
+    "validate": _add_validate,
+    "list": _add_list,
+    "trust": _add_trust,
+    "doctor": _add_doctor,
+    "fire": _add_fire,
+}
+
+
+def _parser(
+    plugins: Sequence[str] = tuple(_PLUGINS), builtins: Sequence[str] = tuple(_BUILTINS)
+) -> argparse.ArgumentParser:
+    """The parser with the ``builtins`` and ``plugins`` subcommands. Building one costs
+    argparse about half a millisecond, so ``triohooks fire ...`` builds only ``fire``; the
+    usage line (printed for an unrecognized argument) still names every built-in one."""
+    parser = _Parser(prog="triohooks", description="Lifecycle hooks for AI coding agents.")
+    sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    if not plugins and list(builtins) != list(_BUILTINS):
+        sub.metavar = "{" + ",".join(_BUILTINS) + "}"
+    for name in builtins:
+        _BUILTINS[name](sub)
     for name in plugins:
         add, command = _plugin(name)
         add(sub)
@@ -347,9 +391,21 @@ def _read_payload() -> dict[str, Any]:
     return payload
 
 
-def cmd_fire(args: argparse.Namespace) -> int:
-    from triohooks.engine.hook_engine import HookEngine
+#: Internal, for tests and benchmarks only (not a user setting): when set to a non-empty value,
+#: ``fire`` always opens the engine, even for an event no hook can run for, so the two paths
+#: can be compared (tests/test_cli_startup.py, bench/cli_startup.py).
+FIRE_VIA_ENGINE_VAR: Final = "_TRIOHOOKS_FIRE_VIA_ENGINE"
 
+
+def _log_to_stderr() -> None:
+    """Send log records to stderr as ``triohooks: <message>`` (warnings and worse). Called
+    before anything that logs runs: ``fire`` does without logging while nothing can run."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="triohooks: %(message)s", stream=sys.stderr)
+
+
+def cmd_fire(args: argparse.Namespace) -> int:
     try:
         event = canonical_event(args.event)
     except UnknownEventError as exc:
@@ -360,11 +416,73 @@ def cmd_fire(args: argparse.Namespace) -> int:
     if not payload.get("cwd"):  # every event carries a cwd (DESIGN §2): the workspace by default
         payload["cwd"] = payload["workspace"]
     ev = event_from_payload(event, payload)  # a bad payload fails here, before anything starts
+    outcome = None if os.environ.get(FIRE_VIA_ENGINE_VAR) else _fire_nothing_runs(args, ws, ev)
+    if outcome is None:
+        _log_to_stderr()
+        outcome = _fire_in_engine(args, ws, event, ev)
+    for warning in outcome.warnings:
+        print(f"triohooks: warning: {warning}", file=sys.stderr)
+    sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
+    if outcome.blocked:
+        return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
+    return EXIT_OK
+
+
+def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Outcome | None:
+    """The Outcome of ``ev`` when no hook can run for it, found without an engine; None when
+    one may run (the engine must), or when anything unexpected fails here (the engine path then
+    meets it and reports it as it always has).
+
+    Does what the engine does before and around its dispatcher's fast path, in the same order:
+    the table is loaded by the loader's own call (its errors raise the same
+    :class:`ConfigError`, its other problems are logged as the loader logs them), the
+    prompt-hook judge's warning is logged, and the answer is ``plain_outcome``. Nothing runs,
+    so there is nothing to audit, queue or trace; ``stop`` always takes the engine (the
+    dispatcher's test says so: its continue state is always settled)."""
+    try:
+        table = load_table(
+            workspace=ws,
+            config_dir=args.config_dir,
+            extra_configs=args.configs,
+            trust_override=args.trust,
+        )
+    except Exception:
+        return None
+    if table.errors:
+        raise ConfigError(table.errors)  # as Loader.load_initial raises it: main() reports it
+    try:
+        if not selection.nothing_runs(table, (), ev, str(ws)):
+            return None
+        from triohooks.combine.outcome import plain_outcome
+        from triohooks.handlers.judge import judge_from_env
+
+        _, judge_warning = judge_from_env(os.environ, dict(table.judge))
+        outcome = plain_outcome(selection.event_name(ev), ev)
+    except Exception:
+        return None
+    if table.problems or judge_warning:
+        import logging
+
+        _log_to_stderr()
+        for problem in table.problems:  # Loader.load_initial
+            logging.getLogger("triohooks.loader").warning("%s", problem)
+        if judge_warning:  # HookEngine.open
+            logging.getLogger("triohooks").warning("%s", judge_warning)
+    return outcome
+
+
+def _fire_in_engine(args: argparse.Namespace, ws: Path, event: str, ev: EventBase) -> Outcome:
+    """Fire ``ev`` through a :class:`~triohooks.engine.hook_engine.HookEngine` opened for this
+    one call; our own failure becomes a fail-closed Outcome, never a silent allow."""
+    import trio
+
+    from triohooks.combine.outcome import internal_error_outcome
+    from triohooks.engine.hook_engine import HookEngine
 
     # The stop cap (5 per prompt) and stop_hook_active must hold across one-shot runs.
     stop_key = (ev.prompt_id or ev.session_id) if event == "stop" else ""
 
-    async def run() -> Any:
+    async def run() -> Outcome:
         async with HookEngine.open(
             workspace=ws,
             config_dir=args.config_dir,
@@ -382,20 +500,14 @@ def cmd_fire(args: argparse.Namespace) -> int:
             return outcome
 
     try:
-        outcome = trio.run(run)
+        return trio.run(run)
     except Exception as exc:
         if _expected(exc) is not None:
             raise  # a config, usage or payload error: main() reports it (exit 1)
         # Our own failure (an actor past its restart budget, a bug): never a silent allow.
         why = describe_failure(exc)
         print(f"triohooks: internal error: {why}", file=sys.stderr)
-        outcome = internal_error_outcome(event, ev, why)
-    for warning in outcome.warnings:
-        print(f"triohooks: warning: {warning}", file=sys.stderr)
-    sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
-    if outcome.blocked:
-        return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
-    return EXIT_OK
+        return internal_error_outcome(event, ev, why)
 
 
 #: Stop-continue counts kept for this many prompts at most (the oldest are forgotten).
@@ -464,11 +576,15 @@ def _expected(exc: BaseException) -> BaseException | None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    logging.basicConfig(level=logging.WARNING, format="triohooks: %(message)s", stream=sys.stderr)
     words = list(sys.argv[1:] if argv is None else argv)
     chosen = _chosen(words)
     plugins = [chosen] if chosen in _PLUGINS else [] if chosen in COMMANDS else list(_PLUGINS)
-    args = _parser(plugins).parse_args(words)
+    # A built-in command named first (no top-level option before it, so no top-level help to
+    # print): only its parser is built.
+    builtins = [chosen] if chosen in _BUILTINS and words[0] == chosen else list(_BUILTINS)
+    args = _parser(plugins, builtins).parse_args(words)
+    if args.command != "fire":  # fire sets logging up once it starts something that logs
+        _log_to_stderr()
     try:
         try:
             return COMMANDS[args.command](args)

@@ -22,11 +22,14 @@ from __future__ import annotations
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from types import TracebackType
-from typing import Final, Self
+from typing import TYPE_CHECKING, Final, Self
 
 import msgspec
 
-from .http import HttpHookClient
+if TYPE_CHECKING:
+    # The HTTP client (and trio under it) loads when a judge first asks: building the judge,
+    # or only its warning (``triohooks fire`` that runs no hook), costs nothing.
+    from .http import HttpHookClient
 
 __all__ = [
     "ENV_API_KEY_VAR",
@@ -146,6 +149,8 @@ class OpenAIJudge:
 
     async def __aenter__(self) -> Self:
         if self._client is None:
+            from .http import HttpHookClient
+
             self._owned = self._client = HttpHookClient()
         return self
 
@@ -189,6 +194,8 @@ class OpenAIJudge:
             raise JudgeError(f"no model to ask: set {ENV_MODEL}, [judge] model or the hook's model")
         if self._client is not None:
             return await self._ask(self._client, prompt, event_json, model)
+        from .http import HttpHookClient
+
         async with HttpHookClient() as client:
             return await self._ask(client, prompt, event_json, model)
 

@@ -1,5 +1,11 @@
 """In-process Python hooks (``engine.add_hook``): an async callable gets the event's fields and
-answers like a TOML-dialect hook's stdout (a reply dict, a string, or None for no opinion)."""
+answers like a TOML-dialect hook's stdout (a reply dict, a string, or None for no opinion).
+
+Two runners read the same reply the same way: :class:`PythonRunner` awaits the hook in Trio
+(the trio engine's hooks, and the asyncio engine's through their Trio-awaitable wrapper);
+:class:`AsyncioPythonRunner` awaits an asyncio engine's hook on its own loop, for events the
+asyncio engine handles without crossing into Trio.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +23,30 @@ from .runner import HookInput
 _encoder: Final = msgspec.json.Encoder()
 
 
+def _raised(exc: Exception, start: float) -> RunResult:
+    return RunResult(
+        outcome="error",
+        error=f"python hook raised {exc!r}",
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def _timed_out(hook: Hook, start: float) -> RunResult:
+    return RunResult(
+        outcome="timeout",
+        error=f"timed out after {hook.timeout_s:g} s",
+        duration_ms=(time.perf_counter() - start) * 1000,
+    )
+
+
+def _answered(reply: Any, start: float) -> RunResult:
+    ms = (time.perf_counter() - start) * 1000
+    if reply is None:
+        return RunResult(outcome="ok", duration_ms=ms)
+    text = reply if isinstance(reply, str) else _encoder.encode(reply).decode()
+    return msgspec.structs.replace(parse_toml_stdout(text), duration_ms=ms)
+
+
 class PythonRunner:
     """Awaits the callable under the hook's timeout; what it raises is the hook's failure."""
 
@@ -29,17 +59,29 @@ class PythonRunner:
             try:
                 reply = await handler.func(hook_input.fields)
             except Exception as exc:
-                return RunResult(
-                    outcome="error",
-                    error=f"python hook raised {exc!r}",
-                    duration_ms=(time.perf_counter() - start) * 1000,
-                )
-        ms = (time.perf_counter() - start) * 1000
+                return _raised(exc, start)
         if cs.cancelled_caught:
-            return RunResult(
-                outcome="timeout", error=f"timed out after {hook.timeout_s:g} s", duration_ms=ms
-            )
-        if reply is None:
-            return RunResult(outcome="ok", duration_ms=ms)
-        text = reply if isinstance(reply, str) else _encoder.encode(reply).decode()
-        return msgspec.structs.replace(parse_toml_stdout(text), duration_ms=ms)
+            return _timed_out(hook, start)
+        return _answered(reply, start)
+
+
+class AsyncioPythonRunner:
+    """:class:`PythonRunner` for an asyncio engine's hook (``handler.asyncio_func``), awaited
+    on the running asyncio loop under ``asyncio.timeout``. Must be awaited from asyncio."""
+
+    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
+        import asyncio  # here: the CLI's fire path imports this module, and no asyncio
+
+        handler = hook.handler
+        assert isinstance(handler, PythonHandler) and handler.asyncio_func is not None
+        start = time.perf_counter()
+        try:
+            async with asyncio.timeout(hook.timeout_s) as deadline:
+                reply = await handler.asyncio_func(hook_input.fields)
+        except TimeoutError as exc:
+            if deadline.expired():
+                return _timed_out(hook, start)
+            return _raised(exc, start)
+        except Exception as exc:
+            return _raised(exc, start)
+        return _answered(reply, start)

@@ -18,7 +18,6 @@ payload file.
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import suppress
 from datetime import UTC, datetime
@@ -303,6 +302,8 @@ def write_payload_file(payload: bytes, track: Callable[[str, bool], None] | None
     ``track(path, True)`` is called once the file exists and before a byte of the payload is in
     it (the reaper registers it with its watchdog helper, which removes it if this process
     dies); pass the same ``track`` to :func:`remove_payload_file`."""
+    import tempfile  # on first use: a ``triohooks fire`` that runs no hook never needs it
+
     fd, path = tempfile.mkstemp(prefix="triohooks-payload-", suffix=".json")
     try:
         with os.fdopen(fd, "wb") as f:

@@ -86,13 +86,15 @@ import posixpath
 import re
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 import msgspec
-import re2
 
-from .shell import ParsedScript, SimpleCommand, Word, parse_argv, parse_script
+if TYPE_CHECKING:
+    # The shell parser (tree-sitter) and RE2 load on first use: a process that only parses
+    # rules, or checks calls no script reaches, never pays for them (``triohooks fire``).
+    from .shell import ParsedScript, SimpleCommand, Word
 
 Kind = Literal["shell", "read", "write", "delete", "web", "skill", "agent", "tool"]
 Form = Literal["any", "words", "glob", "regex"]
@@ -399,13 +401,21 @@ def _parse_shell(text: str, inner: str) -> IfRule:
 
 # --- compiled pattern caches ------------------------------------------------------------------
 
-_RE2_OPTIONS: Final = re2.Options()
-_RE2_OPTIONS.log_errors = False
+
+@functools.cache
+def _re2_options() -> Any:
+    import re2
+
+    options = re2.Options()
+    options.log_errors = False
+    return options
 
 
 def _re2(source: str) -> Any:
+    import re2
+
     try:
-        return re2.compile(source, _RE2_OPTIONS)
+        return re2.compile(source, _re2_options())
     except re2.error as exc:
         detail = exc.args[0] if exc.args else exc
         if isinstance(detail, bytes):
@@ -560,6 +570,8 @@ def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
     for key in SHELL_KEYS:
         if key not in args:
             continue
+        from .shell import parse_argv, parse_script
+
         value = args[key]
         if isinstance(value, str):
             parsed = parse_script(value)

@@ -24,11 +24,11 @@ Every user regex is RE2: linear time (no ReDoS from a config file) and POSIX cla
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 import msgspec
-import re2
 
 from .globs import GlobError, compile_tool_name_glob, go_path_match
 
@@ -67,14 +67,16 @@ class MatcherError(ValueError):
         super().__init__(f"matcher.{field}: {message}")
 
 
+@functools.cache
 def _re2_options() -> Any:
+    """RE2's options for matcher regexes. RE2 loads on first use: a table whose matchers have
+    no regex (and ``triohooks fire`` on it) never imports it."""
+    import re2
+
     options = re2.Options()
     options.log_errors = False  # the error goes into MatcherError, not to stderr
     options.never_capture = True  # we only ask "is there a match"
     return options
-
-
-_OPTIONS: Final = _re2_options()
 
 
 def _searcher(regex: Any) -> Callable[[str], bool]:
@@ -83,6 +85,8 @@ def _searcher(regex: Any) -> Callable[[str], bool]:
     The public ``search`` builds a generator and a match object per call (~6 us); the wrapped
     ``_re2.RE2.Match`` answers in under 1 us. Fall back to ``search`` if the wrapper changes.
     """
+    import re2
+
     raw = getattr(regex, "_regexp", None)
     anchor = getattr(getattr(getattr(re2, "_re2", None), "RE2", None), "Anchor", None)
     if raw is None or anchor is None or not hasattr(raw, "Match"):
@@ -130,8 +134,10 @@ def _check_jsonpath(path: str) -> tuple[str, ...]:
 
 
 def _compile_regex(field: str, pattern: str) -> Callable[[str], bool]:
+    import re2
+
     try:
-        regex = re2.compile(pattern, options=_OPTIONS)
+        regex = re2.compile(pattern, options=_re2_options())
     except re2.error as exc:
         why = exc.args[0] if exc.args else exc
         if isinstance(why, bytes):

@@ -1,0 +1,111 @@
+"""Which hooks of a table can run for an event: the filters (TOML ``match`` and ``if``, JSON
+matchers) and the "nothing runs" test, as pure functions of a table snapshot.
+
+The dispatcher (:mod:`triohooks.actors.dispatcher`) filters every hook through these, and asks
+:func:`nothing_runs` for its fast path; ``triohooks fire`` asks the same question before it
+starts an engine at all, so both answer alike by construction. This module imports no event
+loop, HTTP client or tracer: a one-shot CLI call that runs no hook must not pay for them (the
+shell parser for ``if`` rules loads only when a rule has a script to read). It must not run
+hooks, read files or decide what a reply means.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from triohooks.match.ifrules import rule_applies
+from triohooks.match.matchers import matcher_fires, toml_match_fires
+
+from .events import EVENTS, EventBase
+from .model import Hook, HookTable
+
+
+def event_name(ev: EventBase) -> str:
+    """The canonical name of the event ``ev`` is (its Struct tag)."""
+    event = type(ev).__struct_config__.tag
+    assert isinstance(event, str)
+    return event
+
+
+def hooks_for(table: HookTable, api_hooks: Sequence[Hook], event: str) -> tuple[Hook, ...]:
+    """The hooks configured for ``event``, in run order: the API-registered ones first."""
+    table_hooks = table.for_event(event)
+    if not api_hooks:
+        return table_hooks
+    api = [h for h in api_hooks if h.event == event]
+    return (*api, *table_hooks) if api else table_hooks
+
+
+def extra_for(
+    table: HookTable, api_hooks: Sequence[Hook], event: str, ev: EventBase
+) -> tuple[Hook, ...]:
+    """The post_tool_failure hooks a failed post_tool also queues."""
+    if event == "post_tool" and getattr(ev, "error", None):
+        return hooks_for(table, api_hooks, "post_tool_failure")
+    return ()
+
+
+def passes(hook: Hook, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
+    """Whether ``hook`` passes its filters for a call of ``tool`` with ``args``."""
+    if hook.dialect == "json":
+        return hook.compiled_matcher is None or matcher_fires(
+            hook.compiled_matcher, tool=tool, args=args
+        )
+    if not toml_match_fires(hook.match, tool):
+        return False
+    return hook.compiled_if is None or rule_applies(
+        hook.compiled_if, tool=tool, args=args, workspace=workspace
+    )
+
+
+def never_for_tool(hook: Hook, tool: str) -> bool:
+    """Whether ``hook`` cannot run for a call of ``tool`` whatever its arguments (TOML
+    ``match``, JSON ``tool_name`` / ``tool_name_glob``): earlier hooks' rewrites cannot change
+    that, as they can what an ``if`` rule or a JSON path reads."""
+    if hook.dialect == "json":
+        m = hook.compiled_matcher
+        return m is not None and (
+            (m.tool_name is not None and tool != m.tool_name)
+            or (m.tool_name_glob is not None and not m.tool_name_glob(tool))
+        )
+    return not toml_match_fires(hook.match, tool)
+
+
+def passes_filters(hook: Hook, event: str, fields: Mapping[str, Any], workspace: str) -> bool:
+    """:func:`passes` on an event's fields; every hook of a non-tool event passes."""
+    if not EVENTS[event].tool_event:
+        return True
+    return passes(hook, str(fields.get("tool") or ""), fields.get("args") or {}, workspace)
+
+
+def any_passes(hooks: tuple[Hook, ...], event: str, ev: EventBase, workspace: str) -> bool:
+    """Could any of ``hooks`` run for ``ev``? Exact for the first hook to run (nothing can
+    have rewritten the arguments before it), so False means no hook runs at all."""
+    if not hooks or not EVENTS[event].tool_event:
+        return bool(hooks)
+    tool = getattr(ev, "tool", "")
+    args = getattr(ev, "args", None) or {}
+    return any(passes(h, tool, args, workspace) for h in hooks)
+
+
+def skips(
+    event: str, ev: EventBase, hooks: tuple[Hook, ...], extra: tuple[Hook, ...], workspace: str
+) -> bool:
+    """The fast-path test: no hook can run (``extra`` being the post_tool_failure hooks of a
+    failed post_tool) and the event is no ``stop`` (whose continue state is always settled)."""
+    return (
+        event != "stop"
+        and not any_passes(hooks, event, ev, workspace)
+        and not any_passes(extra, "post_tool_failure", ev, workspace)
+    )
+
+
+def nothing_runs(
+    table: HookTable, api_hooks: Sequence[Hook], ev: EventBase, workspace: str
+) -> bool:
+    """Whether no hook of ``table`` (or ``api_hooks``) can run for ``ev``: its Outcome is then
+    :func:`~triohooks.combine.outcome.plain_outcome`, with nothing queued or audited."""
+    event = event_name(ev)
+    hooks = hooks_for(table, api_hooks, event)
+    return skips(event, ev, hooks, extra_for(table, api_hooks, event, ev), workspace)
