@@ -9,7 +9,7 @@ attribute assignment, so no reader ever sees half a table.
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import msgspec
@@ -45,6 +45,8 @@ class Loader:
         self.trust_override = trust_override
         self.table = HookTable()
         self._generation = 0
+        #: Called after every rebuild that swapped the table (the reaper retires its workers).
+        self.on_swap: list[Callable[[], None]] = []
         self._requests_send, self._requests_recv = trio.open_memory_channel[
             trio.MemorySendChannel[RebuildReport]
         ](16)
@@ -82,6 +84,8 @@ class Loader:
             return RebuildReport(False, self._generation, len(self.table.hooks), table.problems)
         self._generation = table.generation
         self.table = table
+        for listener in self.on_swap:
+            listener()
         return RebuildReport(True, table.generation, len(table.hooks), table.problems)
 
     def _not_rebuilt(self, why: str) -> RebuildReport:

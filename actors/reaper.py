@@ -54,6 +54,7 @@ from triohooks.handlers.process import ProcessResult, ProcessSpec
 from ._subreaper import HelperGone, WatchdogHelper
 from ._watchdog import RUN_VAR, kill_marked, run_marker
 from .supervisor import Supervisor
+from .workers import Workers
 
 log = logging.getLogger("triohooks.reaper")
 
@@ -537,6 +538,7 @@ class Reaper:
         self._timeouts = 0
         self._overflows = 0
         self._escapees_killed = 0
+        self._workers = Workers(self)
 
     @property
     def live(self) -> int:
@@ -575,6 +577,8 @@ class Reaper:
         escaped descendants are killed and the child is reaped (shielded, bounded); then
         ``Cancelled`` is re-raised.
         """
+        if spec.worker:
+            return await self._workers.request(spec)
         started = time.perf_counter()
         if self._closing or not spec.argv:
             await trio.lowlevel.checkpoint()
@@ -767,6 +771,7 @@ class Reaper:
         Call it shielded: a cancel midway leaves groups for the watchdog.
         """
         self._closing = True
+        await self._workers.close()  # idle workers: EOF, grace, group kill, reaped
         runs = list(self._runs.values())
         for run in runs:
             run.closed = True
@@ -787,6 +792,44 @@ class Reaper:
             for run in runs:
                 await run.done.wait()
         return len(runs)
+
+    def retire_workers(self) -> None:
+        """The config changed: warm workers restart from it (idle ones now, busy ones after
+        their request)."""
+        self._workers.retire_all()
+
+    def _launch(
+        self, spec: ProcessSpec, *, extra_env: dict[str, str] | None = None
+    ) -> _Run | ProcessResult:
+        """Start ``spec``'s process for a caller that supervises it itself (a warm worker):
+        numbered, marked and tracked like any run until the caller reaps it (``_stop``,
+        ``_reap``). A process that cannot be started is its ProcessResult."""
+        if self._closing:
+            return ProcessResult(status="killed", error="reaper is closed")
+        if not spec.argv:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error="nothing to run: empty argv")
+        self._last_no += 1
+        no = self._last_no
+        self._unfinished.add(no)
+        marker = run_marker(self.engine_id, no)
+        env: Environment
+        if spec.env is None:
+            host = cast("dict[bytes, bytes]", _host_environment(marker))
+            for name, value in (extra_env or {}).items():
+                host[name.encode()] = value.encode()
+            env = host
+        else:
+            env = {**spec.env, **(extra_env or {}), RUN_VAR: marker}
+        try:
+            run = self._spawn(spec, env, no)
+        except (OSError, ValueError) as exc:
+            self._unfinished.discard(no)
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+        self._runs[no] = run
+        self._spawned += 1
+        return run
 
     async def _sweeper(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
@@ -874,6 +917,7 @@ async def open_reaper(*, watchdog: bool = True) -> AsyncIterator[Reaper]:
             if watchdog:
                 await actors.start("watchdog helper", reaper._keep_watchdog)
             await actors.start("escapee sweeper", reaper._sweeper)
+            await actors.start("worker janitor", reaper._workers.janitor)
             try:
                 yield reaper
             except BaseException as exc:

@@ -221,6 +221,8 @@ TOML_RIGHT: dict[str, st.SearchStrategy[Any]] = {
     "model": st.one_of(st.sampled_from(["small", ""]), text),
     "timeout_seconds": numbers,
     "fail_closed": st.one_of(st.booleans(), st.sampled_from(["true", 1])),
+    "worker": st.one_of(st.booleans(), st.sampled_from(["true", 1])),
+    "worker_pool": st.one_of(st.integers(-1, 20), st.sampled_from([True, 2.5, "2"])),
 }
 
 
@@ -262,6 +264,8 @@ def clean_toml_hook_tables(draw: st.DrawFn) -> dict[str, Any]:
         "fail_closed": st.booleans(),
         "description": text,
     }
+    if kind in ("command", "args") and draw(st.booleans()):
+        table["worker"] = True
     for key in draw(st.lists(st.sampled_from(sorted(optional)), max_size=3, unique=True)):
         table[key] = draw(optional[key])
     return table
@@ -408,6 +412,10 @@ def json_executors(draw: st.DrawFn) -> Any:
             )
             | json_value
         )
+    if draw(st.integers(0, 3)) == 0:
+        out["worker"] = draw(st.one_of(st.booleans(), json_value))
+    if draw(st.integers(0, 5)) == 0:
+        out["worker_pool"] = draw(st.one_of(st.integers(-1, 20), json_value))
     if draw(st.integers(0, 9)) == 0:
         out[draw(short_text)] = draw(json_value)
     return out

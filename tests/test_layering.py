@@ -19,6 +19,9 @@ ROOT = Path(__file__).resolve().parent.parent
 
 #: Sub-package -> rank; higher may import lower.
 LAYERS = {
+    # The hook author's warm-worker helper: standard library only, imports nothing of the
+    # package (tests/test_worker_helper.py holds it to that).
+    "worker": 0,
     "match": 0,
     "config": 1,
     "handlers": 2,

@@ -26,6 +26,7 @@ from .model import (
     Hook,
     Scope,
     location_name,
+    worker_pool,
 )
 
 MAX_HOOKS_PER_FILE: Final = 64
@@ -37,7 +38,7 @@ MAX_MATCHER_FIELD_BYTES: Final = 2048
 _HOOK_KEYS: Final = frozenset(
     {"id", "event", "matcher", "executor", "timeout_ms", "on_error", "description"}
 )
-_EXECUTOR_KEYS: Final = frozenset({"type", "command", "env"})
+_EXECUTOR_KEYS: Final = frozenset({"type", "command", "env", "worker", "worker_pool"})
 _MATCHER_KEYS: Final = frozenset(JsonMatcher.__struct_fields__)
 _TOOL_EVENTS: Final = frozenset({"pre_tool_use", "post_tool_use"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -82,6 +83,8 @@ class JsonHookSpec(msgspec.Struct, frozen=True, kw_only=True):
     description: str | None
     #: Built at validation so a bad regex is caught at load time.
     compiled_matcher: Any = None
+    #: Warm-worker pool size (0: a process per event).
+    worker: int = 0
 
 
 def validate_hook_spec(raw: object) -> JsonHookSpec:
@@ -121,7 +124,8 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
     for key in executor:
         if key not in _EXECUTOR_KEYS:
             raise EntryError(
-                f"executor.{location_name(key)}", "unknown field (known: command, env, type)"
+                f"executor.{location_name(key)}",
+                f"unknown field (known: {', '.join(sorted(_EXECUTOR_KEYS))})",
             )
     if executor.get("type") != "bash":
         raise EntryError("executor.type", f'must be "bash", not {executor.get("type")!r}')
@@ -147,6 +151,10 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         if bad is not None:
             raise EntryError(f"executor.env.{name}", bad)
 
+    worker, problems = worker_pool(executor, "executor.")
+    if problems:
+        raise EntryError(*problems[0])
+
     timeout_ms = raw.get("timeout_ms", JSON_DEFAULT_TIMEOUT_MS)
     if isinstance(timeout_ms, bool) or not isinstance(timeout_ms, int):
         raise EntryError("timeout_ms", "must be an integer number of milliseconds")
@@ -171,6 +179,7 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         on_error=on_error,
         description=description,
         compiled_matcher=compiled,
+        worker=worker,
     )
 
 
@@ -328,4 +337,5 @@ def _to_hook(jf: JsonFile, index: int, spec: JsonHookSpec, resolved: str) -> Hoo
         env=spec.env,
         description=spec.description,
         explicit_id=spec.id,
+        worker=spec.worker,
     )

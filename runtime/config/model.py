@@ -24,6 +24,9 @@ TOML_DEFAULT_TIMEOUT_S: Final = 30.0
 JSON_DEFAULT_TIMEOUT_MS: Final = 5000
 JSON_MIN_TIMEOUT_MS: Final = 100
 JSON_MAX_TIMEOUT_MS: Final = 30000
+#: Warm workers (``worker = true``): processes kept per hook when events overlap.
+DEFAULT_WORKER_POOL: Final = 2
+MAX_WORKER_POOL: Final = 16
 
 
 class CommandHandler(msgspec.Struct, frozen=True, tag="command"):
@@ -99,6 +102,9 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
     on_error: OnError = "warn"
     #: JSON: extra environment applied last.
     env: tuple[tuple[str, str], ...] = ()
+    #: Command hooks: 0 runs a process per event; N >= 1 keeps warm worker processes (at most
+    #: N, one request at a time each) that answer one line per event (docs/hook-protocol.md).
+    worker: int = 0
     description: str | None = None
     #: The id as written in the config, if it had one.
     explicit_id: str | None = None
@@ -124,6 +130,25 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
         if isinstance(h, PromptHandler):
             return f"prompt: {h.prompt}" + (f" (model {h.model})" if h.model else "")
         return f"python: {getattr(h.func, '__qualname__', repr(h.func))}"
+
+
+def worker_pool(raw: Mapping[str, Any], prefix: str = "") -> tuple[int, list[tuple[str, str]]]:
+    """The pool size ``worker`` / ``worker_pool`` ask for (0: no worker), and what is wrong
+    with them as ``(field, message)`` pairs; the same keys in both dialects."""
+    problems: list[tuple[str, str]] = []
+    worker = raw.get("worker", False)
+    if not isinstance(worker, bool):
+        problems.append((prefix + "worker", f"must be true or false, not {worker!r}"))
+        worker = False
+    pool = raw.get("worker_pool", DEFAULT_WORKER_POOL)
+    if isinstance(pool, bool) or not isinstance(pool, int) or not 1 <= pool <= MAX_WORKER_POOL:
+        problems.append(
+            (prefix + "worker_pool", f"must be an integer 1..{MAX_WORKER_POOL}, not {pool!r}")
+        )
+        pool = DEFAULT_WORKER_POOL
+    elif "worker_pool" in raw and not worker:
+        problems.append((prefix + "worker_pool", "needs worker = true"))
+    return (pool if worker else 0), problems
 
 
 def location_name(name: str) -> str:

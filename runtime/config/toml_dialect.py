@@ -27,6 +27,7 @@ from .model import (
     PromptHandler,
     Scope,
     location_name,
+    worker_pool,
 )
 
 _FIELDS: Final = frozenset(
@@ -45,11 +46,13 @@ _FIELDS: Final = frozenset(
         "model",
         "timeout_seconds",
         "fail_closed",
+        "worker",
+        "worker_pool",
     }
 )
 #: Fields only one handler type may carry.
 _TYPE_FIELDS: Final[dict[str, frozenset[str]]] = {
-    "command": frozenset({"command", "args"}),
+    "command": frozenset({"command", "args", "worker", "worker_pool"}),
     "http": frozenset({"url", "headers", "allowed_env_vars"}),
     "prompt": frozenset({"prompt", "model"}),
 }
@@ -217,6 +220,9 @@ def _hook(
     if explicit_id is not None and not _ID.match(explicit_id):
         entry.error("id", "must be letters, digits and _ . : - (starting with a letter or digit)")
     description = _string(entry, raw, "description", nonempty=False)
+    worker, problems = worker_pool(raw)
+    for field, message in problems:
+        entry.error(field, message)
 
     if not entry.ok or handler is None:
         return None
@@ -238,6 +244,7 @@ def _hook(
         fail_closed=bool(fail_closed),
         description=description,
         explicit_id=explicit_id,
+        worker=worker,
     )
 
 

@@ -123,6 +123,7 @@ class HookEngine(Guards):
             if sink is not None:
                 await supervisor.start("audit", sink.serve)
             async with open_reaper(watchdog=settings.watchdog) as reaper:
+                loader.on_swap.append(reaper.retire_workers)
                 runners = builtin_runners(
                     spawner=reaper,
                     http=http,

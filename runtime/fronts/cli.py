@@ -273,6 +273,7 @@ def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) ->
         "fail_closed": hook.fail_closed if hook.dialect != "json" else None,
         "on_error": hook.on_error if hook.dialect == "json" else None,
         "timeout_s": hook.timeout_s,
+        "worker_pool": hook.worker or None,
         "scope": hook.scope,
         "file": hook.source,
         "description": hook.description,
@@ -326,6 +327,8 @@ def cmd_list(args: argparse.Namespace) -> int:
             if v["on_error"]:
                 flags.append(f"on_error={v['on_error']}")
             flags.append(f"timeout={v['timeout_s']:g}s")
+            if v["worker_pool"]:
+                flags.append(f"worker(pool={v['worker_pool']})")
             print(f"  [{v['dialect']}] {v['id']}: {v['runs']}")
             print(f"      {' '.join(flags)}")
             where = f"{v['scope']} {v['file']}"

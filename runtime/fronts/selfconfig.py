@@ -39,9 +39,11 @@ from triohooks.config.json_dialect import (
     validate_hook_spec,
 )
 from triohooks.config.model import (
+    DEFAULT_WORKER_POOL,
     JSON_DEFAULT_TIMEOUT_MS,
     JSON_MAX_TIMEOUT_MS,
     JSON_MIN_TIMEOUT_MS,
+    MAX_WORKER_POOL,
     Hook,
     HookTable,
 )
@@ -196,6 +198,21 @@ def _hook_schema(*, id_required: bool) -> dict[str, Any]:
                         "type": "object",
                         "maxProperties": MAX_ENV_VARS,
                         "additionalProperties": {"type": "string"},
+                    },
+                    "worker": {
+                        "type": "boolean",
+                        "default": False,
+                        "description": (
+                            "keep the command running as a warm worker: one request line "
+                            '{"env": {...}} per event on stdin, one reply line '
+                            '{"exit": N, "stdout": "...", "stderr": "..."} on stdout'
+                        ),
+                    },
+                    "worker_pool": {
+                        "type": "integer",
+                        "minimum": 1,
+                        "maximum": MAX_WORKER_POOL,
+                        "default": DEFAULT_WORKER_POOL,
                     },
                 },
             },

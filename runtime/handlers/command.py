@@ -1,5 +1,6 @@
 """TOML-dialect command and args hooks (blitz HK-02, HK-65): ``bash -c <command>`` or a program
-run directly, fed the event JSON on stdin, read the blitz way (exit 2 blocks, JSON reply on 0)."""
+run directly, fed the event JSON on stdin, read the blitz way (exit 2 blocks, JSON reply on 0).
+A warm worker (``worker = true``) is fed the same JSON as its request line."""
 
 from __future__ import annotations
 
@@ -36,5 +37,7 @@ class CommandRunner:
             output_cap=self.output_cap,
             overflow="truncate",
             label=hook.name,
+            worker=hook.worker,
+            worker_key=hook.id,
         )
         return read_toml_reply(await self._spawner.run(spec))

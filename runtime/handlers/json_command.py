@@ -4,6 +4,8 @@ file, stdout read as ``{decision: allow|block|mutate, ...}``, more than 64 KiB a
 The payload file is written and removed in a worker thread: nothing here does file I/O on the
 event loop. It is registered with the spawner's watchdog helper before the payload is written and
 released after removal, so a host that dies in between (even by SIGKILL) leaves no file behind.
+A warm worker (``"worker": true``) gets the per-event variables as its request line instead,
+the payload file written and removed around the request just the same.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ import os
 from collections.abc import Callable, Mapping
 from typing import Any
 
+import msgspec
 import trio
 
 from triohooks.config.events import EVENTS, JSON_NAMES
@@ -28,6 +31,10 @@ from .replies import (
     write_payload_file,
 )
 from .runner import HookInput
+
+#: The per-event variables of the dialect (a worker gets them in its request line).
+EVENT_VAR_PREFIX = "EVERRUNS_HOOK_"
+_encoder = msgspec.json.Encoder()
 
 
 def json_event_name(hook: Hook, event: str) -> str:
@@ -55,6 +62,18 @@ def json_data(event: str, fields: Mapping[str, Any]) -> dict[str, Any]:
         return {"message": fields.get("prompt")}
     skip = {"event", "session_id", "turn_id"}
     return {k: v for k, v in fields.items() if k not in skip and v is not None}
+
+
+def worker_request(
+    env: Mapping[str, str], spec_env: tuple[tuple[str, str], ...]
+) -> tuple[dict[str, str], bytes]:
+    """Split a one-shot hook's environment for a warm worker: the worker process's own (the
+    per-event ``EVERRUNS_HOOK_*`` variables taken out, the spec's ``env`` kept) and its
+    request line ``{"env": {<those variables>}}``."""
+    own = {name for name, _ in spec_env}
+    per_event = {k: v for k, v in env.items() if k.startswith(EVENT_VAR_PREFIX) and k not in own}
+    process_env = {k: v for k, v in env.items() if k not in per_event}
+    return process_env, _encoder.encode({"env": per_event})
 
 
 class JsonCommandRunner:
@@ -96,15 +115,20 @@ class JsonCommandRunner:
                 payload_path=path,
                 spec_env=hook.env,
             )
+            stdin = b""
+            if hook.worker:
+                env, stdin = worker_request(env, hook.env)
             spec = ProcessSpec(
                 argv=("bash", "-c", hook.handler.command),
                 cwd=hook_input.cwd(self._workspace),
                 env=env,
-                stdin=b"",
+                stdin=stdin,
                 timeout_s=hook.timeout_s,
                 output_cap=JSON_OUTPUT_CAP,
                 overflow="error",
                 label=hook.name,
+                worker=hook.worker,
+                worker_key=hook.id,
             )
             return read_json_reply(await self._spawner.run(spec))
         finally:

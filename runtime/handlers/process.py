@@ -29,15 +29,23 @@ class ProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: "error": more than ``output_cap`` bytes on either stream kills the group (``overflow``).
     overflow: Literal["truncate", "error"] = "truncate"
     label: str = ""
+    #: > 0: a warm worker answers (at most this many per pool; docs/hook-protocol.md), fed
+    #: ``stdin`` as one request line; ``env`` is then the worker process's environment.
+    worker: int = 0
+    #: The hook the worker belongs to (with argv, cwd and env it keys the pool).
+    worker_key: str = ""
 
 
-ProcessStatus = Literal["exited", "signaled", "timeout", "killed", "spawn_failed", "overflow"]
+ProcessStatus = Literal[
+    "exited", "signaled", "timeout", "killed", "spawn_failed", "overflow", "worker_error"
+]
 
 
 class ProcessResult(msgspec.Struct, frozen=True, kw_only=True):
     """How one hook process ended and what it said. Exactly one per :meth:`Reaper.run`."""
 
-    #: ``killed`` = by us, on cancel or close; ``signaled`` = by a signal we did not send.
+    #: ``killed`` = by us, on cancel or close; ``signaled`` = by a signal we did not send;
+    #: ``worker_error`` = a warm worker crashed or broke the line protocol (it was killed).
     status: ProcessStatus
     exit_code: int | None = None
     signal: int | None = None

@@ -102,6 +102,7 @@ _FAILURE_OUTCOMES: Final[dict[str, Outcome]] = {
     "killed": "killed",
     "overflow": "error",
     "signaled": "error",
+    "worker_error": "error",
 }
 
 

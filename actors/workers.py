@@ -1,0 +1,471 @@
+"""Warm workers: command hooks kept running between events, one request line in, one reply out.
+
+Part of the process guard (:mod:`triohooks.actors.reaper` owns a :class:`Workers` and hands it
+every :class:`~triohooks.handlers.process.ProcessSpec` with ``worker > 0``). A worker is a hook
+process like any other -- spawned by the watchdog helper, in its own session and group, with
+the run marker, tracked in the reaper's runs until reaped, killed with its whole tree on close
+and when the host dies -- that simply outlives one event.
+
+Per event the runner's request line (``spec.stdin``, one line of JSON) is written to the
+worker's stdin and one line ``{"exit": N, "stdout": "...", "stderr": "..."}`` is read from its
+stdout; that becomes the :class:`~triohooks.handlers.process.ProcessResult` a one-shot run with
+that exit code and output would have given, so the dialects read it unchanged. Anything else --
+a timeout, a reply that is not that object, a second line already there with it, a line over
+the cap, the worker exiting while a request is pending, a cancel -- kills the worker's tree and
+is that request's failure (status ``worker_error``, ``timeout`` or ``killed``); the next event
+starts a fresh worker. Output the worker writes between requests is noticed before the next
+request and retires that worker (the request then goes to a fresh one).
+
+Pools: one per (hook, argv, cwd, environment), at most ``spec.worker`` workers, each serving
+one request at a time; started as events overlap. A pool whose workers fail
+``RESTART_BUDGET`` times in a row within ``RESTART_WINDOW_S`` (failed starts, crashes, bad
+replies, timeouts; a good reply resets the count) is given up for ``GIVE_UP_S``: its requests
+fail at once, saying why. :meth:`Workers.retire_all` (the engine calls it on every config swap)
+retires idle workers now and busy ones after their request; the janitor actor stops retired
+workers: EOF on stdin, ``RETIRE_GRACE_S`` to exit, then the reaper's group kill.
+
+The worker's own stderr is drained on every wake and the last ``STDERR_KEEP`` bytes are kept
+for the failure message. Between requests nothing reads it, so a worker that writes more than a
+pipe's worth (64 KiB) of stderr while idle blocks until its next request.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import signal
+import time
+from typing import TYPE_CHECKING, Final
+
+import msgspec
+import trio
+
+from triohooks.handlers.process import ProcessResult, ProcessSpec
+
+if TYPE_CHECKING:
+    from .reaper import Reaper, _Run
+
+log = logging.getLogger("triohooks.workers")
+
+#: Set to "1" in every worker's environment.
+WORKER_VAR: Final = "TRIOHOOKS_WORKER"
+#: A reply line longer than this (or ``4 * output_cap`` if larger) is a bad reply.
+MAX_REPLY_LINE: Final = 1024 * 1024
+#: Of the worker's own stderr, the last this many bytes are kept for messages.
+STDERR_KEEP: Final = 8192
+#: Failures in a row (within the window) after which a pool is given up for a while.
+RESTART_BUDGET: Final = 5
+RESTART_WINDOW_S: Final = 60.0
+GIVE_UP_S: Final = 30.0
+#: How long a retired worker gets to exit after EOF on its stdin before its group is killed.
+RETIRE_GRACE_S: Final = 0.2
+#: Retired workers waiting for the janitor.
+JANITOR_QUEUE: Final = 4096
+READ_CHUNK: Final = 65536
+#: How long a request polls for its reply before it sleeps until the worker writes.
+REPLY_POLL_S: Final = 0.0001
+
+
+class _Reply(msgspec.Struct):
+    exit: int
+    stdout: str = ""
+    stderr: str = ""
+
+
+_decode_reply: Final = msgspec.json.Decoder(_Reply).decode
+
+PoolKey = tuple[str, tuple[str, ...], str, tuple[tuple[str, str], ...] | None]
+
+
+class _Broken(Exception):
+    """The worker broke the protocol or died: kill it; the text says how."""
+
+
+class _Worker:
+    """One live worker process: its run, a private epoll over its pidfd and outputs, and the
+    bytes read from stdout that no reply has consumed yet."""
+
+    def __init__(self, run: _Run, generation: int) -> None:
+        self.run = run
+        self.generation = generation
+        self.served = 0
+        self.buffer = bytearray()
+        self.stderr = bytearray()
+        self.exited = False
+        self.poller = select.epoll()
+        self.poller.register(run.pidfd, select.EPOLLIN)
+        self.poller.register(run.stdout, select.EPOLLIN)
+        self.poller.register(run.stderr, select.EPOLLIN)
+
+    @property
+    def pid(self) -> int:
+        return self.run.pid
+
+    def close(self) -> None:
+        if self.poller.closed:
+            return
+        trio.lowlevel.notify_closing(self.poller.fileno())
+        self.poller.close()
+
+    def stderr_tail(self) -> str:
+        text = bytes(self.stderr).decode("utf-8", errors="replace").strip()
+        return f"; its stderr: {text[-600:]}" if text else ""
+
+    def drain(self) -> None:
+        """Take whatever the worker has written and notice its exit; never blocks."""
+        run = self.run
+        for fd, _ in self.poller.poll(0):
+            if fd == run.pidfd:
+                self.exited = True
+                self.poller.unregister(fd)
+            elif fd == run.stdout:
+                self._read(fd, self.buffer, None)
+            elif fd == run.stderr:
+                self._read(fd, self.stderr, STDERR_KEEP)
+
+    def _read(self, fd: int, into: bytearray, keep: int | None) -> None:
+        for _ in range(16):
+            try:
+                chunk = os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                return
+            if not chunk:  # the worker (and everything it started) let go of the pipe
+                self.poller.unregister(fd)
+                return
+            into += chunk
+            if keep is not None and len(into) > keep:
+                del into[:-keep]
+
+    async def write(self, data: bytes) -> None:
+        """Write the whole request, waiting for the pipe as needed."""
+        fd = self.run.stdin
+        if fd is None:
+            raise _Broken("its stdin is closed")
+        view = memoryview(data)
+        while view:
+            try:
+                view = view[os.write(fd, view) :]
+                continue
+            except BlockingIOError:
+                pass
+            except OSError as exc:  # EPIPE: it closed stdin or died
+                raise _Broken(f"it stopped reading its stdin ({exc.strerror})") from None
+            self.poller.register(fd, select.EPOLLOUT)
+            try:
+                await self._wake()
+            finally:
+                self.poller.unregister(fd)
+            if self.exited:
+                raise _Broken("it exited before reading the request")
+
+    async def read_line(self, limit: int) -> bytes:
+        """The next line of stdout (without its newline). For up to ``REPLY_POLL_S`` it polls
+        (one checkpoint per pass, other tasks run in between) before it sleeps on the pipe:
+        most workers answer within that, and a poll is cheaper than a sleep and a wake."""
+        poll_until = time.perf_counter() + REPLY_POLL_S
+        while True:
+            end = self.buffer.find(b"\n")
+            if end >= 0:
+                line = bytes(self.buffer[:end])
+                del self.buffer[: end + 1]
+                return line
+            if len(self.buffer) > limit:
+                raise _Broken(f"its reply is longer than {limit} bytes without a newline")
+            if self.exited:
+                raise _Broken("it exited before answering")
+            if time.perf_counter() < poll_until:
+                await trio.lowlevel.checkpoint()
+                self.drain()
+            else:
+                await self._wake()
+
+    async def _wake(self) -> None:
+        await trio.lowlevel.wait_readable(self.poller.fileno())
+        self.drain()
+
+
+class _Pool:
+    """The workers of one hook (and process description)."""
+
+    def __init__(self, size: int) -> None:
+        self.size = size
+        self.idle: list[_Worker] = []
+        #: Live workers, busy and idle (and starting).
+        self.count = 0
+        self.freed = trio.Event()
+        #: Monotonic times of failures since the last good reply.
+        self.failures: list[float] = []
+        self.given_up_until = 0.0
+        self.last_failure = ""
+
+    def notify(self) -> None:
+        self.freed.set()
+        self.freed = trio.Event()
+
+    def failed(self, why: str, now: float) -> None:
+        self.failures = [t for t in self.failures if now - t < RESTART_WINDOW_S]
+        self.failures.append(now)
+        self.last_failure = why
+        if len(self.failures) >= RESTART_BUDGET:
+            self.given_up_until = now + GIVE_UP_S
+            self.failures.clear()
+
+
+class Workers:
+    """The warm workers of one reaper (so of one engine and one workspace)."""
+
+    def __init__(self, reaper: Reaper) -> None:
+        self._reaper = reaper
+        self._pools: dict[PoolKey, _Pool] = {}
+        self._generation = 0
+        self._closing = False
+        self._retire_send, self._retire_recv = trio.open_memory_channel[_Worker](JANITOR_QUEUE)
+        #: Workers started, and how many were killed for a failure (not retired).
+        self.started = 0
+        self.failures = 0
+
+    @property
+    def live(self) -> int:
+        return sum(pool.count for pool in self._pools.values())
+
+    # -- requests -----------------------------------------------------------------------------
+    async def request(self, spec: ProcessSpec) -> ProcessResult:
+        """One event for the worker pool of ``spec``: its result as a one-shot run's."""
+        started = time.perf_counter()
+        key: PoolKey = (
+            spec.worker_key,
+            spec.argv,
+            spec.cwd,
+            None if spec.env is None else tuple(sorted(spec.env.items())),
+        )
+        pool = self._pools.get(key)
+        if pool is None:
+            pool = self._pools[key] = _Pool(spec.worker)
+        now = time.monotonic()
+        if pool.given_up_until > now:
+            await trio.lowlevel.checkpoint()
+            return ProcessResult(
+                status="worker_error",
+                error=(
+                    f"worker failed {RESTART_BUDGET} times in a row (last: {pool.last_failure}); "
+                    f"not restarted for {pool.given_up_until - now:.0f} s"
+                ),
+            )
+        worker: _Worker | ProcessResult | None = None
+        with trio.move_on_after(spec.timeout_s) as waiting:
+            worker = await self._acquire(pool, spec)
+        if worker is None:  # every worker stayed busy until the timeout
+            assert waiting.cancelled_caught
+            return ProcessResult(
+                status="timeout",
+                error=f"timed out after {spec.timeout_s:g} s waiting for a free worker",
+                duration_ms=(time.perf_counter() - started) * 1000,
+            )
+        if isinstance(worker, ProcessResult):  # it could not be started
+            pool.failed(worker.error or "it could not be started", time.monotonic())
+            return worker
+        remaining = spec.timeout_s - (time.perf_counter() - started)
+        return await self._ask(pool, worker, spec, started, remaining)
+
+    async def _acquire(self, pool: _Pool, spec: ProcessSpec) -> _Worker | ProcessResult:
+        while True:
+            while pool.idle:
+                worker = pool.idle.pop()
+                worker.drain()
+                if worker.exited or worker.buffer:
+                    # It exited while idle, or printed outside a reply: out of sync.
+                    why = "exited while idle" if worker.exited else "wrote to stdout while idle"
+                    log.warning("hook worker %d %s; starting a fresh one", worker.pid, why)
+                    self._retire(pool, worker)
+                    continue
+                return worker
+            if pool.count < pool.size:
+                pool.count += 1
+                started = self._start(spec)
+                if isinstance(started, ProcessResult):
+                    pool.count -= 1
+                    pool.notify()
+                return started
+            await pool.freed.wait()
+
+    def _start(self, spec: ProcessSpec) -> _Worker | ProcessResult:
+        reaper = self._reaper
+        start = msgspec.structs.replace(spec, stdin=b"")
+        launched = reaper._launch(start, extra_env={WORKER_VAR: "1"})
+        if isinstance(launched, ProcessResult):
+            return launched
+        self.started += 1
+        return _Worker(launched, self._generation)
+
+    async def _ask(
+        self, pool: _Pool, worker: _Worker, spec: ProcessSpec, started: float, budget: float
+    ) -> ProcessResult:
+        limit = max(MAX_REPLY_LINE, 4 * spec.output_cap)
+        broken: str | None = None
+        line = b""
+        try:
+            with trio.move_on_after(max(budget, 0.0)) as waiting:
+                try:
+                    await worker.write(spec.stdin.rstrip(b"\n") + b"\n")
+                    line = await worker.read_line(limit)
+                    worker.drain()  # what else is in the pipe already
+                    if worker.buffer:
+                        raise _Broken("it wrote more than one line")
+                except _Broken as exc:
+                    broken = str(exc)
+        except BaseException:
+            # Cancelled mid-request (or a bug): nobody knows what state it is in.
+            with trio.CancelScope(shield=True):
+                await self._kill(pool, worker)
+            raise
+        if waiting.cancelled_caught:
+            broken = f"timed out after {spec.timeout_s:g} s"
+        reply: _Reply | None = None
+        if broken is None:
+            try:
+                reply = _decode_reply(line)
+            except msgspec.DecodeError as exc:
+                broken = f'its reply is not {{"exit": N, "stdout": "...", "stderr": "..."}}: {exc}'
+            else:
+                if not 0 <= reply.exit <= 255:
+                    broken = f"its reply's exit is not 0..255: {reply.exit}"
+        if broken is not None or reply is None:
+            return await self._failed(pool, worker, spec, started, broken or "no reply")
+        worker.served += 1
+        pool.failures.clear()
+        self._release(pool, worker)
+        return _result(spec, reply, started, worker.pid)
+
+    async def _failed(
+        self, pool: _Pool, worker: _Worker, spec: ProcessSpec, started: float, why: str
+    ) -> ProcessResult:
+        """Kill the worker's tree (in this task: the next event must find it gone) and say
+        what happened as this request's result."""
+        closed = worker.run.closed
+        timeout = why.startswith("timed out")
+        await self._kill(pool, worker)
+        code = worker.run.child.returncode
+        if code is not None and not timeout and "exit" in why:
+            why += f" (exit status {code})"
+        error = f"worker {worker.pid}: {why}{worker.stderr_tail()}"
+        self.failures += 1
+        pool.failed(why, time.monotonic())
+        ms = (time.perf_counter() - started) * 1000
+        if closed:
+            return ProcessResult(status="killed", error="killed: reaper closed", duration_ms=ms)
+        if timeout:
+            error = f"timed out after {spec.timeout_s:g} s"
+            return ProcessResult(status="timeout", error=error, duration_ms=ms, pid=worker.pid)
+        return ProcessResult(status="worker_error", error=error, duration_ms=ms, pid=worker.pid)
+
+    async def _kill(self, pool: _Pool, worker: _Worker) -> None:
+        reaper = self._reaper
+        try:
+            with trio.move_on_after(reaper_budget(), shield=True):
+                if not worker.exited:
+                    await reaper._stop(worker.run)
+                await reaper._reap(worker.run)
+        finally:
+            worker.close()
+            pool.count -= 1
+            pool.notify()
+
+    def _release(self, pool: _Pool, worker: _Worker) -> None:
+        if self._closing or worker.generation != self._generation or pool.count > pool.size:
+            self._retire(pool, worker)
+            return
+        pool.idle.append(worker)
+        pool.notify()
+
+    # -- retiring -----------------------------------------------------------------------------
+    def _retire(self, pool: _Pool, worker: _Worker) -> None:
+        """Hand ``worker`` to the janitor (it no longer counts in its pool)."""
+        pool.count -= 1
+        pool.notify()
+        try:
+            self._retire_send.send_nowait(worker)
+        except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
+            # No janitor to take it: kill the group now; the reaper's close reaps it.
+            self._reaper._signal(worker.run, signal.SIGKILL)
+
+    def retire_all(self) -> None:
+        """The config changed: idle workers are retired now, busy ones after their request,
+        so every later event starts from the new config."""
+        self._generation += 1
+        for key, pool in list(self._pools.items()):
+            idle, pool.idle = pool.idle, []
+            for worker in idle:
+                self._retire(pool, worker)
+            if pool.count == 0:
+                del self._pools[key]
+
+    async def janitor(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        """Actor: stop retired workers, each in its own task (EOF, grace, group kill, reap)."""
+        async with trio.open_nursery() as nursery:
+            task_status.started()
+            async for worker in self._retire_recv:
+                nursery.start_soon(self._stop_retired, worker)
+
+    async def _stop_retired(self, worker: _Worker) -> None:
+        reaper = self._reaper
+        run = worker.run
+        try:
+            with trio.CancelScope(shield=True):
+                run.close_stdin()
+                with trio.move_on_after(RETIRE_GRACE_S):
+                    while not worker.exited:
+                        await worker._wake()
+                with trio.move_on_after(reaper_budget()):
+                    if not worker.exited:
+                        await reaper._stop(run)
+                    await reaper._reap(run)
+        finally:
+            worker.close()
+
+    async def close(self) -> None:
+        """Engine close: stop every idle worker now (busy ones are stopped by the reaper's
+        group kill and their own request). Bounded."""
+        self._closing = True
+        idle = [(pool, w) for pool in self._pools.values() for w in pool.idle]
+        for pool in self._pools.values():
+            pool.idle.clear()
+        async with trio.open_nursery() as nursery:
+            for pool, worker in idle:
+                pool.count -= 1
+                nursery.start_soon(self._stop_retired, worker)
+
+
+def reaper_budget() -> float:
+    from .reaper import REAP_BUDGET_S, TERM_GRACE_S
+
+    return TERM_GRACE_S + REAP_BUDGET_S
+
+
+def _result(spec: ProcessSpec, reply: _Reply, started: float, pid: int) -> ProcessResult:
+    """The reply as the one-shot run it stands for: caps and overflow as the spec says."""
+    out = reply.stdout.encode("utf-8", errors="surrogatepass")
+    err = reply.stderr.encode("utf-8", errors="surrogatepass")
+    cap = spec.output_cap
+    result = ProcessResult(
+        status="exited",
+        exit_code=reply.exit,
+        duration_ms=(time.perf_counter() - started) * 1000,
+        stdout=_capped(out, cap),
+        stderr=_capped(err, cap),
+        stdout_bytes=len(out),
+        stderr_bytes=len(err),
+        truncated=len(out) > cap or len(err) > cap,
+        pid=pid,
+    )
+    if spec.overflow == "error" and result.truncated:
+        # As a one-shot run that overflowed: killed there, so no exit code.
+        error = f"hook output exceeded {cap} bytes"
+        return msgspec.structs.replace(result, status="overflow", error=error, exit_code=None)
+    return result
+
+
+def _capped(data: bytes, cap: int) -> str:
+    return data[:cap].decode("utf-8", errors="replace")

@@ -1,0 +1,163 @@
+"""Warm workers against the other ways to run a policy hook, side by side in one engine.
+
+One trio ``HookEngine``, one config, four ``pre_tool`` cases, each a hook that answers "no
+opinion" (the call goes on), measured interleaved in small batches (case A batch, case B batch,
+... again), every call timed with ``perf_counter_ns``:
+
+- in-process: an async Python function registered with ``engine.add_hook``;
+- warm worker, Python: ``examples/workers/policy_worker.py`` (``triohooks.worker``) with
+  ``worker = true``;
+- warm worker, bash: ``examples/workers/bash_worker.sh`` (a ``read`` loop) with ``worker = true``;
+- one-shot: ``command = "true"`` (``bash -c true``, a process per event).
+
+Two figures per case: the whole ``engine.pre_tool`` call (what the agent waits for) and the
+hook run itself (``runs[0].duration_ms``: from the runner's start to the reply read, without the
+event's own dispatch). Prints p50/p99 of both, the ratio one-shot / worker, and whether the goals
+are met: a worker's p50 <= 100 µs and >= 10x faster than the one-shot spawn.
+
+    .venv/bin/python -m bench.worker_overhead [-n 2000] [--batch 50] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import json
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+import trio
+
+from triohooks.engine.hook_engine import HookEngine
+
+REPO = Path(__file__).resolve().parent.parent
+PY_WORKER = REPO / "examples" / "workers" / "policy_worker.py"
+BASH_WORKER = REPO / "examples" / "workers" / "bash_worker.sh"
+
+CASES = {
+    "in-process Python hook": "inproc_tool",
+    "warm worker, Python helper": "py_worker_tool",
+    "warm worker, bash read loop": "bash_worker_tool",
+    "one-shot `bash -c true`": "spawn_tool",
+}
+WORKERS = ("warm worker, Python helper", "warm worker, bash read loop")
+SPAWN = "one-shot `bash -c true`"
+
+
+def config() -> str:
+    return f"""
+[[hooks.pre_tool]]
+match = "py_worker_tool"
+args = [{json.dumps(sys.executable)}, {json.dumps(str(PY_WORKER))}]
+worker = true
+
+[[hooks.pre_tool]]
+match = "bash_worker_tool"
+args = ["bash", {json.dumps(str(BASH_WORKER))}]
+worker = true
+
+[[hooks.pre_tool]]
+match = "spawn_tool"
+command = "true"
+"""
+
+
+def pct(samples: list[float], q: float) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+
+
+async def no_opinion(fields: Mapping[str, Any]) -> None:
+    return None
+
+
+async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
+    calls: dict[str, list[float]] = {case: [] for case in CASES}
+    runs: dict[str, list[float]] = {case: [] for case in CASES}
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "config").mkdir()
+        (root / "config" / "hooks.toml").write_text(config())
+        (root / "ws").mkdir()
+        async with HookEngine.open(
+            workspace=root / "ws",
+            config_dir=root / "config",
+            state_dir=root / "state",
+            audit=False,
+        ) as engine:
+            engine.add_hook("pre_tool", no_opinion, match="inproc_tool")
+            args = {"command": "ls -la"}
+            for tool in CASES.values():  # warm up: workers started, code paths hot
+                for _ in range(50):
+                    out = await engine.pre_tool(tool, args)
+                    assert [r.outcome for r in out.runs] == ["ok"], out
+            gc.collect()
+            gc.disable()
+            try:
+                done = 0
+                while done < n:
+                    size = min(batch, n - done)
+                    for case, tool in CASES.items():
+                        for _ in range(size):
+                            start = time.perf_counter_ns()
+                            out = await engine.pre_tool(tool, args)
+                            calls[case].append((time.perf_counter_ns() - start) / 1000)
+                            runs[case].append(out.runs[0].duration_ms * 1000)
+                    done += size
+                    gc.collect()
+            finally:
+                gc.enable()
+    return {"call": calls, "run": runs}
+
+
+def report(data: dict[str, dict[str, list[float]]], n: int) -> dict[str, Any]:
+    print(f"warm workers vs in-process and one-shot hooks, pre_tool, n={n} per case, interleaved")
+    print(f"{'case':30} {'call p50':>9} {'call p99':>9} {'run p50':>9} {'run p99':>9}  (µs)")
+    figures: dict[str, Any] = {}
+    for case in CASES:
+        call, run = data["call"][case], data["run"][case]
+        row = {
+            "call_p50_us": pct(call, 0.5),
+            "call_p99_us": pct(call, 0.99),
+            "run_p50_us": pct(run, 0.5),
+            "run_p99_us": pct(run, 0.99),
+        }
+        figures[case] = row
+        print(
+            f"{case:30} {row['call_p50_us']:9.1f} {row['call_p99_us']:9.1f} "
+            f"{row['run_p50_us']:9.1f} {row['run_p99_us']:9.1f}"
+        )
+    spawn = figures[SPAWN]
+    for case in WORKERS:
+        row = figures[case]
+        call_ratio = spawn["call_p50_us"] / row["call_p50_us"]
+        run_ratio = spawn["run_p50_us"] / row["run_p50_us"]
+        row["spawn_over_worker_call_p50"] = call_ratio
+        row["spawn_over_worker_run_p50"] = run_ratio
+        print(f"one-shot / {case}: {call_ratio:.1f}x (call p50), {run_ratio:.1f}x (run p50)")
+        for what, value in (("call", row["call_p50_us"]), ("run", row["run_p50_us"])):
+            verdict = "met" if value <= 100 else "MISSED"
+            print(f"target: {case}, {what} p50 <= 100 µs -> {verdict} ({value:.1f} µs)")
+        verdict = "met" if call_ratio >= 10 else "MISSED"
+        print(f"target: {case}, >= 10x faster than one-shot (call p50) -> {verdict}")
+    return figures
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("-n", type=int, default=2000, help="calls per case")
+    parser.add_argument("--batch", type=int, default=50, help="calls per case per batch")
+    parser.add_argument("--json", type=Path, help="also write the figures here")
+    ns = parser.parse_args()
+    data = trio.run(measure, ns.n, ns.batch)
+    figures = report(data, ns.n)
+    if ns.json:
+        ns.json.write_text(json.dumps(figures, indent=2))
+
+
+if __name__ == "__main__":
+    main()
