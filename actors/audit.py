@@ -8,7 +8,9 @@ close). It also keeps :class:`FailureMemory` (the last five failures per hook, r
 from the files) and opens the OpenTelemetry span ``hook <event>`` for each run.
 
 It must not decide which runs are audited (the dispatcher submits one record per run that
-blocks, answers a permission, or fails) and must never put payload content in a span.
+blocks, answers a permission, or fails) and must never put payload content in a span. It never
+imports the OpenTelemetry SDK: a front that exports the records elsewhere (OTLP log records,
+``triohooks.fronts.otel``) registers a record exporter with :func:`add_record_exporter`.
 """
 
 from __future__ import annotations
@@ -155,6 +157,47 @@ class FailureMemory:
 
 
 # ---------------------------------------------------------------------------------------------
+# Record exporters
+
+#: Called with each record a sink queues, as it is written (stamped, redacted, truncated).
+RecordExporter = Callable[[AuditRecord], None]
+
+#: Process-wide: every sink calls these from :meth:`AuditSink.submit`.
+_record_exporters: list[RecordExporter] = []
+
+
+def add_record_exporter(exporter: RecordExporter) -> Callable[[], None]:
+    """Have every sink of this process call ``exporter(record)`` for each record it queues,
+    with the record as the JSONL line has it; returns the function that removes it again.
+
+    It runs synchronously in :meth:`AuditSink.submit` (the dispatcher's task), so it must not
+    block: hand the record to a bounded queue and return. One that raises is logged (once
+    per exporter) and kept; the record is still written.
+    """
+    _record_exporters.append(exporter)
+
+    def remove() -> None:
+        if exporter in _record_exporters:
+            _record_exporters.remove(exporter)
+
+    return remove
+
+
+#: Exporters that raised (each is logged once).
+_failed_exporters: set[RecordExporter] = set()
+
+
+def _export_record(record: AuditRecord) -> None:
+    for exporter in list(_record_exporters):
+        try:
+            exporter(record)
+        except Exception:
+            if exporter not in _failed_exporters:
+                _failed_exporters.add(exporter)
+                logger.exception("an audit record exporter failed (it is kept)")
+
+
+# ---------------------------------------------------------------------------------------------
 # The sink
 
 
@@ -285,6 +328,8 @@ class AuditSink:
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             self._count_dropped(1, "the audit sink is full or closed")
             return False
+        if _record_exporters:
+            _export_record(record)
         return True
 
     def _day_of(self, when: str) -> str:
@@ -422,10 +467,22 @@ ATTR_OUTCOME: Final = "triohooks.outcome"
 ATTR_DURATION_MS: Final = "triohooks.duration_ms"
 ATTR_INPUT_BYTES: Final = "triohooks.input_bytes"
 ATTR_OUTPUT_BYTES: Final = "triohooks.output_bytes"
+#: OpenTelemetry semantic conventions: the agent session (a GenAI conversation), and the class
+#: of a failure (the run's outcome: error, timeout, spawn_failed, killed).
+ATTR_SESSION: Final = "gen_ai.conversation.id"
+ATTR_ERROR_TYPE: Final = "error.type"
+
+#: Run outcomes that are failures (as :func:`triohooks.combine.outcome.audit_decision` has it).
+_FAILED_OUTCOMES: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
 
 
 def hook_span(
-    event: str, hook_id: str, dialect: str, *, tracer: trace.Tracer | None = None
+    event: str,
+    hook_id: str,
+    dialect: str,
+    *,
+    session: str | None = None,
+    tracer: trace.Tracer | None = None,
 ) -> AbstractContextManager[trace.Span]:
     """The span ``hook <event>`` around one hook run; set the outcome with :func:`end_run`.
 
@@ -435,10 +492,11 @@ def hook_span(
     if tracer is None and isinstance(trace.get_tracer_provider(), trace.ProxyTracerProvider):
         # No SDK configured: skip the API's no-op span machinery (~5 us a run on the hot path).
         return nullcontext(trace.INVALID_SPAN)
+    attributes = {ATTR_EVENT: event, ATTR_HOOK: hook_id, ATTR_DIALECT: dialect}
+    if session:
+        attributes[ATTR_SESSION] = session
     return (tracer or _tracer).start_as_current_span(
-        f"hook {event}",
-        attributes={ATTR_EVENT: event, ATTR_HOOK: hook_id, ATTR_DIALECT: dialect},
-        record_exception=False,
+        f"hook {event}", attributes=attributes, record_exception=False
     )
 
 
@@ -450,7 +508,8 @@ def end_run(
     input_bytes: int | None = None,
     output_bytes: int | None = None,
 ) -> None:
-    """Set a run's outcome attributes: sizes and names only, never content."""
+    """Set a run's outcome attributes: sizes and names only, never content. A failed run
+    also gets ``error.type`` (its outcome) and the status ERROR, without a description."""
     if not span.is_recording():
         return
     attrs: dict[str, str | float | int] = {ATTR_OUTCOME: outcome, ATTR_DURATION_MS: duration_ms}
@@ -458,4 +517,9 @@ def end_run(
         attrs[ATTR_INPUT_BYTES] = input_bytes
     if output_bytes is not None:
         attrs[ATTR_OUTPUT_BYTES] = output_bytes
+    failed = outcome in _FAILED_OUTCOMES
+    if failed:
+        attrs[ATTR_ERROR_TYPE] = outcome
     span.set_attributes(attrs)
+    if failed:
+        span.set_status(trace.StatusCode.ERROR)

@@ -100,7 +100,7 @@ class HookRuns:
         listeners = self.listeners
         if listeners:
             listeners.emit("hook_started", event=event, hook=hook.name)
-        with hook_span(event, hook.id, hook.dialect) as span:
+        with hook_span(event, hook.id, hook.dialect, session=hook_input.session_id) as span:
             result = await self.runners.run(hook, hook_input)
             end_run(
                 span,

@@ -47,6 +47,7 @@ from triohooks.config.trust import record_trust, trust_inputs, trust_state
 
 if TYPE_CHECKING:
     from triohooks.combine.outcome import Outcome
+    from triohooks.engine.hook_engine import HookEngine
 
 EXIT_OK = 0
 EXIT_USAGE = 1
@@ -420,12 +421,25 @@ def cmd_fire(args: argparse.Namespace) -> int:
         payload["cwd"] = payload["workspace"]
     ev = event_from_payload(event, payload)  # a bad payload fails here, before anything starts
     outcome = None if os.environ.get(FIRE_VIA_ENGINE_VAR) else _fire_nothing_runs(args, ws, ev)
+    telemetry = None
     if outcome is None:
         _log_to_stderr()
-        outcome = _fire_in_engine(args, ws, event, ev)
+        # OTLP export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (docs/observability.md): the
+        # engine path only (nothing runs on the fast path, so there is nothing to export).
+        from . import otel
+
+        telemetry = otel.start("fire")
+        try:
+            outcome = _fire_in_engine(args, ws, event, ev, watch=otel.watch)
+        except BaseException:
+            otel.close_fire(telemetry)
+            raise
     for warning in outcome.warnings:
         print(f"triohooks: warning: {warning}", file=sys.stderr)
     sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
+    if telemetry is not None:
+        sys.stdout.flush()  # the Outcome first; then the export's close (bounded: 0.5 s)
+        otel.close_fire(telemetry)
     if outcome.blocked:
         return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
     return EXIT_OK
@@ -474,9 +488,17 @@ def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Out
     return outcome
 
 
-def _fire_in_engine(args: argparse.Namespace, ws: Path, event: str, ev: EventBase) -> Outcome:
+def _fire_in_engine(
+    args: argparse.Namespace,
+    ws: Path,
+    event: str,
+    ev: EventBase,
+    *,
+    watch: Callable[[HookEngine], object] | None = None,
+) -> Outcome:
     """Fire ``ev`` through a :class:`~triohooks.engine.hook_engine.HookEngine` opened for this
-    one call; our own failure becomes a fail-closed Outcome, never a silent allow."""
+    one call (``watch`` is called with it first); our own failure becomes a fail-closed
+    Outcome, never a silent allow."""
     import trio
 
     from triohooks.combine.outcome import internal_error_outcome
@@ -493,6 +515,8 @@ def _fire_in_engine(args: argparse.Namespace, ws: Path, event: str, ev: EventBas
             trust=args.trust,
             audit=not args.no_audit,
         ) as engine:
+            if watch is not None:
+                watch(engine)
             counts = _load_stop_counts() if stop_key else {}
             if stop_key in counts:
                 engine.restore_stop_continues({stop_key: counts[stop_key]})

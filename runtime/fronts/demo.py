@@ -39,6 +39,7 @@ from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome, RunRecord
 from triohooks.engine.hook_engine import HookEngine
 
+from . import otel
 from .server import DEFAULT_HOST, HookServer, ServeError, ServeSettings, _load_token, serve
 
 SESSION = "demo-session"
@@ -460,6 +461,7 @@ async def run_demo(
 
 async def _session(engine: HookEngine, timeline: Timeline, workspace: Path) -> None:
     engine.add_listener(timeline.listen(engine))
+    otel.watch(engine)  # the metrics, when cmd_demo started an OTLP export
     timeline.header()
     await _agent_session(engine, timeline, workspace)
     timeline.note("closing the engine: the background queue drains (up to 5 s)")
@@ -636,9 +638,13 @@ def cmd_demo(args: argparse.Namespace) -> int:
     """``triohooks demo``: 0 when the session ran; 1 for usage errors (a busy --port, ...)."""
     serving = serve_options(args)
     root = Path(tempfile.mkdtemp(prefix="triohooks-demo-"))
+    telemetry = otel.start("demo")  # OTLP export when OTEL_EXPORTER_OTLP_*ENDPOINT is set
     try:
         trio.run(run_demo, root, sys.stdout, serving)
     finally:
+        if telemetry is not None:
+            telemetry.close()
+            print(f"\n{telemetry.summary()}", flush=True)
         if args.keep:
             print(f"\nkept {root}")
         else:

@@ -58,7 +58,7 @@ from triohooks.config.paths import (
 )
 from triohooks.engine.hook_engine import HookEngine
 
-from . import agent_http
+from . import agent_http, otel
 from .agent_http import looks_like_agent_request
 from .wire import (
     CLOSE_INVALID_DATA,
@@ -863,6 +863,7 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             server: HookServer = await nursery.start(serve, settings)
+            await nursery.start(otel.export_while_serving, server.engine)  # when OTEL_* say so
             print(f"triohooks serve: listening on {server.url}", flush=True)
             print(f"triohooks serve: token in {token_path}", flush=True)
             announced = _announce(server, token_path)
