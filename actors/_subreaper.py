@@ -18,6 +18,7 @@ than one reply.
 from __future__ import annotations
 
 import array
+import errno
 import importlib.util
 import logging
 import marshal
@@ -31,7 +32,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from socket import SCM_RIGHTS, SOL_SOCKET
-from typing import Final
+from typing import Final, NamedTuple
 
 import trio
 
@@ -51,6 +52,35 @@ SEND_BUFFER: Final = 1 << 20
 
 class HelperGone(Exception):
     """The watchdog helper died, hung or broke the protocol; it is no longer used."""
+
+
+class Spawned(NamedTuple):
+    """A hook process the helper started, and the pipe ends that are now ours."""
+
+    pid: int
+    pidfd: int
+    #: Non-blocking: stdin's write end, stdout's and stderr's read ends.
+    stdin: int
+    stdout: int
+    stderr: int
+    #: stdout's and stderr's write ends, for us to hold until the child exits.
+    writers: tuple[int, int]
+    #: How much of the ``stdin`` sent is in the pipe already.
+    written: int
+
+
+class HostEnvironment(dict[bytes, bytes]):
+    """A hook's environment that is a snapshot of the host's plus the run marker: ``version``
+    names the snapshot (the same version, the same variables), so a helper that was sent it
+    once is sent only the marker after. Not to be changed once made."""
+
+    __slots__ = ("marker", "version")
+
+    def __init__(self, snapshot: dict[bytes, bytes], version: int, marker: bytes) -> None:
+        super().__init__(snapshot)
+        self[wire.RUN_VAR_BYTES] = marker
+        self.marker = marker
+        self.version = version
 
 
 def _psutil_path() -> list[str]:
@@ -73,6 +103,8 @@ class WatchdogHelper:
         self._gone: str | None = None
         self._closed = False
         self._kills = 0
+        #: The version of the host environment snapshot the helper has (None: none yet).
+        self._env_version: int | None = None
         #: Exit statuses the helper pushed, by pid, until their run takes them (None: unknown).
         self._statuses: dict[int, int | None] = {}
         #: Called once when the helper is given up (from whichever thread noticed; it must be
@@ -152,17 +184,45 @@ class WatchdogHelper:
         executable: str | None,
         cwd: str,
         env: Mapping[str, str] | Mapping[bytes, bytes],
-        fds: tuple[int, int, int],
-    ) -> tuple[int, int]:
-        """Start a hook process; its ``(pid, pidfd)``. ``fds``: its stdin, stdout and stderr
-        (ours stay open). Spawn errors come back as the OSError or ValueError subprocess would
-        raise; a broken helper raises :class:`HelperGone`."""
-        env = env if type(env) is dict else dict(env)
-        body = marshal.dumps((run_no, tuple(argv), executable, cwd, env))
+        stdin: bytes,
+    ) -> Spawned:
+        """Start a hook process with three fresh pipes, ``stdin`` (at most ``STDIN_INLINE``
+        bytes) already written into its stdin. Spawn errors come back as the OSError or
+        ValueError subprocess would raise; a broken helper raises :class:`HelperGone`."""
+        marker: bytes | None = None
+        version: int | None = None
+        sent: Mapping[str, str] | Mapping[bytes, bytes] | None
+        if type(env) is HostEnvironment:
+            marker, version = env.marker, env.version
+            sent = None if version == self._env_version else dict(env)
+        else:
+            sent = env if type(env) is dict else dict(env)
+        body = marshal.dumps((run_no, tuple(argv), executable, cwd, sent, marker, stdin))
         with self._lock:
-            op, data = self._call(wire.frame(wire.SPAWN, body), fds)
+            op, data = self._call(wire.frame(wire.SPAWN, body))
+            if version is not None:  # the helper keeps what it was sent, whatever the reply
+                self._env_version = version
             if op == wire.PID:
-                return int(data), self._reader.fds.popleft()
+                head, _, written = data.partition(b":")
+                pid = int(head)
+                # A status for this pid now is an earlier process's: it was reaped before
+                # the pid could be reused (and before this reply was sent).
+                self._statuses.pop(pid, None)
+                reader = self._reader
+                fds = reader.fds
+                if reader.fds_lost or len(fds) != 6:  # we are out of descriptors
+                    reader.fds_lost = False
+                    reader.close_fds()
+                    try:  # it must not run unguarded: the helper kills it (and reaps it)
+                        self._send(wire.frame(wire.STOPPED, head))
+                    except (OSError, HelperGone) as exc:
+                        raise self._broken(str(exc)) from exc
+                    raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+                pidfd, stdin_w, stdout_r, stderr_r, stdout_w, stderr_w = (
+                    fds.popleft() for _ in range(6)
+                )
+                writers = (stdout_w, stderr_w)
+                return Spawned(pid, pidfd, stdin_w, stdout_r, stderr_r, writers, int(written))
             if op != wire.ERROR:
                 raise self._broken(f"unexpected reply {op!r} to a spawn")
             code, strerror, filename, message = marshal.loads(data)

@@ -4,9 +4,10 @@ watchdog (DESIGN §4); plus the run-marker scan it shares with the reaper.
 One small helper process per engine, started by :mod:`triohooks.actors._subreaper` as
 ``python -I -S _watchdog.py <engine-id> <psutil's directory>`` with one end of a Unix stream
 socket as its stdin. It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_SUBREAPER)``)
-and starts every hook process on the engine's behalf: the engine sends the argv, environment
-and working directory with the child's three pipe ends (SCM_RIGHTS); the helper
-``posix_spawn``s the child in a new session and answers with its pid and a pidfd. So every hook
+and starts every hook process on the engine's behalf: the engine sends the argv, working
+directory, the start of stdin and (when it changed) the environment; the helper
+``posix_spawn``s the child in a new session with three pipes it made beforehand, and answers
+with its pid, a pidfd and the engine's pipe ends (SCM_RIGHTS). So every hook
 is the helper's child and every descendant a hook orphans (``setsid``, double forks, ``nohup``,
 ``env -i``) is re-parented to the helper instead of init: the helper's process tree *is* the
 set of hook processes, found without markers or process groups.
@@ -72,6 +73,7 @@ from typing import Any
 
 #: The environment variable every hook process carries: ``<engine-id>:<run-no>``.
 RUN_VAR = "TRIOHOOKS_RUN"
+RUN_VAR_BYTES = RUN_VAR.encode()
 #: How long a group gets between SIGTERM and SIGKILL when the host is gone.
 TERM_GRACE_S = 0.1
 #: Orphan sweeps after hooks exit run at most this often.
@@ -87,11 +89,21 @@ MARKER_PASSES = 3
 
 # -- the protocol: frames both ways, a 4-byte little-endian length, then an op byte and a body ---
 FRAME = struct.Struct("<I")
-#: Descriptors one recvmsg can carry (a spawn sends 3, a pid reply 1).
+#: Descriptors one recvmsg can carry (a pid reply carries 6).
 MAX_FDS = 8
+_CMSG_SPACE = socket.CMSG_SPACE(MAX_FDS * 4)
+# Plain ints: the socket module's flags are IntFlags, and their ``|`` and ``&`` run in Python.
+_CMSG_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
+_CTRUNC = int(socket.MSG_CTRUNC)
 READ_CHUNK = 65536
+#: The most stdin a spawn request carries (a pipe holds 64 KiB unless the system is short).
+STDIN_INLINE = 16384
 # engine -> helper
-SPAWN = b"s"  # marshal (run, argv, executable, cwd, env); fds: stdin, stdout, stderr -> PID | ERROR
+#: marshal (run, argv, executable, cwd, env, marker, stdin) -> PID | ERROR. ``marker`` None:
+#: ``env`` is the whole environment; else ``env`` is the host's environment to keep for later
+#: spawns (None: the one kept) and ``marker`` its TRIOHOOKS_RUN value. ``stdin``: what to
+#: write into the hook's stdin before it starts (the start of it; the engine writes the rest).
+SPAWN = b"s"
 SIGNAL = b"g"  # b"<pid>:<signal>": signal that hook's group, if its child is not yet reaped
 STOPPED = b"x"  # b"<pid>": the engine stopped that hook: SIGKILL its group, kill its descendants
 CLOSE = b"K"  # engine close: kill every descendant now
@@ -99,7 +111,10 @@ GUARD = b"f"  # a payload file's path: remove it if the engine dies first
 RELEASE = b"F"  # that path was removed by the engine
 # helper -> engine
 READY = b"R"
-PID = b"P"  # b"<pid>" with the child's pidfd
+#: b"<pid>:<stdin bytes written>" with the child's pidfd and the pipe ends the engine keeps:
+#: stdin's write end, stdout's and stderr's read ends (non-blocking), stdout's and stderr's
+#: write ends (held until the child exits, so that its exit is one wakeup, not three).
+PID = b"P"
 ERROR = b"E"  # marshal (errno, strerror, filename, message); message UNSUPPORTED: cannot spawn
 STATUS = b"S"  # b"<pid>:<wait status>" (or b"<pid>:" unknown), unasked, once a hook child
 #              exited: its group SIGKILLed while the zombie held the group id, then reaped
@@ -114,41 +129,60 @@ def frame(op: bytes, body: bytes = b"") -> bytes:
 class FrameReader:
     """Frames from a Unix stream socket, and the descriptors that came with them (in order)."""
 
-    def __init__(self, sock: socket.socket) -> None:
+    def __init__(self, sock: socket.socket, fds: bool = True) -> None:
         self.sock = sock
-        self.buffer = bytearray()
+        #: Received and not yet taken: ``buffer[start:]``.
+        self.buffer = b""
+        self.start = 0
+        #: Descriptors are expected (else any sent are dropped by the kernel, closed).
+        self.with_fds = fds
         self.fds: deque[int] = deque()
+        #: Some descriptors sent did not arrive (ours ran out): the kernel closed them.
+        self.fds_lost = False
 
     def fill(self, flags: int = 0) -> bool:
         """One recvmsg (BlockingIOError when it would block, with ``MSG_DONTWAIT``, or when the
         socket's receive timeout expired); False at EOF."""
+        if not self.with_fds:
+            data = self.sock.recv(READ_CHUNK, flags)
+            if not data:
+                return False
+            self.buffer = (
+                self.buffer[self.start :] + data if self.start < len(self.buffer) else data
+            )
+            self.start = 0
+            return True
         data, ancillary, flags, _ = self.sock.recvmsg(
-            READ_CHUNK, socket.CMSG_SPACE(MAX_FDS * 4), socket.MSG_CMSG_CLOEXEC | flags
+            READ_CHUNK, _CMSG_SPACE, _CMSG_CLOEXEC | flags
         )
-        for level, kind, payload in ancillary:
-            if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-                fds = array.array("i")
-                fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
-                self.fds.extend(fds)
-        if flags & socket.MSG_CTRUNC:
-            raise OSError(errno.EMSGSIZE, "descriptors lost in transit")
-        if not data and not ancillary:
+        if ancillary:
+            for level, kind, payload in ancillary:
+                if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
+                    fds = array.array("i")
+                    fds.frombytes(payload[: len(payload) - len(payload) % fds.itemsize])
+                    self.fds.extend(fds)
+        elif not data:
             return False
-        self.buffer += data
+        if flags & _CTRUNC:  # the frame is whole; whoever takes the fds must check
+            self.fds_lost = True
+        # Usually nothing is left over: the data is the buffer, uncopied.
+        self.buffer = self.buffer[self.start :] + data if self.start < len(self.buffer) else data
+        self.start = 0
         return True
 
     def next(self) -> tuple[bytes, bytes] | None:
         """The next whole frame as ``(op, body)``, or None until more arrives."""
-        if len(self.buffer) < FRAME.size:
+        buffer, start = self.buffer, self.start
+        if len(buffer) - start < FRAME.size:
             return None
-        (size,) = FRAME.unpack_from(self.buffer)
-        end = FRAME.size + size
-        if len(self.buffer) < end:
+        (size,) = FRAME.unpack_from(buffer, start)
+        end = start + FRAME.size + size
+        if len(buffer) < end:
             return None
-        op = bytes(self.buffer[FRAME.size : FRAME.size + 1])
-        body = bytes(self.buffer[FRAME.size + 1 : end])
-        del self.buffer[:end]
-        return op, body
+        self.start = end
+        return buffer[start + FRAME.size : start + FRAME.size + 1], buffer[
+            start + FRAME.size + 1 : end
+        ]
 
     def close_fds(self) -> None:
         while self.fds:
@@ -258,6 +292,23 @@ def _become_subreaper() -> bool:
     return True
 
 
+def _hook_pipes() -> list[tuple[int, int]]:
+    """A hook's stdin, stdout and stderr pipes, ``(read, write)`` each, close-on-exec; the
+    engine's ends (stdin's write end, the outputs' read ends) non-blocking."""
+    pipes: list[tuple[int, int]] = []
+    try:
+        for _ in range(3):
+            pipes.append(os.pipe())
+        for fd in (pipes[0][1], pipes[1][0], pipes[2][0]):
+            os.set_blocking(fd, False)
+    except BaseException:
+        for pair in pipes:
+            for fd in pair:
+                os.close(fd)
+        raise
+    return pipes
+
+
 def _killpg(pgid: int, sig: int) -> bool:
     try:
         os.killpg(pgid, sig)
@@ -298,7 +349,7 @@ class Helper:
         self.prefix = f"{engine_id}:"
         self.engine_id = engine_id
         self.sock = sock
-        self.reader = FrameReader(sock)
+        self.reader = FrameReader(sock, fds=False)  # the engine sends none
         self.sigdef = sigdef
         self.subreaper = subreaper
         self.me = os.getpid()
@@ -312,6 +363,10 @@ class Helper:
         #: is checked first).
         self.finished: dict[int, None] = {}
         self.files: set[bytes] = set()
+        #: The host's environment as the engine last sent it (the marker is set per spawn).
+        self.host_env: dict[bytes, bytes] | None = None
+        #: The next spawn's pipes (made after each spawn, off its way).
+        self.spare_pipes: list[tuple[int, int]] | None = None
         self.closing = False
         #: When an orphan sweep is due (monotonic seconds), None when none is wanted.
         self.sweep_at: float | None = None
@@ -377,33 +432,73 @@ class Helper:
     # -- spawning and reaping -------------------------------------------------------------------
 
     def spawn(self, body: bytes) -> None:
-        run, argv, executable, cwd, env = marshal.loads(body)
-        fds = [self.reader.fds.popleft() for _ in range(3)]
+        run, argv, executable, cwd, env, marker, stdin = marshal.loads(body)
+        if marker is not None:  # the host's environment: sent when it changed, else kept
+            if env is None:
+                env = self.host_env
+            else:
+                self.host_env = env
+            if env is None:  # cannot be: the engine sends it with its first spawn
+                self.refuse(0, None, None, "no host environment")
+                return
+            env[RUN_VAR_BYTES] = marker
+        pipes = self.spare_pipes
+        self.spare_pipes = None
         try:
-            pid = self._spawn(argv, executable, cwd, env, fds)
-        except NotImplementedError:  # a libc without POSIX_SPAWN_SETSID
-            self.send(frame(ERROR, marshal.dumps((0, None, None, UNSUPPORTED))))
+            if pipes is None:
+                pipes = _hook_pipes()
+        except OSError as exc:  # EMFILE, ENFILE
+            self.refuse(exc.errno, exc.strerror, None, "")
             return
-        except OSError as exc:
-            self.send(frame(ERROR, marshal.dumps((exc.errno, exc.strerror, exc.filename, ""))))
-            return
-        except ValueError as exc:  # e.g. an embedded NUL byte
-            self.send(frame(ERROR, marshal.dumps((0, None, None, str(exc) or "invalid"))))
-            return
-        finally:
-            for fd in fds:  # the child has its copies; ours would keep its pipes from EOF
-                os.close(fd)
+        (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
+        ours = [in_w, out_r, err_r, out_w, err_w]
         try:
-            pidfd = os.pidfd_open(pid)
-        except OSError as exc:  # we could not guard it, so it must not run
-            _killpg(pid, signal.SIGKILL)
-            os.waitpid(pid, 0)
-            self.send(frame(ERROR, marshal.dumps((exc.errno, exc.strerror, None, ""))))
-            return
-        self.hooks[pid] = _Hook(run, pidfd)
-        self.watched[pidfd] = pid
-        self.poller.register(pidfd, select.POLLIN)
-        self.send(frame(PID, b"%d" % pid), [pidfd])
+            try:
+                pid = self._spawn(argv, executable, cwd, env, [in_r, out_w, err_w])
+            except NotImplementedError:  # a libc without POSIX_SPAWN_SETSID
+                self.refuse(0, None, None, UNSUPPORTED)
+                return
+            except OSError as exc:
+                self.refuse(exc.errno, exc.strerror, exc.filename, "")
+                return
+            except ValueError as exc:  # e.g. an embedded NUL byte
+                self.refuse(0, None, None, str(exc) or "invalid")
+                return
+            try:
+                pidfd = os.pidfd_open(pid)
+            except OSError as exc:  # we could not guard it, so it must not run
+                _killpg(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+                self.refuse(exc.errno, exc.strerror, None, "")
+                return
+            # Written now (the child is far from reading it yet): the spawn went first.
+            try:  # into an empty pipe: what fits (the engine sends no more than a pipe holds)
+                written = os.write(in_w, stdin) if stdin else 0
+            except BlockingIOError:
+                written = 0
+            try:  # the engine first (it is waiting), the bookkeeping after
+                self.send(frame(PID, b"%d:%d" % (pid, written)), [pidfd, *ours])
+            finally:
+                self.hooks[pid] = _Hook(run, pidfd)
+                self.watched[pidfd] = pid
+                self.poller.register(pidfd, select.POLLIN)
+        finally:  # the child and the engine have theirs; ours would keep the pipes from EOF
+            for pair in pipes:
+                for fd in pair:
+                    os.close(fd)
+        self.refill()
+
+    def refuse(
+        self, code: int | None, strerror: str | None, filename: str | None, message: str
+    ) -> None:
+        self.send(frame(ERROR, marshal.dumps((code, strerror, filename, message))))
+
+    def refill(self) -> None:
+        """The next spawn's pipes, made now (while the last hook starts), not on its way."""
+        try:
+            self.spare_pipes = _hook_pipes()
+        except OSError:  # made (or refused) by that spawn instead
+            self.spare_pipes = None
 
     def _spawn(
         self, argv: tuple[str, ...], executable: str | None, cwd: str, env: Any, fds: list[int]
@@ -414,7 +509,7 @@ class Helper:
         os.chdir(cwd)  # an OSError naming cwd, as subprocess reports it
         actions = [(os.POSIX_SPAWN_DUP2, fd, target) for target, fd in enumerate(fds)]
         program = executable or argv[0]
-        if os.path.dirname(program):
+        if "/" in program:
             candidates = [program]
         else:
             candidates = [os.path.join(d, program) for d in os.get_exec_path(env)]
@@ -467,6 +562,8 @@ class Helper:
         self.sweep_at = None
         self.last_sweep = time.monotonic()
         if not self.hooks and self._childless():  # no hook running, no orphan: nothing to do
+            return
+        if self._only_live_hooks():  # no orphan, no stopped run: nothing to do either
             return
         try:
             killed = self.kill_victims()
@@ -521,6 +618,26 @@ class Helper:
                 victims.append(node.proc)
             roots.extend(children.get(node.proc.pid, ()))
         return victims
+
+    def _only_live_hooks(self) -> bool:
+        """Whether every child we have is a hook still running and not stopped (an orphan a
+        hook leaves is re-parented to us, so it would be a child), read from /proc's lists
+        of our children: a few reads instead of the scan of every process."""
+        if self.closing:
+            return False
+        children: list[int] = []
+        try:
+            for tid in os.listdir("/proc/self/task"):
+                with open(f"/proc/self/task/{tid}/children", "rb") as listing:
+                    children += map(int, listing.read().split())
+        except (OSError, ValueError):  # a thread gone meanwhile, or no such file (a kernel
+            return False  # without CONFIG_PROC_CHILDREN): scan
+        hooks = self.hooks
+        for child in children:
+            hook = hooks.get(child)
+            if hook is None or hook.stopped:
+                return False
+        return True
 
     def _childless(self) -> bool:
         """Whether we have no child at all (one syscall, no /proc scan)."""
@@ -622,6 +739,10 @@ class Helper:
                 pass
         self.files.clear()
         self.reader.close_fds()
+        for pair in self.spare_pipes or ():
+            for fd in pair:
+                os.close(fd)
+        self.spare_pipes = None
         running = [pid for pid in self.hooks if self._running(pid)]
         for pid in self.hooks:
             if pid not in running:  # exited, unreaped: its group may still have members
@@ -689,6 +810,7 @@ def main(argv: list[str]) -> int:
     helper = Helper(argv[1], sock, sigdef, subreaper)
     signal.signal(signal.SIGTERM, _terminate)  # killed politely: clean up as at EOF
     try:
+        helper.refill()
         helper.send(frame(READY))
         helper.serve()
     except (_Terminate, OSError):

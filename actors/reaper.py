@@ -34,6 +34,7 @@ Linux only: pidfds (5.3+), /proc, prctl.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import select
@@ -49,10 +50,10 @@ from typing import Final, cast
 import msgspec
 import trio
 
-from triohooks.handlers.process import ProcessResult, ProcessSpec
+from triohooks.handlers.process import ProcessResult, ProcessSpec, ProcessStatus
 
-from ._subreaper import HelperGone, WatchdogHelper
-from ._watchdog import RUN_VAR, kill_marked, run_marker
+from ._subreaper import HelperGone, HostEnvironment, WatchdogHelper
+from ._watchdog import RUN_VAR, STDIN_INLINE, kill_marked, run_marker
 from .supervisor import Supervisor
 from .workers import Workers
 
@@ -109,13 +110,15 @@ class _HelperChild:
     """A hook process the watchdog helper spawned (the helper's child, not ours): the same
     ``pid`` / ``returncode`` / ``poll()`` as a Popen; the helper reaps it as it exits."""
 
-    __slots__ = ("helper", "lost", "pid", "pidfd", "returncode")
+    __slots__ = ("exited", "helper", "lost", "pid", "pidfd", "returncode")
 
     def __init__(self, helper: WatchdogHelper, pid: int, pidfd: int) -> None:
         self.helper = helper
         self.pid = pid
         self.pidfd = pidfd
         self.returncode: int | None = None
+        #: Its pidfd was seen readable: it exited (the run's epoll said so).
+        self.exited = False
         #: The exit status is lost: the helper died before reporting it (init reaped the
         #: child), or could not tell.
         self.lost = False
@@ -125,7 +128,7 @@ class _HelperChild:
         reaped it as it exited; it pushes the status, which this waits for, briefly.)"""
         if self.returncode is not None or self.lost:
             return self.returncode
-        if not (self.helper.has_status(self.pid) or _readable(self.pidfd)):
+        if not (self.exited or self.helper.has_status(self.pid) or _readable(self.pidfd)):
             return None
         try:
             status = self.helper.exit_status(self.pid)
@@ -157,6 +160,7 @@ class _Run:
         "no",
         "pid",
         "pidfd",
+        "pidfd_watched",
         "stderr",
         "stdin",
         "stdin_rest",
@@ -190,6 +194,8 @@ class _Run:
         self.closed = False
         #: Set once the direct child is reaped (or given up on).
         self.done = trio.Event()
+        #: Trio has waited on the pidfd (so closing it must tell trio): set by whoever waits.
+        self.pidfd_watched = False
         if isinstance(child, _HelperChild):
             self.pidfd = child.pidfd
             return
@@ -299,22 +305,24 @@ def _spawn_via(
     executable: str | None = None,
 ) -> _Run:
     """:func:`_spawn`, but the watchdog helper forks: the child is the helper's (so are its
-    orphans, the helper being their subreaper); the pipes are ours, their far ends passed over.
+    orphans, the helper being their subreaper), and so are the pipes, made before the request
+    came: their ends that are ours come back with the pid, stdin holding what of
+    ``spec.stdin`` fitted (a small payload goes with the request).
 
     Synchronous too: one request and its reply, while the helper's vfork blocks only until the
     child execs. Raises what :func:`_spawn` would, or :class:`HelperGone`.
     """
     cwd = spec.cwd if os.path.isabs(spec.cwd) else os.path.join(os.getcwd(), spec.cwd)
-    pipes, stdin_rest = _open_pipes(spec)
-    (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
-    try:
-        pid, pidfd = helper.spawn(no, spec.argv, executable, cwd, env, (in_r, out_w, err_w))
-    except BaseException:
-        _close_pipes(pipes)
-        raise
-    os.close(in_r)
-    child = _HelperChild(helper, pid, pidfd)
-    return _Run(no, child, in_w, out_r, err_r, (out_w, err_w), stdin_rest)
+    stdin = spec.stdin
+    inline = stdin if len(stdin) <= STDIN_INLINE else b""
+    new = helper.spawn(no, spec.argv, executable, cwd, env, inline)
+    rest = (
+        _write_some(new.stdin, memoryview(stdin)[new.written :])
+        if new.written < len(stdin)
+        else None
+    )
+    child = _HelperChild(helper, new.pid, new.pidfd)
+    return _Run(no, child, new.stdin, new.stdout, new.stderr, new.writers, rest)
 
 
 def _signal_group(pgid: int, sig: int) -> None:
@@ -354,7 +362,8 @@ class _Plumbing:
         self.overflowed = False
         self.open_outputs = 2
         self.poller = select.epoll()
-        self.poller.register(run.pidfd, select.EPOLLIN)
+        # One-shot: it reports the exit once, and needs no unregistering after.
+        self.poller.register(run.pidfd, select.EPOLLIN | select.EPOLLONESHOT)
         self.poller.register(run.stdout, select.EPOLLIN)
         self.poller.register(run.stderr, select.EPOLLIN)
         assert run.stdin is not None
@@ -366,26 +375,35 @@ class _Plumbing:
 
     async def until_exit(self) -> None:
         """Serve the pipes until the direct child exits or the output overflows."""
+        fd = self.poller.fileno()
         while not (self.exited or self.overflowed):
-            await self._step()
+            await trio.lowlevel.wait_readable(fd)
+            self.serve_ready()
 
     async def until_eof(self) -> None:
         """Serve the pipes until both outputs reach EOF (or overflow)."""
+        fd = self.poller.fileno()
         while self.open_outputs and not self.overflowed:
-            await self._step()
+            await trio.lowlevel.wait_readable(fd)
+            self.serve_ready()
 
     def close(self) -> None:
         _close_poller(self.poller)
 
     def after_exit(self) -> None:
         """The direct child is gone (or being stopped): drop our write ends and take what is
-        ready now -- usually the final output and EOF on both pipes, with no further wakeup."""
-        self.run.release_writers()
-        self.serve_ready()
-
-    async def _step(self) -> None:
-        await trio.lowlevel.wait_readable(self.poller.fileno())
-        self.serve_ready()
+        ready now -- usually the final output and EOF on both pipes, with no further wakeup
+        (read at once, without asking the epoll first: a read says as much)."""
+        run = self.run
+        run.release_writers()
+        if self.open_outputs < 2:  # one pipe reached EOF already: only the other is registered
+            self.serve_ready()
+            return
+        out_done = self._read(run.stdout, self.out)
+        err_done = not self.overflowed and self._read(run.stderr, self.err)
+        # What reached EOF is no longer polled for; with both done, nothing is polled again.
+        if out_done != err_done:
+            self.poller.unregister(run.stdout if out_done else run.stderr)
 
     def serve_ready(self) -> None:
         """Handle whatever the pipes and the pidfd have ready; never blocks."""
@@ -393,30 +411,32 @@ class _Plumbing:
         for fd, _ in self.poller.poll(0):
             if fd == run.pidfd:
                 self.exited = True
-                self.poller.unregister(fd)
+                if isinstance(run.child, _HelperChild):
+                    run.child.exited = True
             elif fd == run.stdin:
                 assert self.stdin_rest is not None
                 self.stdin_rest = _write_some(fd, self.stdin_rest)
                 if self.stdin_rest is None:
                     self.poller.unregister(fd)
                     run.close_stdin()
-            else:
-                self._read(fd, self.out if fd == run.stdout else self.err)
+            elif self._read(fd, self.out if fd == run.stdout else self.err):
+                self.poller.unregister(fd)
 
-    def _read(self, fd: int, capture: _Capture) -> None:
+    def _read(self, fd: int, capture: _Capture) -> bool:
+        """Read what is there; True at EOF (counted in ``open_outputs``)."""
         for _ in range(self.READS_PER_WAKEUP):
             try:
                 chunk = os.read(fd, READ_CHUNK)
             except BlockingIOError:
-                return
+                return False
             if not chunk:
-                self.poller.unregister(fd)
                 self.open_outputs -= 1
-                return
+                return True
             capture.add(chunk)
             if self.limit is not None and capture.total > self.limit:
                 self.overflowed = True
-                return
+                return False
+        return False
 
 
 def _close_poller(poller: select.epoll) -> None:
@@ -425,16 +445,43 @@ def _close_poller(poller: select.epoll) -> None:
 
 
 def _host_environment(marker: str) -> Environment:
-    """The host's environment as the bytes dict Popen takes, plus the run marker.
-
-    Read through ``os.environb`` (public, POSIX) on every run, so a variable the embedding
-    application sets later reaches later hooks; bytes keys and values spare Popen re-encoding
-    every entry (~15 us for 35 variables instead of ~70 us through ``os.environ``,
-    bench/spawn_overhead.py).
-    """
-    env = dict(os.environb)
+    """The host's environment as the bytes dict Popen takes, plus the run marker: a fresh
+    dict, the caller's to change (see :class:`_EnvironmentSnapshot`)."""
+    env = dict(_HOST_ENVIRONMENT.take()[0])
     env[_RUN_VAR_BYTES] = marker.encode()
     return env
+
+
+class _EnvironmentSnapshot:
+    """The host's environment as ``os.environb`` (public, POSIX) has it on each run, so a
+    variable the embedding application sets later reaches later hooks, with a version that
+    changes only when the contents did (the watchdog helper then keeps its copy: the request
+    carries the run marker alone).
+
+    Copied on every run (~30 us for 35 variables: every item goes through its Python-level
+    ``__getitem__``); comparing the copy with the last one costs ~1 us. Noticing changes without
+    copying would take a process-wide audit hook (``sys.addaudithook``: never removable, called
+    on every audit event of the embedding application), not a side effect a library should
+    impose for 30 us.
+    """
+
+    def __init__(self) -> None:
+        self._snapshot: dict[bytes, bytes] | None = None
+        self._versions = itertools.count(1)
+        self._version = 0
+
+    def take(self) -> tuple[dict[bytes, bytes], int]:
+        """The environment (not to be changed) and its version: the same version, the same
+        contents."""
+        current = dict(os.environb)
+        if current != self._snapshot:
+            self._snapshot = current
+            self._version = next(self._versions)
+        assert self._snapshot is not None
+        return self._snapshot, self._version
+
+
+_HOST_ENVIRONMENT: Final = _EnvironmentSnapshot()
 
 
 class _CommandHash:
@@ -590,9 +637,12 @@ class Reaper:
         no = self._last_no
         self._unfinished.add(no)
         marker = run_marker(self.engine_id, no)
-        env: Environment = (
-            _host_environment(marker) if spec.env is None else {**spec.env, RUN_VAR: marker}
-        )
+        env: Environment
+        if spec.env is None:
+            snapshot, version = _HOST_ENVIRONMENT.take()
+            env = HostEnvironment(snapshot, version, marker.encode())
+        else:
+            env = {**spec.env, RUN_VAR: marker}
         await trio.lowlevel.checkpoint_if_cancelled()
         try:
             run = self._spawn(spec, env, no)
@@ -665,39 +715,39 @@ class Reaper:
                 pipes.close()
         out, err = pipes.out, pipes.err
         await self._wait_and_forget(run)
-        result = ProcessResult(
-            status="exited",
+        returncode = run.child.returncode
+        status: ProcessStatus = "killed"
+        exit_code = signum = error = None
+        if pipes.overflowed:
+            self._overflows += 1
+            status, error = "overflow", f"hook output exceeded {spec.output_cap} bytes"
+        elif waiting.cancelled_caught and not run.closed:
+            self._timeouts += 1
+            status, error = "timeout", f"timed out after {spec.timeout_s:g} s"
+        elif run.lost:
+            error = "hook exit status lost (the watchdog helper is gone)"
+        elif returncode is None:  # stuck in the kernel past our budget
+            error = "hook did not die after SIGKILL"
+        elif returncode >= 0:
+            status, exit_code = "exited", returncode
+        elif run.closed:
+            error = "killed: reaper closed"
+        else:
+            signum = -returncode
+            status, error = "signaled", f"killed by {_signal_name(signum)}"
+        return ProcessResult(
+            status=status,
+            exit_code=exit_code,
+            signal=signum,
             duration_ms=(time.perf_counter() - started) * 1000,
             stdout=out.text(),
             stderr=err.text(),
             stdout_bytes=out.total,
             stderr_bytes=err.total,
             truncated=out.total > out.cap or err.total > err.cap,
+            error=error,
             pid=run.pid,
         )
-        returncode = run.child.returncode
-        if pipes.overflowed:
-            self._overflows += 1
-            error = f"hook output exceeded {spec.output_cap} bytes"
-            return msgspec.structs.replace(result, status="overflow", error=error)
-        if waiting.cancelled_caught and not run.closed:
-            self._timeouts += 1
-            error = f"timed out after {spec.timeout_s:g} s"
-            return msgspec.structs.replace(result, status="timeout", error=error)
-        if run.lost:
-            error = "hook exit status lost (the watchdog helper is gone)"
-            return msgspec.structs.replace(result, status="killed", error=error)
-        if returncode is None:  # stuck in the kernel past our budget
-            error = "hook did not die after SIGKILL"
-            return msgspec.structs.replace(result, status="killed", error=error)
-        if returncode >= 0:
-            return msgspec.structs.replace(result, exit_code=returncode)
-        if run.closed:
-            error = "killed: reaper closed"
-            return msgspec.structs.replace(result, status="killed", error=error)
-        signum = -returncode
-        error = f"killed by {_signal_name(signum)}"
-        return msgspec.structs.replace(result, status="signaled", signal=signum, error=error)
 
     async def _stop(self, run: _Run) -> None:
         """SIGTERM the group, grace, SIGKILL the group, kill the run's escapees: through the
@@ -707,6 +757,7 @@ class Reaper:
         """
         self._killed += 1
         self._signal(run, signal.SIGTERM)
+        run.pidfd_watched = True
         with trio.move_on_after(TERM_GRACE_S):
             await trio.lowlevel.wait_readable(run.pidfd)
         helper = run.helper
@@ -742,6 +793,7 @@ class Reaper:
             return
         child = run.child
         if child.poll() is None and not run.lost:
+            run.pidfd_watched = True
             with trio.move_on_after(REAP_BUDGET_S, shield=True):
                 await trio.lowlevel.wait_readable(run.pidfd)
         if child.poll() is None and not run.lost:
@@ -760,7 +812,10 @@ class Reaper:
         """Whatever happened: reap the child, close its pipes and pidfd."""
         await self._wait_and_forget(run)
         run.close_pipes()
-        _close(run.pidfd)
+        if run.pidfd_watched:
+            _close(run.pidfd)
+        else:  # trio never saw it: nothing to tell
+            os.close(run.pidfd)
 
     async def kill_all(self) -> int:
         """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then have the

@@ -29,6 +29,8 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.stop_state", [], ["--prompts", "100000"]),
     ("bench.relay", [], ["-n", "20"]),
     ("bench.asyncio_overhead", [], ["-n", "1000", "--spawn-n", "50"]),
+    ("bench.worker_overhead", ["-n", "2000"], ["-n", "300"]),
+    ("bench.cli_startup", [], ["-n", "10"]),
 ]
 
 
