@@ -8,6 +8,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import psutil
+
 from .helpers import write_json_hooks, write_toml_hooks
 
 HOOKS = """
@@ -84,3 +86,15 @@ def written_json(path: Path, timeout_s: float = 5.0) -> Any:
     while not (path.exists() and path.read_text().strip()) and time.monotonic() < deadline:
         time.sleep(0.02)
     return json.loads(path.read_text())
+
+
+def sleepers() -> list[psutil.Process]:
+    """This process's live descendants running ``sleep`` (the slow tool's hook)."""
+    found = []
+    for child in psutil.Process().children(recursive=True):
+        try:
+            if child.status() != psutil.STATUS_ZOMBIE and "sleep" in " ".join(child.cmdline()):
+                found.append(child)
+        except psutil.Error:
+            continue
+    return found

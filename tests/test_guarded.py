@@ -211,3 +211,46 @@ def test_an_asyncio_session_cancelled_mid_hook_still_ends(dirs, tmp_path: Path) 
     asyncio.run(main())
     end = json.loads((ws / "end.json").read_text())
     assert (end["session_id"], end["reason"]) == ("c-1", "cancelled")
+
+
+SLOW_START = HOOKS.replace("command = \"echo 'branch: main'\"", 'command = "sleep 30"')
+
+
+async def test_a_session_cancelled_during_session_start_still_ends(dirs) -> None:
+    # The cancel lands while session_start's hook runs: ``async with`` calls no __aexit__ then,
+    # but that hook saw the session begin, so session_end still fires (reason "cancelled").
+    ws = dirs[0]
+    write_toml_hooks(dirs[1], SLOW_START)
+    with trio.fail_after(20):
+        async with HookEngine.open(**opts(dirs)) as e:
+            with trio.move_on_after(0.5) as scope:
+                async with e.session("early"):
+                    raise AssertionError("the body must not run")
+            assert scope.cancelled_caught
+            end = await written(ws / "end.json")
+            assert (end["session_id"], end["reason"]) == ("early", "cancelled")
+            assert e.live_processes == 0
+
+
+def test_an_asyncio_session_cancelled_during_session_start_still_ends(dirs) -> None:
+    ws = dirs[0]
+    write_toml_hooks(dirs[1], SLOW_START)
+
+    async def main() -> None:
+        async with asyncio.timeout(30):
+            async with AsyncioHookEngine.open(**opts(dirs)) as e:
+
+                async def run() -> None:
+                    async with e.session("early-a"):
+                        raise AssertionError("the body must not run")
+
+                task = asyncio.create_task(run())
+                while e.live_processes == 0:  # session_start's sleep is running
+                    await asyncio.sleep(0.01)
+                task.cancel()
+                with pytest.raises(asyncio.CancelledError):
+                    await task
+
+    asyncio.run(main())
+    end = json.loads((ws / "end.json").read_text())
+    assert (end["session_id"], end["reason"]) == ("early-a", "cancelled")

@@ -11,7 +11,7 @@ model-facing error, as the caller chooses.
 carries ``session_id`` and ``prompt_id`` so no call has to, fires ``prompt_submit`` per turn,
 drives the stop-continue loop (:meth:`Session.stop` returns the next prompt while hooks say go
 on, capped by the engine), and fires ``session_end`` on exit -- also when the body raises or is
-cancelled (then shielded and bounded).
+cancelled, or ``session_start`` itself is interrupted (then shielded and bounded).
 
 The logic is plain ``await``\\ s on the engine's own methods, so the same code serves the trio
 ``HookEngine`` and the ``AsyncioHookEngine``; each engine supplies only how to run a coroutine
@@ -190,11 +190,21 @@ class Session:
         return out
 
     async def __aenter__(self) -> Session:
-        self.start = await self.engine.session_start(self._source, **self._fields())
+        try:
+            self.start = await self.engine.session_start(self._source, **self._fields())
+        except BaseException as exc:
+            # Its hooks may have seen the start (a cancel lands while they run): the session
+            # still ends, so every session_start a hook saw has its session_end. ``async
+            # with`` calls no __aexit__ when __aenter__ raises, so it is done here.
+            await self._end(type(exc), exc)
+            raise
         self._pending_context = self.start.additional_context
         return self
 
     async def __aexit__(self, exc_type: Any, exc: Any, tb: Any) -> None:
+        await self._end(exc_type, exc)
+
+    async def _end(self, exc_type: Any, exc: Any) -> None:
         reason = "exit" if exc_type is None else ("cancelled" if _is_cancel(exc) else "error")
         fields = self._fields()
         await self.engine._shielded(
