@@ -10,7 +10,7 @@ import stat
 import subprocess
 import sys
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,7 @@ from trio_websocket import (
 )
 
 from triohooks.fronts.client import HookClient, RemoteError, connect, open_websocket
-from triohooks.fronts.server import HookServer, ServeSettings, add_serve_command, cmd_serve, serve
+from triohooks.fronts.server import HookServer, add_serve_command, cmd_serve
 from triohooks.fronts.wire import (
     MAX_FRAME_BYTES,
     ErrorReply,
@@ -36,25 +36,15 @@ from triohooks.fronts.wire import (
 )
 
 from .helpers import bash_hook, write_json_hooks, write_toml_hooks
+from .serving import running_server
 
 pytestmark = pytest.mark.slow
 TOKEN = "test-token-0123456789"
 AUTH = [(b"Authorization", f"Bearer {TOKEN}".encode())]
 
 
-@asynccontextmanager
-async def running(tmp_path: Path, **settings: Any) -> AsyncIterator[HookServer]:
-    ws, g = tmp_path / "ws", tmp_path / "g"
-    ws.mkdir(exist_ok=True)
-    g.mkdir(exist_ok=True)
-    engine = {"workspace": ws, "config_dir": g, "trust": True, "state_dir": tmp_path / "state"}
-    base = ServeSettings(token=TOKEN, port=0, engine=engine, close_timeout_s=0.5, fire_grace_s=5)
-    async with trio.open_nursery() as nursery:
-        server: HookServer = await nursery.start(serve, msgspec.structs.replace(base, **settings))
-        try:
-            yield server
-        finally:
-            server.shutdown()
+def running(tmp_path: Path, **settings: Any) -> AbstractAsyncContextManager[HookServer]:
+    return running_server(tmp_path, TOKEN, **{"close_timeout_s": 0.5, **settings})
 
 
 @asynccontextmanager

@@ -7,7 +7,7 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +20,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Event, Request, TextMessage
 
 from triohooks.fronts.client import connect, open_websocket
-from triohooks.fronts.server import LIBRARY_SLACK, HookServer, ServeSettings, serve
+from triohooks.fronts.server import LIBRARY_SLACK, HookServer
 from triohooks.fronts.wire import (
     MAX_DEPTH,
     ErrorReply,
@@ -31,25 +31,16 @@ from triohooks.fronts.wire import (
     decode_server,
 )
 
+from .serving import running_server
+
 pytestmark = pytest.mark.slow
 TOKEN = "hostile-token-0123456789"
 AUTH = [(b"Authorization", f"Bearer {TOKEN}".encode())]
 TEXT, CONTINUATION = 0x1, 0x0
 
 
-@asynccontextmanager
-async def running(tmp_path: Path, **settings: Any) -> AsyncIterator[HookServer]:
-    ws, g = tmp_path / "ws", tmp_path / "g"
-    ws.mkdir(exist_ok=True)
-    g.mkdir(exist_ok=True)
-    engine = {"workspace": ws, "config_dir": g, "trust": True, "state_dir": tmp_path / "state"}
-    base = ServeSettings(token=TOKEN, port=0, engine=engine, close_timeout_s=2, fire_grace_s=5)
-    async with trio.open_nursery() as nursery:
-        server: HookServer = await nursery.start(serve, msgspec.structs.replace(base, **settings))
-        try:
-            yield server
-        finally:
-            server.shutdown()
+def running(tmp_path: Path, **settings: Any) -> AbstractAsyncContextManager[HookServer]:
+    return running_server(tmp_path, TOKEN, **{"close_timeout_s": 2, **settings})
 
 
 def client_frame(opcode: int, payload: bytes, *, fin: bool = True) -> bytes:

@@ -13,8 +13,7 @@ import argparse
 import io
 import json
 import re
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +23,7 @@ import trio
 from trio_websocket import CloseReason, wrap_server_stream
 
 from triohooks.fronts.client import connect
-from triohooks.fronts.server import HookServer, ServeSettings, serve
+from triohooks.fronts.server import HookServer
 from triohooks.fronts.watch import (
     MAX_ROWS,
     OTHER,
@@ -41,6 +40,7 @@ from triohooks.fronts.watch import (
 from triohooks.fronts.wire import EventRecord, Lagged
 
 from .helpers import write_toml_hooks
+from .serving import running_server
 
 TOKEN = "watch-stats-token-0123456789"
 
@@ -357,26 +357,11 @@ command = "sleep 10"
 BACKGROUND_FIRES = 270
 
 
-@asynccontextmanager
-async def running(tmp_path: Path) -> AsyncIterator[HookServer]:
-    ws, g = tmp_path / "ws", tmp_path / "g"
-    ws.mkdir(exist_ok=True)
-    write_toml_hooks(g, HOOKS)
-    engine = {
-        "workspace": ws,
-        "config_dir": g,
-        "state_dir": tmp_path / "state",
-        # Audit on: the engine emits its ``closed`` record only when it has an audit sink.
-        "audit": True,
-        "drain_timeout_s": 0.3,
-    }
-    settings = ServeSettings(token=TOKEN, port=0, engine=engine, close_timeout_s=1, fire_grace_s=5)
-    async with trio.open_nursery() as nursery:
-        server: HookServer = await nursery.start(serve, settings)
-        try:
-            yield server
-        finally:
-            server.shutdown()
+def running(tmp_path: Path) -> AbstractAsyncContextManager[HookServer]:
+    write_toml_hooks(tmp_path / "g", HOOKS)
+    # Audit on: the engine emits its ``closed`` record only when it has an audit sink.
+    engine = {"audit": True, "drain_timeout_s": 0.3}
+    return running_server(tmp_path, TOKEN, engine=engine, close_timeout_s=1)
 
 
 def _bash(command: str) -> dict[str, Any]:

@@ -1,0 +1,34 @@
+"""A real ``serve`` in the test's own trio run, on 127.0.0.1 and port 0, shared by the server
+tests."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import msgspec
+import trio
+
+from triohooks.fronts.server import HookServer, ServeSettings, serve
+
+
+@asynccontextmanager
+async def running_server(
+    tmp_path: Path, token: str, *, engine: dict[str, Any] | None = None, **settings: Any
+) -> AsyncIterator[HookServer]:
+    """Serve a trusted workspace ``tmp_path/ws`` with config dir ``tmp_path/g`` (both made if
+    missing; ``engine`` adds to or overrides those engine options); ``settings`` override the
+    :class:`ServeSettings` fields. Shut down gracefully on exit."""
+    ws, g = tmp_path / "ws", tmp_path / "g"
+    ws.mkdir(exist_ok=True)
+    g.mkdir(exist_ok=True)
+    options = {"workspace": ws, "config_dir": g, "trust": True, "state_dir": tmp_path / "state"}
+    base = ServeSettings(token=token, port=0, engine={**options, **(engine or {})}, fire_grace_s=5)
+    async with trio.open_nursery() as nursery:
+        server: HookServer = await nursery.start(serve, msgspec.structs.replace(base, **settings))
+        try:
+            yield server
+        finally:
+            server.shutdown()
