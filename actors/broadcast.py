@@ -9,6 +9,11 @@ ones). A slow or stalled subscriber therefore costs the publisher and the other 
 nothing but one ``deque.append`` each - the pattern of tractor's broadcast channel, with one ring
 per subscriber instead of a shared one so a filter can be applied at publish time.
 
+A subscriber may also take items synchronously (:attr:`Subscription.direct`): while its ring is
+empty and nothing was lost, the publisher first offers the item to that callable, and only when
+it declines does the item go to the ring. The server uses it to write an event frame straight
+to a socket that has room, without waking a task per subscriber per record.
+
 It must not encode, send or know about websockets (the server does), and must never await in
 :meth:`Broadcaster.publish`.
 """
@@ -51,6 +56,10 @@ class Subscription(Generic[T]):
         self.missed_total = 0
         self.received = 0
         self.accept = accept
+        #: A synchronous receiver: called with an accepted item while the ring is empty and
+        #: nothing was lost; True means it took the item (it is counted as received), False
+        #: that the item goes to the ring. It must not raise, nor close a subscription.
+        self.direct: Callable[[T], bool] | None = None
         self._wakeup: trio.Event | None = None
         self._closed = False
 
@@ -93,6 +102,17 @@ class Subscription(Generic[T]):
             raise trio.ClosedResourceError("subscription is closed")
         raise trio.WouldBlock
 
+    async def wait(self) -> None:
+        """Return once :meth:`receive_nowait` has something to say: an item, :class:`Lagged`,
+        or the end. Always a checkpoint. Takes nothing from the ring, so a caller that goes on
+        to :meth:`receive_nowait` without awaiting in between holds what it took alone."""
+        if self._ring or self._missed or self._closed:
+            await trio.lowlevel.checkpoint()
+            return
+        while not (self._ring or self._missed or self._closed):
+            self._wakeup = event = trio.Event()
+            await event.wait()
+
     async def receive(self) -> T:
         """Wait for the next item (see :meth:`receive_nowait` for what it raises).
 
@@ -120,6 +140,7 @@ class Subscription(Generic[T]):
     def close(self) -> None:
         """Stop receiving: the publisher forgets this subscriber; a waiting receive wakes up."""
         self._broadcaster._remove(self)
+        self.direct = None
         self._end()
 
 
@@ -152,7 +173,11 @@ class Broadcaster(Generic[T]):
         for sub in self._subscribers:
             accept = sub.accept
             if accept is None or accept(item):
-                sub._push(item)
+                direct = sub.direct
+                if direct is not None and not sub._ring and not sub._missed and direct(item):
+                    sub.received += 1
+                else:
+                    sub._push(item)
 
     def subscribe(
         self, accept: Callable[[T], bool] | None = None, *, capacity: int | None = None

@@ -4,14 +4,18 @@ Owns the service around a :class:`~triohooks.engine.hook_engine.HookEngine`: the
 unless ``--allow-remote``), bearer-token auth at the handshake (HTTP 401 before any message is read,
 constant-time compare), one task per connection reading frames, fires run concurrently per
 connection (at most ``max_in_flight``, then the reader waits), the event stream (engine listener
--> :class:`~triohooks.actors.broadcast.Broadcaster` -> one sender task per subscribed connection,
-so a stalled client loses its oldest records and is told ``lagged`` while nobody else waits), and
-the graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the
+-> :class:`~triohooks.actors.broadcast.Broadcaster` -> a record's frame written straight to each
+subscriber's socket that has room, else queued in its ring for its sender task, so a stalled
+client loses its oldest records and is told ``lagged`` while nobody else waits), and the
+graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the
 post queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0. And
 the limits on what clients can make it hold (issue 13): at most ``max_connections`` websockets
 (one more authenticated handshake gets HTTP 503) and as many handshakes in progress, messages of
 at most ``max_message_bytes`` (1009 beyond), and a close frame with 1002 / 1007 / 1009 when the
-websocket layer fails a connection (see :class:`_ServerStream`).
+websocket layer fails a connection (see :class:`_ServerStream`). And the process's own limits
+(the fleet issue): the soft file descriptor limit raised to what ``max_connections`` needs, a
+connection past the descriptors answered HTTP 503 on one kept in reserve, every limit logged
+once when hit (:class:`_LimitReport`).
 
 It must not contain decision logic or run hooks (the engine does), nor define message shapes
 (``_wire`` does). A failure in one connection is contained and logged; the server goes on.
@@ -20,10 +24,12 @@ It must not contain decision logic or run hooks (the engine does), nor define me
 from __future__ import annotations
 
 import argparse
+import errno
 import hmac
 import ipaddress
 import logging
 import os
+import resource
 import secrets
 import signal
 import stat
@@ -115,6 +121,27 @@ _FAIL_REASONS: Final = {
 _RESERVED_DATA_KEYS: Final = frozenset({"event"})
 #: Event frames written at once by a subscriber's sender (see ``_Connection.send_frames``).
 SEND_BATCH: Final = 128
+#: File descriptors the process needs besides its connections' (engine, hook pipes, workers).
+FD_HEADROOM: Final = 256
+#: accept() errors that mean the process or the system is out of something; trio's own
+#: ``serve_listeners`` logs a traceback for them every 100 ms and leaves the client waiting.
+_ACCEPT_CAPACITY_ERRNOS: Final = frozenset(
+    {errno.EMFILE, errno.ENFILE, errno.ENOMEM, errno.ENOBUFS}
+)
+_ACCEPT_RETRY_S: Final = 0.1
+#: A limit that keeps being hit is logged again at most this often (with the count since).
+LIMIT_REPORT_EVERY_S: Final = 60.0
+#: How long a connection refused for want of file descriptors gets to read the 503.
+_REFUSE_LINGER_S: Final = 1.0
+_OUT_OF_FDS_BODY: Final = b"server is out of file descriptors; try again later\n"
+_OUT_OF_FDS_REPLY: Final = b"".join(
+    (
+        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n",
+        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(_OUT_OF_FDS_BODY),
+        _OUT_OF_FDS_BODY,
+    )
+)
+_json: Final = msgspec.json.Encoder()
 
 
 class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -146,6 +173,88 @@ class _Record(msgspec.Struct, frozen=True):
     kind: str
     event: str | None
     body: str
+
+
+def _text_frame(payload: bytes) -> bytes:
+    """One unmasked, final websocket text frame (RFC 6455 5.2; the server negotiates no
+    extension, so this is what wsproto would write)."""
+    n = len(payload)
+    if n < 126:
+        return bytes((0x81, n)) + payload
+    if n < 1 << 16:
+        return b"\x81\x7e" + n.to_bytes(2, "big") + payload
+    return b"\x81\x7f" + n.to_bytes(8, "big") + payload
+
+
+class _LimitReport:
+    """Says, once, that a limit was hit: a warning the first time, then at most one every
+    :data:`LIMIT_REPORT_EVERY_S` while it keeps being hit, with how many were refused since."""
+
+    def __init__(self, describe: Callable[[], str]) -> None:
+        self._describe = describe
+        self._last: float | None = None
+        self._since = 0
+        self.hits = 0
+
+    def hit(self) -> None:
+        self.hits += 1
+        self._since += 1
+        now = time.monotonic()
+        if self._last is not None and now - self._last < LIMIT_REPORT_EVERY_S:
+            return
+        again = f" ({self._since} refused since the last report)" if self._last is not None else ""
+        log.warning("%s%s", self._describe(), again)
+        self._last, self._since = now, 0
+
+
+def fds_needed(max_connections: int) -> int:
+    """File descriptors ``serve`` may hold at ``max_connections``: one per open websocket and
+    one per handshake in progress (as many again), plus :data:`FD_HEADROOM`."""
+    return 2 * max_connections + FD_HEADROOM
+
+
+def raise_fd_limit(needed: int) -> tuple[int, int]:
+    """Raise the soft ``RLIMIT_NOFILE`` towards ``needed`` (never past the hard limit, never
+    lower). Returns the (soft, hard) limits now in force; logs a warning when even the hard
+    limit is below ``needed``. Only as far as needed: hooks inherit the limit, and some programs
+    walk every descriptor number up to it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        target = needed if hard == resource.RLIM_INFINITY else min(needed, hard)
+        try:
+            resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+            soft = target
+        except (ValueError, OSError):
+            pass
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        log.warning(
+            "serve: the file descriptor limit (%d, hard limit %s) is below the %d that "
+            "--max-connections can use; connections past it are answered HTTP 503. Raise it "
+            "(ulimit -n; the hard limit: ulimit -Hn, or LimitNOFILE= in a systemd unit) or "
+            "lower --max-connections",
+            soft,
+            "unlimited" if hard == resource.RLIM_INFINITY else hard,
+            needed,
+        )
+    return soft, hard
+
+
+def _fd_limit_text() -> str:
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    unlimited = resource.RLIM_INFINITY
+    return (
+        f"{'unlimited' if soft == unlimited else soft}, hard limit "
+        f"{'unlimited' if hard == unlimited else hard}"
+    )
+
+
+def _open_reserve_fd() -> int | None:
+    """One descriptor kept in reserve, closed to accept (and refuse) a connection when the
+    process has no other left (the libev / nginx way of answering instead of stalling)."""
+    try:
+        return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
+    except OSError:
+        return None
 
 
 def is_loopback(host: str) -> bool:
@@ -198,10 +307,46 @@ class HookServer:
         #: because too many handshakes were in progress.
         self.refused_full = 0
         self.refused_handshakes = 0
+        #: Connections answered HTTP 503 (unread) because the process had no descriptor left.
+        self.refused_fds = 0
+        self._cap_report = _LimitReport(self._cap_message)
+        self._handshake_report = _LimitReport(self._handshake_message)
+        self._http_report = _LimitReport(self._http_message)
+        self._fd_report = _LimitReport(self._fd_message)
+        self._reserve_fd: int | None = None
         self._slots = trio.CapacityLimiter(settings.max_connections)
         self._handshaking = 0
         #: Connections serving agent hook requests (``POST /claude/v1/hook`` ...).
         self._http_connections = 0
+
+    def _cap_message(self) -> str:
+        limit = self.settings.max_connections
+        return (
+            f"serve: at the connection limit, {limit} websockets open (--max-connections "
+            f"{limit}): new ones are answered HTTP 503 until one closes; start serve with a "
+            "larger --max-connections to allow more"
+        )
+
+    def _handshake_message(self) -> str:
+        return (
+            f"serve: {self.settings.max_connections} handshakes in progress (as many as "
+            "--max-connections): new TCP connections are closed unread until one finishes"
+        )
+
+    def _http_message(self) -> str:
+        limit = self.settings.max_connections
+        return (
+            f"serve: {limit} agent hook connections open (as many as --max-connections "
+            f"{limit}): new ones are answered HTTP 503 (the relay then runs the hooks itself)"
+        )
+
+    def _fd_message(self) -> str:
+        limit = self.settings.max_connections
+        return (
+            f"serve: out of file descriptors (limit {_fd_limit_text()}): new connections are "
+            "answered HTTP 503 until some close; raise the limit (ulimit -n) or lower "
+            f"--max-connections ({limit}, which can use {fds_needed(limit)})"
+        )
 
     @property
     def url(self) -> str:
@@ -244,8 +389,9 @@ class HookServer:
         if kind == "audit":
             event = getattr(fields.get("record"), "event", None)
         data = {k: v for k, v in fields.items() if k not in _RESERVED_DATA_KEYS}
-        body = encode_event_body(kind, time.time(), event if isinstance(event, str) else None, data)
-        self.hub.publish(_Record(kind, event if isinstance(event, str) else None, body))
+        event = event if isinstance(event, str) else None
+        body = encode_event_body(kind, time.time(), event, data)
+        self.hub.publish(_Record(kind, event, body))
 
     def stats(self, msg_id: str | int | None) -> StatsReply:
         return StatsReply(
@@ -260,6 +406,8 @@ class HookServer:
             in_flight=self._in_flight,
             events_published=self.hub.published,
             events_missed=self.hub.missed_total,
+            refused_connections=self.refused_full + self.refused_handshakes + self.refused_fds,
+            refused_out_of_fds=self.refused_fds,
         )
 
     # -- fires in flight ----------------------------------------------------------------------
@@ -296,6 +444,7 @@ class HookServer:
         """
         if self._handshaking >= self.settings.max_connections:
             self.refused_handshakes += 1
+            self._handshake_report.hit()
             await stream.aclose()
             return
         self._handshaking += 1
@@ -355,6 +504,7 @@ class HookServer:
     async def _serve_agent_http(self, stream: trio.SocketStream, head: bytes) -> None:
         """``POST /<agent>/v1/hook`` requests on this connection (see :mod:`.agent_http`)."""
         if self._http_connections >= self.settings.max_connections:
+            self._http_report.hit()
             await agent_http.reply_busy(stream)
             return
         self._http_connections += 1
@@ -390,6 +540,7 @@ class HookServer:
             self._slots.acquire_nowait()  # synchronous: no race between check and take
         except trio.WouldBlock:
             self.refused_full += 1
+            self._cap_report.hit()
             limit = self.settings.max_connections
             await request.reject(
                 503,
@@ -400,7 +551,7 @@ class HookServer:
         try:
             ws = await request.accept()
             stream.ws = ws
-            conn = _Connection(self, ws)
+            conn = _Connection(self, ws, stream)
             self._connections.add(conn)
             try:
                 await conn.run()
@@ -415,6 +566,80 @@ class HookServer:
         finally:
             self._slots.release()
 
+    # -- accepting ----------------------------------------------------------------------------
+    async def accept_loop(
+        self,
+        listener: trio.SocketListener,
+        handlers: trio.Nursery,
+        *,
+        task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
+    ) -> None:
+        """Accept connections and start :meth:`on_stream` for each, until cancelled (then the
+        listener is closed). What ``trio.serve_listeners`` does, except when accept() fails for
+        want of resources: out of file descriptors, a connection is still accepted on the one
+        kept in reserve and answered HTTP 503 (and the limit logged once); otherwise it waits
+        100 ms and tries again. Never a busy loop, never a crash."""
+        async with listener:
+            task_status.started()
+            while True:
+                try:
+                    stream = await listener.accept()
+                except OSError as exc:
+                    if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
+                        raise
+                    await self._accept_starved(listener, handlers, exc)
+                    continue
+                handlers.start_soon(self._run_stream, stream)
+
+    async def _run_stream(self, stream: trio.SocketStream) -> None:
+        try:
+            await self.on_stream(stream)
+        finally:
+            await trio.aclose_forcefully(stream)
+
+    async def _accept_starved(
+        self, listener: trio.SocketListener, handlers: trio.Nursery, exc: OSError
+    ) -> None:
+        """accept() failed with ``exc`` (EMFILE, ENFILE, ENOMEM, ENOBUFS)."""
+        if exc.errno not in (errno.EMFILE, errno.ENFILE) or self._reserve_fd is None:
+            self._fd_report.hit()
+            await trio.sleep(_ACCEPT_RETRY_S)
+            if self._reserve_fd is None:
+                self._reserve_fd = _open_reserve_fd()
+            return
+        os.close(self._reserve_fd)
+        self._reserve_fd = None
+        try:
+            stream = await listener.accept()  # on the descriptor just freed
+        except OSError:
+            self._fd_report.hit()
+            await trio.sleep(_ACCEPT_RETRY_S)
+            return
+        finally:
+            self._reserve_fd = _open_reserve_fd()
+        if self._reserve_fd is not None:  # a descriptor came free meanwhile: serve it
+            handlers.start_soon(self._run_stream, stream)
+            return
+        self.refused_fds += 1
+        self._fd_report.hit()
+        await self._refuse_unread(stream)
+        if self._reserve_fd is None:
+            self._reserve_fd = _open_reserve_fd()
+
+    async def _refuse_unread(self, stream: trio.SocketStream) -> None:
+        """HTTP 503 on a connection whose request was not read; what the client still sends
+        is read and dropped (so it reads the answer, not a reset) for at most a second."""
+        try:
+            with trio.move_on_after(_REFUSE_LINGER_S):
+                await stream.send_all(_OUT_OF_FDS_REPLY)
+                await stream.send_eof()
+                while await stream.receive_some(65536):
+                    pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        finally:
+            await trio.aclose_forcefully(stream)
+
     async def _close_connections(self) -> None:
         async with trio.open_nursery() as nursery:
             for conn in list(self._connections):
@@ -424,15 +649,19 @@ class HookServer:
 class _Connection:
     """One accepted websocket: a reader (this task), fire tasks, and a sender when subscribed."""
 
-    def __init__(self, server: HookServer, ws: WebSocketConnection) -> None:
+    def __init__(self, server: HookServer, ws: WebSocketConnection, stream: _ServerStream) -> None:
         self.server = server
         self.ws = ws
+        self.stream = stream
         self.tasks: trio.Nursery
         self.fires: trio.Nursery  # set in run(); its own nursery so a cut-off spares the reader
         self.slots = trio.Semaphore(server.settings.max_in_flight)
         self.seq = 0
         self.sub: Subscription[_Record] | None = None
         self.sender_done: trio.Event | None = None
+        #: The sender holds records it took from the ring and has not written yet (so none
+        #: may be written straight past them).
+        self._sender_busy = False
         #: Set while (and after) the server closes this connection; done when the close is.
         self.closing: trio.Event | None = None
         self.scope = trio.CancelScope()
@@ -450,12 +679,34 @@ class _Connection:
                         self.sub.close()
                     tasks.cancel_scope.cancel()
 
-    async def send(self, text: str) -> bool:
-        """Send one frame; False when the connection is closed. A checkpoint."""
-        try:
-            await self.ws.send_message(text)
-        except ConnectionClosed:
+    async def send(self, text: str | bytes) -> bool:
+        """Send one text frame (``text``: str, or UTF-8 bytes); False when the connection is
+        closed. Not always a checkpoint: a frame the socket takes at once is written there and
+        then (see :meth:`send_raw`)."""
+        return await self.send_raw(_text_frame(text.encode() if isinstance(text, str) else text))
+
+    async def send_raw(self, frames: bytes) -> bool:
+        """Write whole websocket frames: straight to the socket if it takes them now, else
+        once no other write is under way and the socket has room. False when the websocket is
+        closing or closed, or the connection broke.
+
+        The frames are built here (:func:`_text_frame`), not by trio-websocket: its
+        ``send_message`` costs every frame three passes through the scheduler and a frame
+        serialiser in Python, and has no batch send; the bytes are the same. Every write goes
+        through :class:`_ServerStream`, which keeps writes whole and in order with the
+        library's own (pongs, close frames) and sends nothing after a close frame."""
+        if self._write_now(frames):
+            return True
+        return await self.stream.write_data(frames, self.ws)
+
+    def _write_now(self, frames: bytes) -> bool:
+        if self.ws.closed is not None or not self.stream.write_nowait(frames):
             return False
+        if self.stream.backlog:  # the socket took part of it: the rest goes first, soon
+            try:
+                self.tasks.start_soon(self.stream.write_data, b"", self.ws)
+            except RuntimeError:  # the connection is ending: its close flushes the rest
+                pass
         return True
 
     async def _read_loop(self) -> None:
@@ -479,7 +730,10 @@ class _Connection:
             case Fire():
                 if not self.server._firing:
                     raise WireError("shutting_down", "server is shutting down", msg.id)
-                await self.slots.acquire()  # backpressure: at most max_in_flight per connection
+                try:  # backpressure: at most max_in_flight per connection
+                    self.slots.acquire_nowait()  # (get_message was this loop's checkpoint)
+                except trio.WouldBlock:
+                    await self.slots.acquire()
                 self.server._fire_started()
                 self.fires.start_soon(self._fire, msg)
             case Subscribe():
@@ -505,7 +759,7 @@ class _Connection:
                 reply = ErrorReply(id=msg.id, error=ErrorBody("internal", repr(exc)))
             else:
                 reply = OutcomeReply(id=msg.id, outcome=outcome)
-            await self.send(encode(reply))
+            await self.send(_json.encode(reply))  # as wire.encode, without a str between
         finally:
             self.slots.release()
             self.server._fire_finished()
@@ -546,8 +800,10 @@ class _Connection:
             raise WireError("shutting_down", "server is shutting down", msg.id)
         self.sub = self.server.hub.subscribe(accept)
         self.server._subscribed.set()
-        # The reply goes out before the sender starts, so it precedes every event frame.
+        # The reply goes out before the sender starts, and before records may be written
+        # straight from the publisher, so it precedes every event frame.
         await self.send(encode(reply))
+        self.sub.direct = self._deliver_now
         self.sender_done = trio.Event()
         self.tasks.start_soon(self._send_events, self.sub, self.sender_done)
 
@@ -560,38 +816,48 @@ class _Connection:
         self.sub = None
         self.sender_done = None
 
+    def _deliver_now(self, record: _Record) -> bool:
+        """The subscription's :attr:`~Subscription.direct` receiver, called by the publisher
+        while the ring is empty: write the record's frame now if the socket takes it, so the
+        publisher wakes no task for it. False (the record goes to the ring, for the sender)
+        when the sender holds records, another write is under way, or the socket is full."""
+        if self._sender_busy:
+            return False
+        seq = self.seq + 1
+        if not self._write_now(_text_frame(event_frame(seq, record.body).encode())):
+            return False
+        self.seq = seq
+        return True
+
     async def _send_events(self, sub: Subscription[_Record], done: trio.Event) -> None:
+        """What the publisher could not write at once: up to :data:`SEND_BATCH` frames from the
+        ring per write, a ``lagged`` frame where records were lost."""
         try:
             while True:
-                frames: list[str] = []
-                ended = False
+                await sub.wait()
+                self._sender_busy = True  # no await from taking records to writing them
                 try:
-                    frames.append(self._event_frame(await sub.receive()))
-                    while len(frames) < SEND_BATCH:
-                        frames.append(self._event_frame(sub.receive_nowait()))
-                except trio.WouldBlock:
-                    pass
-                except Lagged as lag:  # the records lost come after those already taken
-                    frames.append(encode(LaggedMsg(missed=lag.missed)))
-                except (trio.EndOfChannel, trio.ClosedResourceError):
-                    ended = True
-                if (frames and not await self.send_frames(frames)) or ended:
-                    return
+                    frames: list[bytes] = []
+                    ended = False
+                    try:
+                        while len(frames) < SEND_BATCH:
+                            frames.append(self._event_frame(sub.receive_nowait()))
+                    except trio.WouldBlock:
+                        pass
+                    except Lagged as lag:  # the records lost come after those already taken
+                        frames.append(_text_frame(encode(LaggedMsg(missed=lag.missed)).encode()))
+                    except (trio.EndOfChannel, trio.ClosedResourceError):
+                        ended = True
+                    if (frames and not await self.send_raw(b"".join(frames))) or ended:
+                        return
+                finally:
+                    self._sender_busy = False
         finally:
             done.set()
 
-    def _event_frame(self, record: _Record) -> str:
+    def _event_frame(self, record: _Record) -> bytes:
         self.seq += 1
-        return event_frame(self.seq, record.body)
-
-    async def send_frames(self, frames: list[str]) -> bool:
-        """Send text frames in order, one ``send_message`` each (trio-websocket's public API;
-        it has no batch send, docs/performance.md says what that costs). A checkpoint. False
-        when the connection is closed or broken."""
-        for frame in frames:
-            if not await self.send(frame):
-                return False
-        return True
+        return _text_frame(event_frame(self.seq, record.body).encode())
 
     async def close_gracefully(self) -> None:
         """Let the stream flush, then close with 1000; abort after ``close_timeout_s``."""
@@ -618,8 +884,9 @@ class _ServerStream(trio.abc.Stream):
     connection with one of those codes, the close frame is sent if the library did not send
     one, and the socket is left to :meth:`finish`, which shuts our side (FIN) and reads and
     drops what the client still sends until it closes, for at most ``linger_s``. Every
-    ``send_all`` of the library is one whole wsproto event, so the close frame sent here
-    never lands inside another frame.
+    ``send_all`` of the library is one whole wsproto event, and the server writes its own
+    frames here whole too (:meth:`write_nowait`, :meth:`write_data`), so no frame lands inside
+    another, and none of the server's follows a close frame.
     """
 
     def __init__(self, stream: trio.SocketStream, linger_s: float, read: bytes = b"") -> None:
@@ -629,17 +896,83 @@ class _ServerStream(trio.abc.Stream):
         #: The accepted websocket (set by the server right after the handshake).
         self.ws: WebSocketConnection | None = None
         self._linger_s = linger_s
-        self._send_lock = trio.Lock()
+        #: A write is under way; ``_idle`` (when someone waits) is set when it ends.
+        self._sending = False
+        self._idle: trio.Event | None = None
+        #: The rest of a frame :meth:`write_nowait` could write only part of: written before
+        #: anything else.
+        self._backlog: bytes | memoryview = b""
         self._close_frame_sent = False
         #: Called when the client goes away during the handshake (trio-websocket 0.12 would
         #: wait for a request that cannot come until the handshake timeout).
         self.on_gone: Callable[[], object] | None = None
 
     async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        async with self._send_lock:
-            if self.ws is not None and bytes(data[:1]) == b"\x88":  # FIN + opcode 8 (close)
-                self._close_frame_sent = True
-            await self.stream.send_all(data)
+        await self._write(data, library=True)
+
+    async def _write(self, data: bytes | bytearray | memoryview, *, library: bool) -> None:
+        """Write ``data`` whole, never inside another write. The library serialises its own
+        writes, so only the close frame of :meth:`_send_close_frame` can meet one of them, and
+        it waits for the other to end. (Not a ``trio.Lock``: that costs every frame one more
+        pass through the scheduler.)"""
+        await self._wait_idle()
+        if library and self.ws is not None and bytes(data[:1]) == b"\x88":  # FIN + close
+            self._close_frame_sent = True
+        self._sending = True
+        try:
+            if self._backlog:
+                rest, self._backlog = self._backlog, b""
+                await self.stream.send_all(rest)
+            if data:
+                await self.stream.send_all(data)
+        finally:
+            self._sending = False
+            if self._idle is not None:
+                self._idle.set()
+                self._idle = None
+
+    def write_nowait(self, frames: bytes) -> bool:
+        """Write whole frames of the server's (never the library's) now, without waiting: True
+        when they are committed (written, or the rest kept in the backlog that goes out before
+        anything else: then someone must :meth:`write_data` soon), False when nothing was
+        written (a write is under way, a close frame went out, the socket is full or gone).
+        The socket is non-blocking (trio's); no other write can be in progress on it here."""
+        if self._sending or self._backlog or self._close_frame_sent:
+            return False
+        fd = self.stream.socket.fileno()  # -1 once closed (never a reused number)
+        if fd < 0:
+            return False
+        try:
+            written = os.write(fd, frames)
+        except OSError:  # full (EAGAIN), or broken: the awaiting path finds out which
+            return False
+        if written < len(frames):
+            self._backlog = memoryview(frames)[written:]
+        return True
+
+    @property
+    def backlog(self) -> int:
+        return len(self._backlog)
+
+    async def write_data(self, frames: bytes, ws: WebSocketConnection) -> bool:
+        """Write whole frames of the server's (and the backlog first) once no other write is
+        under way; ``b""`` just flushes the backlog. False when the websocket is closing or
+        closed (nothing is sent after a close frame) or the connection broke."""
+        await self._wait_idle()
+        if self._close_frame_sent or ws.closed is not None:
+            return False
+        try:
+            await self._write(frames, library=False)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            return False
+        return True
+
+    async def _wait_idle(self) -> None:
+        """Return once no write is under way (at once, without a checkpoint, if none is)."""
+        while self._sending:
+            if self._idle is None:
+                self._idle = trio.Event()
+            await self._idle.wait()
 
     async def wait_send_all_might_not_block(self) -> None:
         await self.stream.wait_send_all_might_not_block()
@@ -680,13 +1013,14 @@ class _ServerStream(trio.abc.Stream):
         await trio.lowlevel.checkpoint()
 
     async def _send_close_frame(self, code: int) -> None:
+        close = CloseConnection(code=code, reason=_FAIL_REASONS.get(code))
+        frame = FrameWriter(ConnectionType.SERVER).send(close)
         try:
-            async with self._send_lock:
-                if self._close_frame_sent:
-                    return
-                self._close_frame_sent = True
-                close = CloseConnection(code=code, reason=_FAIL_REASONS.get(code))
-                await self.stream.send_all(FrameWriter(ConnectionType.SERVER).send(close))
+            await self._wait_idle()
+            if self._close_frame_sent:
+                return
+            self._close_frame_sent = True
+            await self._write(frame, library=False)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
 
@@ -720,24 +1054,32 @@ async def serve(
     Supports ``server = await nursery.start(serve, settings)`` (started once listening). Returns
     after the graceful shutdown. On cancel: stops at once, but the engine's close (post-queue
     drain, shielded) still runs.
+
+    First raises the process's soft file descriptor limit towards what ``max_connections``
+    needs (:func:`raise_fd_limit`).
     """
     host = DEFAULT_HOST if settings.host == "localhost" else settings.host  # one port for port 0
+    raise_fd_limit(fds_needed(settings.max_connections))
     async with trio.open_nursery() as connections:
         async with HookEngine.open(**settings.engine) as engine:
             server = HookServer(engine, settings, connections)
             server.host = host
             engine.add_listener(server.on_engine_event)
-            async with trio.open_nursery() as listening:
-                listeners = await trio.open_tcp_listeners(settings.port, host=host)
-                server.port = listeners[0].socket.getsockname()[1]
-                serving = partial(
-                    trio.serve_listeners, server.on_stream, listeners, handler_nursery=connections
-                )
-                await listening.start(serving)
-                task_status.started(server)
-                await server._shutdown.wait()
-                server._accepting = False
-                listening.cancel_scope.cancel()  # stop accepting
+            server._reserve_fd = _open_reserve_fd()
+            try:
+                async with trio.open_nursery() as listening:
+                    listeners = await trio.open_tcp_listeners(settings.port, host=host)
+                    server.port = listeners[0].socket.getsockname()[1]
+                    for listener in listeners:
+                        await listening.start(server.accept_loop, listener, connections)
+                    task_status.started(server)
+                    await server._shutdown.wait()
+                    server._accepting = False
+                    listening.cancel_scope.cancel()  # stop accepting
+            finally:
+                if server._reserve_fd is not None:
+                    os.close(server._reserve_fd)
+                    server._reserve_fd = None
             await server._finish_fires()
         # The engine is closed here: its post queue drained, and subscribers were told
         # (``closed``). Now the stream ends and every socket closes normally.

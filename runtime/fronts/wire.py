@@ -120,6 +120,11 @@ class StatsReply(_Msg, tag="stats", frozen=True, kw_only=True):
     events_published: int
     #: Records overwritten in lagging subscribers' buffers (current subscribers).
     events_missed: int
+    #: Connections refused since the server started because a limit was hit: the websocket
+    #: cap (HTTP 503), handshakes in progress (closed unread), file descriptors (HTTP 503).
+    #: Defaults keep replies of older servers decodable.
+    refused_connections: int = 0
+    refused_out_of_fds: int = 0
 
 
 class Lagged(_Msg, tag="lagged", frozen=True, kw_only=True):
