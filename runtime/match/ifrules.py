@@ -561,6 +561,18 @@ def rule_applies(rule: IfRule, *, tool: str, args: Mapping[str, Any], workspace:
     return _named_applies(rule, tool, args)
 
 
+def never_applies(rule: IfRule, tool: str) -> bool:
+    """True when :func:`rule_applies` is False for a call of ``tool`` whatever its arguments:
+    a ``tool(...)`` rule naming another tool, a shell rule on a file tool (read, write,
+    delete) that is no shell. False whenever the arguments could matter."""
+    if rule.kind == "tool":
+        return rule.pattern not in _tool_names(tool)
+    if rule.kind == "shell":
+        names = _tool_names(tool)
+        return not any(n in SHELL_TOOLS for n in names) and any(n in _FILE_TOOLS for n in names)
+    return False
+
+
 def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
     names = _tool_names(tool)
     is_shell = any(n in SHELL_TOOLS for n in names)
