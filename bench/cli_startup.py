@@ -9,10 +9,17 @@ after a warm-up:
 - ``python -c "import msgspec"``: the floor under any fire (events, config and Outcome are
   msgspec Structs);
 - ``triohooks fire pre_tool`` on a call no hook matches (the console script), with a config that
-  has hooks for other tools in both dialects, an ``if`` rule and background hooks: the fast path
-  that answers without starting the engine;
+  has hooks for other tools in both dialects, an ``if`` rule and background hooks, each run
+  with other arguments (another file read): answered from the quiet-call cache
+  (:mod:`triohooks.fronts.fire_cache`), which the warm-up filled;
+- the same with the cache off (``TRIOHOOKS_FIRE_CACHE=off``): the long way without the engine,
+  what the first call of a tool after a config change costs;
 - the same with the engine forced (the internal ``_TRIOHOOKS_FIRE_VIA_ENGINE``): what every fire
   cost before the fast path, and what one where a hook runs still costs before its hooks.
+
+The config files are written, then left to settle for 2 s (the cache does not remember
+anything read from a file changed less than that before), so the warm-up fills the cache; the
+cache directory is in the temp dir too.
 
 The config is found where a user's is (``$XDG_CONFIG_HOME/triohooks``, through platformdirs);
 ``--env-dirs`` names it with ``TRIOHOOKS_CONFIG_DIR`` instead. Bytecode: every process gets
@@ -66,8 +73,19 @@ JSON_HOOKS = {
     ]
 }
 PAYLOAD = json.dumps({"tool": "Read", "args": {"path": "src/app.py"}, "session_id": "bench"})
+#: The cache's settle time, and a little more.
+SETTLE_S = 2.1
+
+
+def payload(i: int) -> bytes:
+    """Run ``i``'s call: the same tool, another file each time."""
+    return json.dumps(
+        {"tool": "Read", "args": {"path": f"src/module_{i}.py"}, "session_id": "bench"}
+    ).encode()
+
 
 MAX_MS = 60.0
+FIRE = "triohooks fire pre_tool"
 MAX_RATIO = 1.5
 
 
@@ -88,9 +106,13 @@ def environment(root: Path, env_dirs: bool) -> dict[str, str]:
     if env_dirs:
         config = root / "config"
         env |= {"TRIOHOOKS_CONFIG_DIR": str(config), "TRIOHOOKS_STATE_DIR": str(root / "state")}
+        env["TRIOHOOKS_CACHE_DIR"] = str(root / "cache")
     else:
         config = root / "xdg-config" / "triohooks"
         env |= {"XDG_CONFIG_HOME": str(root / "xdg-config"), "XDG_STATE_HOME": str(root / "xdg")}
+        env["XDG_CACHE_HOME"] = str(root / "xdg-cache")
+        env.pop("TRIOHOOKS_CACHE_DIR", None)
+    env.pop("TRIOHOOKS_FIRE_CACHE", None)
     config.mkdir(parents=True)
     (config / "hooks.toml").write_text(TOML)
     (config / "hooks.json").write_text(json.dumps(JSON_HOOKS))
@@ -133,35 +155,40 @@ def bench(n: int, env_dirs: bool, engine: bool) -> dict[str, Any]:
         ws = root / "ws"
         ws.mkdir()
         fire = [*fire_program(), "fire", "pre_tool"]
-        commands: dict[str, tuple[list[str], dict[str, str], bytes]] = {
-            "python -c pass": ([sys.executable, "-c", "pass"], env, b""),
-            "python -c 'import msgspec'": ([sys.executable, "-c", "import msgspec"], env, b""),
-            "triohooks fire pre_tool": (fire, env, PAYLOAD.encode()),
+        commands: dict[str, tuple[list[str], dict[str, str], bool]] = {
+            "python -c pass": ([sys.executable, "-c", "pass"], env, False),
+            "python -c 'import msgspec'": ([sys.executable, "-c", "import msgspec"], env, False),
+            FIRE: (fire, env, True),
+            "  the same, cache off": (fire, {**env, "TRIOHOOKS_FIRE_CACHE": "off"}, True),
         }
         if engine:
             forced = {**env, FIRE_VIA_ENGINE_VAR: "1"}
-            commands["  the same, engine forced"] = (fire, forced, PAYLOAD.encode())
+            commands["  the same, engine forced"] = (fire, forced, True)
+        time.sleep(SETTLE_S)
         for name, (argv, cmd_env, _) in commands.items():
             if argv is fire:
                 why = check_answer(argv, cmd_env, ws)
                 if why is not None:
                     raise SystemExit(f"{name}: not a no-match answer: {why}")
         for _ in range(3):  # warm-up: bytecode written, caches filled
-            for argv, cmd_env, stdin in commands.values():
-                run_once(argv, cmd_env, ws, stdin)
+            for argv, cmd_env, fires in commands.values():
+                run_once(argv, cmd_env, ws, payload(-1) if fires else b"")
+        cached = list((root / ("cache" if env_dirs else "xdg-cache")).rglob("*.json"))
+        if len(cached) != 1:
+            raise SystemExit(f"the quiet-call cache holds {len(cached)} entries, not 1")
         samples: dict[str, list[float]] = {name: [] for name in commands}
         names = list(commands)
         for i in range(n):
             for k in range(len(names)):  # a rotating order: no command always runs first
                 name = names[(i + k) % len(names)]
-                argv, cmd_env, stdin = commands[name]
-                samples[name].append(run_once(argv, cmd_env, ws, stdin))
+                argv, cmd_env, fires = commands[name]
+                samples[name].append(run_once(argv, cmd_env, ws, payload(i) if fires else b""))
     figures: dict[str, Any] = {
         name: {"n": len(s), "p50_ms": pct(s, 0.50), "p90_ms": pct(s, 0.90)}
         for name, s in samples.items()
     }
     base = figures["python -c pass"]["p50_ms"]
-    figures["ratio_p50"] = figures["triohooks fire pre_tool"]["p50_ms"] / base
+    figures["ratio_p50"] = figures[FIRE]["p50_ms"] / base
     return figures
 
 
@@ -184,7 +211,7 @@ def main() -> None:
     for name, f in figures.items():
         if isinstance(f, dict):
             print(f"{name:32} {f['p50_ms']:8.1f} {f['p90_ms']:8.1f}")
-    fire_ms = figures["triohooks fire pre_tool"]["p50_ms"]
+    fire_ms = figures[FIRE]["p50_ms"]
     ratio = figures["ratio_p50"]
     print(f"{'ratio fire / python -c pass':32} {ratio:7.2f}x")
     for label, met, value in [

@@ -9,9 +9,13 @@ modules it runs.
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
+#: typing itself is not imported at run time (2 ms of every ``triohooks fire``); type
+#: checkers treat this name as true.
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    from typing import Any
+
     from .combine.outcome import Outcome as Outcome
     from .combine.outcome import RunRecord as RunRecord
     from .config.events import EVENTS as EVENTS

@@ -29,15 +29,16 @@ from .helpers import bash_hook, write_json_hooks, write_toml_hooks
 
 pytestmark = pytest.mark.slow
 
-#: Runs the real CLI entry (what the ``triohooks`` script calls) on argv[2:], then writes every
+#: Runs the real console entry (what the ``triohooks`` script calls) on argv[2:], then writes every
 #: module the process imported to argv[1]. stdout, stderr and the exit code are the CLI's own.
 WRAPPER = textwrap.dedent(
     """
     import sys
-    from triohooks.fronts.cli import main
+    from triohooks.fronts.entry import main
     out, argv = sys.argv[1], sys.argv[2:]
+    sys.argv = ["triohooks", *argv]
     try:
-        code = main(argv)
+        code = main()
     except SystemExit as exc:
         code = exc.code
     modules = sorted(sys.modules)
@@ -68,6 +69,8 @@ FAST_PATH_MODULES = frozenset(
         "triohooks.config.trust",
         "triohooks.fronts",
         "triohooks.fronts.cli",
+        "triohooks.fronts.entry",
+        "triohooks.fronts.fire_cache",
         "triohooks.handlers",
         "triohooks.handlers.judge",
         "triohooks.match",
@@ -75,6 +78,11 @@ FAST_PATH_MODULES = frozenset(
         "triohooks.match.ifrules",
         "triohooks.match.matchers",
     }
+)
+#: All a fire answered from the quiet-call cache imports of triohooks (and nothing else but
+#: the standard library).
+CACHED_PATH_MODULES = frozenset(
+    {"triohooks", "triohooks.fronts", "triohooks.fronts.entry", "triohooks.fronts.fire_cache"}
 )
 #: Third-party distributions (top-level import names) the fast path may load.
 FAST_PATH_THIRD_PARTY = frozenset({"triohooks", "msgspec", "typing_extensions", "platformdirs"})
@@ -145,6 +153,9 @@ class Env:
         env |= {
             "TRIOHOOKS_CONFIG_DIR": str(self.config),
             "TRIOHOOKS_STATE_DIR": str(self.state(engine)),
+            # The quiet-call cache, without its settle time (files here are seconds old).
+            "TRIOHOOKS_CACHE_DIR": str(self.root / ("cache-engine" if engine else "cache")),
+            "_TRIOHOOKS_FIRE_CACHE_SETTLE_MS": "0",
             **self.extra_env,
         }
         if engine:
@@ -282,28 +293,47 @@ class Case:
     message: str = ""
     #: Lines the hooks append to ws/ran per run (a background hook's proof that it ran).
     ran_lines: int = 0
+    #: A second fire is answered from the quiet-call cache: no hook can run for the tool
+    #: whatever the arguments, no workspace hooks, no option but --json / --no-audit.
+    cached: bool = False
 
 
 CASES = [
-    Case("no config", no_config, ("pre_tool",), READ),
-    Case("no config, prompt_submit", no_config, ("prompt_submit",), '{"prompt": "hi"}'),
-    Case("no config, session_end", no_config, ("session_end",), '{"session_id": "s1"}'),
-    Case("toml hooks for other tools", toml_other_tools, ("pre_tool",), READ),
-    Case("toml hooks, permission_request", toml_other_tools, ("permission_request",), READ),
-    Case("toml hooks, post_tool", toml_other_tools, ("post_tool",), READ),
+    Case("no config", no_config, ("pre_tool",), READ, cached=True),
+    Case(
+        "no config, prompt_submit", no_config, ("prompt_submit",), '{"prompt": "hi"}', cached=True
+    ),
+    Case(
+        "no config, session_end",
+        no_config,
+        ("session_end",),
+        '{"session_id": "s1"}',
+        cached=True,
+    ),
+    Case("toml hooks for other tools", toml_other_tools, ("pre_tool",), READ, cached=True),
+    Case(
+        "toml hooks, permission_request",
+        toml_other_tools,
+        ("permission_request",),
+        READ,
+        cached=True,
+    ),
+    Case("toml hooks, post_tool", toml_other_tools, ("post_tool",), READ, cached=True),
     Case(
         "post_tool with an error, failure hook for another tool",
         toml_other_tools,
         ("post_tool",),
         json.dumps({"tool": "Read", "args": {}, "error": "ENOENT"}),
+        cached=True,
     ),
-    Case("json matcher on another tool", json_other_tool, ("pre_tool",), READ),
+    Case("json matcher on another tool", json_other_tool, ("pre_tool",), READ, cached=True),
     Case("json regex that does not match", json_regex_no_match, ("pre_tool",), BASH_LS),
     Case(
         "json alias name and fields",
         json_other_tool,
         ("pre_tool_use",),
         json.dumps({"tool_name": "Read", "arguments": {"path": "a"}}),
+        cached=True,
     ),
     Case("if rule that does not apply (read)", if_read_rule, ("pre_tool",), READ),
     Case("if rule that does not apply (shell)", if_shell_rule, ("pre_tool",), BASH_LS),
@@ -327,8 +357,15 @@ CASES = [
         ("pre_tool",),
         READ,
         message="prompt-hook judge not built",
+        cached=True,
     ),
-    Case("--no-audit and --json", toml_other_tools, ("pre_tool", "--no-audit", "--json"), READ),
+    Case(
+        "--no-audit and --json",
+        toml_other_tools,
+        ("pre_tool", "--no-audit", "--json"),
+        READ,
+        cached=True,
+    ),
     Case(
         "broken config",
         broken_config,
@@ -462,6 +499,23 @@ def test_fast_path_answers_as_the_engine_does(tmp_path: Path, case: Case) -> Non
     assert (audit_lines(env.state(False)) > 0) is (case.returncode == 2 or case.ran_lines > 0)
     if case.fast:
         assert not env.state(False).exists() and not env.state(True).exists()
+
+    # Again (where nothing ran): the same answer, from the quiet-call cache where it may hold
+    # it (stdlib only).
+    if not case.fast:
+        return
+    again = env.fire(*args, stdin=case.stdin)
+    assert (again.returncode, again.stdout, again.stderr) == (
+        fast.returncode,
+        fast.stdout,
+        fast.stderr,
+    )
+    assert ("msgspec" not in again.modules) is case.cached, again.modules
+    if case.cached:
+        ours = {m for m in again.modules if m.split(".")[0] == "triohooks"}
+        assert ours == CACHED_PATH_MODULES
+        assert hits(again.modules, NEVER) == []
+    assert not (env.root / "cache-engine").exists()  # the engine path never writes an entry
 
 
 def test_warnings_reach_stderr_on_the_fast_path(tmp_path: Path) -> None:

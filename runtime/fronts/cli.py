@@ -45,6 +45,8 @@ from triohooks.config.paths import (
 from triohooks.config.table import load_table
 from triohooks.config.trust import record_trust, trust_inputs, trust_state
 
+from . import fire_cache
+
 if TYPE_CHECKING:
     from triohooks.combine.outcome import Outcome
     from triohooks.engine.hook_engine import HookEngine
@@ -383,7 +385,9 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 
 
 def _read_payload() -> dict[str, Any]:
-    data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
+    data = fire_cache.preloaded_stdin  # read already by the console entry (.entry)
+    if data is None:
+        data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
     if not data.strip():
         return {}
     try:
@@ -456,7 +460,11 @@ def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Out
     prompt-hook judge's warning is logged, and the answer is ``plain_outcome``. Nothing runs,
     so there is nothing to audit, queue or trace; ``stop`` always takes the engine (the
     dispatcher's test says so: its continue state is always settled)."""
+    words = getattr(args, "words", None)
+    snapshot = None
     try:
+        if words is not None and fire_cache.remember_eligible(words, args, os.environ):
+            snapshot = fire_cache.Snapshot(global_config_dir(), ws)
         table = load_table(
             workspace=ws,
             config_dir=args.config_dir,
@@ -485,6 +493,11 @@ def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Out
             logging.getLogger("triohooks.loader").warning("%s", problem)
         if judge_warning:  # HookEngine.open
             logging.getLogger("triohooks").warning("%s", judge_warning)
+    if snapshot is not None:
+        said = [str(p) for p in table.problems] + ([judge_warning] if judge_warning else [])
+        fire_cache.remember(
+            snapshot, os.environ, args.event, canonical_event(args.event), ev, table, outcome, said
+        )
     return outcome
 
 
@@ -610,6 +623,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # print): only its parser is built.
     builtins = [chosen] if chosen in _BUILTINS and words[0] == chosen else list(_BUILTINS)
     args = _parser(plugins, builtins).parse_args(words)
+    args.words = words  # fire: which command lines its quiet-call cache may answer
     if args.command != "fire":  # fire sets logging up once it starts something that logs
         _log_to_stderr()
     try:

@@ -1,0 +1,27 @@
+"""The ``triohooks`` command's first stop: a ``fire`` whose answer the quiet-call cache holds
+is answered here, by the standard library alone (:mod:`.fire_cache`); anything else goes on to
+the command line proper (:mod:`.cli`), with the stdin already read handed over.
+
+It must not import anything at module level but the standard library and :mod:`.fire_cache`.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+from . import fire_cache
+
+
+def main() -> int:
+    argv = sys.argv[1:]
+    if fire_cache.eligible_event(argv) is not None:
+        data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
+        fire_cache.preloaded_stdin = data
+        out = fire_cache.answer(argv, os.environ, data)
+        if out is not None:
+            sys.stdout.write(out)
+            return 0
+    from .cli import main as cli_main
+
+    return cli_main(argv)
