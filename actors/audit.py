@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import logging
 import os
-from collections import deque
 from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager, nullcontext
-from datetime import UTC, date, datetime, timedelta
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
@@ -30,6 +29,7 @@ from opentelemetry import trace
 
 from triohooks.config import paths as _paths
 
+from .audit_records import AuditRecord, FailureMemory, _utc_now, audit_file, is_failure
 from .redact import REDACTED, redact, secret_key
 
 logger = logging.getLogger("triohooks.audit")
@@ -41,39 +41,6 @@ BATCH: Final = 512
 CLOSE_TIMEOUT_S: Final = 5.0
 #: Error text kept per record (after redaction).
 MAX_ERROR_CHARS: Final = 4096
-#: Failures kept per hook (HK-66).
-FAILURES_KEPT: Final = 5
-
-FILE_PREFIX: Final = "audit-"
-FILE_SUFFIX: Final = ".jsonl"
-
-
-class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True):
-    """One audit line. ``kind`` is "hook" for a hook run, "worker" for close reports etc."""
-
-    #: RFC3339 UTC; the sink stamps it at submit when empty.
-    time: str = ""
-    session: str
-    kind: str
-    event: str
-    hook: str
-    #: block / hook-allow / hook-deny / error / ...
-    decision: str | None
-    error: str | None
-    duration_ms: float | None
-    workspace: str
-    #: Extra numbers or text (e.g. a close report); strings are redacted.
-    detail: dict[str, Any] | None = None
-    #: The run's output was over its cap and only its head was read (written only when true).
-    truncated: bool = False
-
-
-def is_failure(record: AuditRecord) -> bool:
-    """Whether ``record`` is a failed hook run (what :class:`FailureMemory` keeps): decision
-    ``error``, or an error with no decision. A block's reason in ``error`` is not a failure."""
-    if record.kind != "hook":
-        return False
-    return record.decision == "error" or (record.decision is None and record.error is not None)
 
 
 def audit_dir(state_dir: Path | None = None) -> Path:
@@ -81,79 +48,11 @@ def audit_dir(state_dir: Path | None = None) -> Path:
     return (state_dir if state_dir is not None else _paths.state_dir()) / "audit"
 
 
-def audit_file(directory: Path, day: date | str) -> Path:
-    return directory / f"{FILE_PREFIX}{day}{FILE_SUFFIX}"
-
-
 def rfc3339(when: datetime) -> str:
     """``when`` as RFC3339 UTC with milliseconds (a naive datetime is taken as UTC)."""
     if when.tzinfo is None:
         when = when.replace(tzinfo=UTC)
     return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
-
-
-def _utc_now() -> datetime:
-    return datetime.now(UTC)
-
-
-# ---------------------------------------------------------------------------------------------
-# Failure memory
-
-
-class FailureMemory:
-    """The last :data:`FAILURES_KEPT` failures of each hook, as ``(time, error)`` pairs."""
-
-    def __init__(self) -> None:
-        self._by_hook: dict[str, deque[tuple[str, str]]] = {}
-
-    def add(self, hook: str, when: str, error: str) -> None:
-        kept = self._by_hook.get(hook)
-        if kept is None:
-            kept = self._by_hook[hook] = deque(maxlen=FAILURES_KEPT)
-        kept.append((when, error))
-
-    def recent(self, hook: str) -> list[tuple[str, str]]:
-        """The hook's kept failures, oldest first."""
-        return list(self._by_hook.get(hook, ()))
-
-    def hooks(self) -> list[str]:
-        """Hook ids with at least one failure kept."""
-        return list(self._by_hook)
-
-    @classmethod
-    def from_audit_dir(
-        cls,
-        audit_dir: Path,
-        *,
-        days: int = 7,
-        now: Callable[[], datetime] = _utc_now,
-        workspace: str | None = None,
-    ) -> FailureMemory:
-        """Rebuild from the audit files of the last ``days`` UTC days (for ``triohooks list``).
-
-        Missing files and unreadable or torn lines are skipped. With ``workspace``, only that
-        workspace's records count.
-        """
-        memory = cls()
-        today = now().astimezone(UTC).date()
-        decoder = msgspec.json.Decoder(AuditRecord)
-        for back in range(days - 1, -1, -1):
-            path = audit_file(audit_dir, today - timedelta(days=back))
-            try:
-                with path.open("rb") as f:
-                    lines = f.readlines()
-            except OSError:
-                continue
-            for line in lines:
-                try:
-                    record = decoder.decode(line)
-                except msgspec.DecodeError:
-                    continue
-                if workspace is not None and record.workspace != workspace:
-                    continue
-                if is_failure(record):
-                    memory.add(record.hook, record.time, record.error or "")
-        return memory
 
 
 # ---------------------------------------------------------------------------------------------

@@ -22,7 +22,8 @@ from triohooks.config.model import Hook
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput, Runners
 
-from .audit import AuditRecord, end_run, hook_span
+from .audit import end_run, hook_span
+from .audit_records import AuditRecord
 
 if TYPE_CHECKING:
     from .post_worker import BackgroundItem

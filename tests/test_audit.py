@@ -26,14 +26,11 @@ from triohooks.actors.audit import (
     ATTR_EVENT,
     ATTR_HOOK,
     ATTR_OUTCOME,
-    FAILURES_KEPT,
-    AuditRecord,
     AuditSink,
-    FailureMemory,
-    audit_file,
     end_run,
     hook_span,
 )
+from triohooks.actors.audit_records import FAILURES_KEPT, AuditRecord, FailureMemory, audit_file
 from triohooks.actors.post_worker import WorkerReport
 
 FIELDS = [

@@ -18,6 +18,7 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -614,21 +615,56 @@ def test_what_a_rule_needs_loads_on_demand(tmp_path: Path) -> None:
 # -- validate -------------------------------------------------------------------------------------
 
 
-def test_validate_runs_without_the_event_loop(tmp_path: Path) -> None:
-    env = Env(tmp_path)
-    toml_other_tools(env)
+def run_command(env: Env, *words: str) -> tuple[subprocess.CompletedProcess[str], frozenset[str]]:
+    """A non-fire command through the real entry: its result and the modules it imported."""
     env.ws.mkdir(parents=True, exist_ok=True)
-    out = tmp_path / "modules.txt"
+    out = env.root / "modules.txt"
     done = subprocess.run(
-        [sys.executable, "-c", WRAPPER, str(out), "validate"],
+        [sys.executable, "-c", WRAPPER, str(out), *words],
         capture_output=True,
         text=True,
-        env={**os.environ, "TRIOHOOKS_CONFIG_DIR": str(env.config)},
+        env={
+            **os.environ,
+            "TRIOHOOKS_CONFIG_DIR": str(env.config),
+            "TRIOHOOKS_STATE_DIR": str(env.state(False)),
+        },
         cwd=env.ws,
         timeout=TIMEOUT_S,
         check=False,
     )
+    return done, frozenset(out.read_text().split("\n"))
+
+
+def test_validate_runs_without_the_event_loop(tmp_path: Path) -> None:
+    env = Env(tmp_path)
+    toml_other_tools(env)
+    done, modules = run_command(env, "validate")
     assert done.returncode == 0 and "ok: 5 hook(s) in 1 file(s)" in done.stdout, done.stderr
-    modules = frozenset(out.read_text().split("\n"))
     assert hits(modules, NEVER) == []
     assert hits(modules, ("tree_sitter", "re2", "triohooks.match.shell")) == []
+
+
+def test_list_runs_without_the_event_loop(tmp_path: Path) -> None:
+    # It reads the audit files for each hook's recent failures (audit_records), not the sink.
+    env = Env(tmp_path)
+    toml_other_tools(env)
+    audit = env.state(False) / "audit"
+    audit.mkdir(parents=True)
+    day = datetime.now(UTC).date()
+    record: dict[str, object] = {"time": f"{day}T00:00:00.000Z", "session": "s", "kind": "hook"}
+    record["event"] = "pre_tool"
+    record |= {
+        "hook": "global:pre_tool[0]",
+        "decision": "error",
+        "error": "boom",
+        "duration_ms": 1.0,
+    }
+    record["workspace"] = str(env.ws)
+    (audit / f"audit-{day}.jsonl").write_text(json.dumps(record) + "\n")
+    done, modules = run_command(env, "list")
+    assert done.returncode == 0, done.stderr
+    assert "failed " in done.stdout and "boom" in done.stdout, done.stdout
+    but_actors = tuple(n for n in NEVER if n != "triohooks.actors")
+    assert hits(modules, but_actors) == []
+    ours = {m for m in modules if m.startswith("triohooks.actors")}
+    assert ours == {"triohooks.actors", "triohooks.actors.audit_records", "triohooks.actors.redact"}

@@ -50,7 +50,8 @@ from opentelemetry.proto.logs.v1.logs_pb2 import LogRecord
 from opentelemetry.proto.metrics.v1.metrics_pb2 import Metric
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from triohooks.actors.audit import AuditRecord, AuditSink, add_record_exporter
+from triohooks.actors.audit import AuditSink, add_record_exporter
+from triohooks.actors.audit_records import AuditRecord
 from triohooks.fronts import otel
 from triohooks.fronts.client import connect
 from triohooks.fronts.otel import Batcher, read_settings

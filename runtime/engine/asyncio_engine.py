@@ -40,7 +40,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 import msgspec
 import trio
 
-from triohooks.actors.audit import AuditRecord
+from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.actors.runs import HookRuns, RecordSink

@@ -18,7 +18,8 @@ from typing import Any, Unpack
 import msgspec
 import trio
 
-from triohooks.actors.audit import AuditRecord, AuditSink
+from triohooks.actors.audit import AuditSink
+from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport

@@ -41,13 +41,8 @@ from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import ReadableSpan, Span, SpanProcessor, TracerProvider
 from opentelemetry.sdk.trace.export import SpanExportResult
 
-from triohooks.actors.audit import (
-    ATTR_ERROR_TYPE,
-    ATTR_EVENT,
-    ATTR_OUTCOME,
-    AuditRecord,
-    add_record_exporter,
-)
+from triohooks.actors.audit import ATTR_ERROR_TYPE, ATTR_EVENT, ATTR_OUTCOME, add_record_exporter
+from triohooks.actors.audit_records import AuditRecord
 
 from .otel import (
     AUDIT_EVENT_NAME,

@@ -286,7 +286,7 @@ def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) ->
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    from triohooks.actors.audit import FailureMemory
+    from triohooks.actors.audit_records import FailureMemory
 
     table = _load(args, trust=args.trust)
     memory = FailureMemory.from_audit_dir(state_dir() / "audit")

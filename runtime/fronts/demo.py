@@ -33,7 +33,8 @@ from typing import Any, TextIO
 import msgspec
 import trio
 
-from triohooks.actors.audit import AuditRecord, audit_dir
+from triohooks.actors.audit import audit_dir
+from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.dispatcher import is_sync
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome, RunRecord

@@ -45,8 +45,8 @@ from triohooks.actors.audit import (
     ATTR_EVENT,
     ATTR_HOOK,
     ATTR_SESSION,
-    AuditRecord,
 )
+from triohooks.actors.audit_records import AuditRecord
 
 log = logging.getLogger("triohooks.otel")
 
