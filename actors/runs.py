@@ -100,7 +100,7 @@ class HookRuns:
         event = hook_input.event
         listeners = self.listeners
         if listeners:
-            listeners.emit("hook_started", event=event, hook=hook.name)
+            listeners.emit("hook_started", event=event, hook=hook.name, hook_id=hook.id)
         with hook_span(event, hook.id, hook.dialect, session=hook_input.session_id) as span:
             result = await self.runners.run(hook, hook_input)
             end_run(
@@ -109,16 +109,23 @@ class HookRuns:
                 duration_ms=result.duration_ms,
                 output_bytes=result.stdout_bytes + result.stderr_bytes,
             )
+            record = self._audit_record(hook, hook_input, result)
+            if record is not None and self.audit is not None:
+                # Inside the span: an exported audit record (an OTLP log record) carries its
+                # trace and span id, so a collector links the two.
+                self.audit.submit(record)
         if listeners:
             listeners.emit(
                 "hook_finished",
                 event=event,
                 hook=hook.name,
+                hook_id=hook.id,
                 outcome=result.outcome,
                 exit_code=result.exit_code,
                 duration_ms=result.duration_ms,
             )
-        self._audit(hook, hook_input, result)
+            if record is not None:
+                listeners.emit("audit", record=record)
         return result
 
     def record(self, record: AuditRecord) -> None:
@@ -128,23 +135,24 @@ class HookRuns:
         if self.listeners:
             self.listeners.emit("audit", record=record)
 
-    def _audit(self, hook: Hook, hook_input: HookInput, result: RunResult) -> None:
+    def _audit_record(
+        self, hook: Hook, hook_input: HookInput, result: RunResult
+    ) -> AuditRecord | None:
+        """The audit record of this run, if it is audited and anyone takes records."""
         if self.audit is None and not self.listeners:
-            return
+            return None
         decision = audit_decision(hook_input.event, result)
         if decision is None:
-            return
-        self.record(
-            AuditRecord(
-                time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-                session=hook_input.session_id,
-                kind="hook",
-                event=hook_input.event,
-                hook=hook.id,
-                decision=decision,
-                error=result.error if decision == "error" else result.reason,
-                duration_ms=round(result.duration_ms, 3),
-                workspace=self.workspace,
-                truncated=result.truncated,
-            )
+            return None
+        return AuditRecord(
+            time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            session=hook_input.session_id,
+            kind="hook",
+            event=hook_input.event,
+            hook=hook.id,
+            decision=decision,
+            error=result.error if decision == "error" else result.reason,
+            duration_ms=round(result.duration_ms, 3),
+            workspace=self.workspace,
+            truncated=result.truncated,
         )

@@ -414,6 +414,9 @@ def test_fire_exports_its_span_audit_log_record_and_metrics(
     assert log_record.body.string_value == "hook pre_tool block no-rm"
     assert log_record.severity_number == 9  # INFO
     assert log_record.time_unix_nano > 0
+    # Recorded inside the hook's span: the collector can link the log record to it.
+    assert (log_record.trace_id, log_record.span_id) == (span.trace_id, span.span_id)
+    assert len(log_record.trace_id) == 16 and any(log_record.trace_id)
 
     # Names, sizes and outcomes only: neither the payload nor the secret went out.
     for item in (span, log_record):

@@ -161,6 +161,8 @@ async def test_subscribe_streams_records_in_order_with_gap_free_seq(tmp_path: Pa
     assert [r.kind for r in records] == kinds * 3
     assert {r.event for r in records} == {"pre_tool"}
     assert records[2].data["hook"] == "ok" and records[2].data["outcome"] == "ok"
+    ids = {records[1].data["hook_id"], records[2].data["hook_id"]}  # started and finished
+    assert len(ids) == 1 and ids.pop().startswith("api:")  # the API hook's id, not its name
     assert records[3].data["outcome"]["args"] == {}
     assert isinstance(only, EventRecord)
     assert (only.kind, only.event, only.seq) == ("outcome", "prompt_submit", 13)
