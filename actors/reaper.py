@@ -628,34 +628,12 @@ class Reaper:
             return await self._workers.request(spec)
         started = time.perf_counter()
         if self._closing or not spec.argv:
-            await trio.lowlevel.checkpoint()
-            if self._closing:
-                return ProcessResult(status="killed", error="reaper is closed")
-            self._spawn_failures += 1
-            return ProcessResult(status="spawn_failed", error="nothing to run: empty argv")
-        self._last_no += 1
-        no = self._last_no
-        self._unfinished.add(no)
-        marker = run_marker(self.engine_id, no)
-        env: Environment
-        if spec.env is None:
-            snapshot, version = _HOST_ENVIRONMENT.take()
-            env = HostEnvironment(snapshot, version, marker.encode())
+            await trio.lowlevel.checkpoint()  # and _launch says which
         else:
-            env = {**spec.env, RUN_VAR: marker}
-        await trio.lowlevel.checkpoint_if_cancelled()
-        try:
-            run = self._spawn(spec, env, no)
-        except (OSError, ValueError) as exc:
-            self._unfinished.discard(no)
-            self._spawn_failures += 1
-            return ProcessResult(
-                status="spawn_failed",
-                error=_spawn_error(spec, exc),
-                duration_ms=(time.perf_counter() - started) * 1000,
-            )
-        self._runs[no] = run
-        self._spawned += 1
+            await trio.lowlevel.checkpoint_if_cancelled()
+        run = self._launch(spec, started=started)
+        if isinstance(run, ProcessResult):
+            return run
         try:
             return await self._supervise(run, spec, started)
         finally:
@@ -854,11 +832,16 @@ class Reaper:
         self._workers.retire_all()
 
     def _launch(
-        self, spec: ProcessSpec, *, extra_env: dict[str, str] | None = None
+        self,
+        spec: ProcessSpec,
+        *,
+        extra_env: dict[str, str] | None = None,
+        started: float | None = None,
     ) -> _Run | ProcessResult:
-        """Start ``spec``'s process for a caller that supervises it itself (a warm worker):
-        numbered, marked and tracked like any run until the caller reaps it (``_stop``,
-        ``_reap``). A process that cannot be started is its ProcessResult."""
+        """Start ``spec``'s process: numbered, marked and tracked until the caller reaps it
+        (``_reap``, after ``_supervise`` for a one-shot run, ``_stop`` for a warm worker);
+        ``extra_env`` is added to its environment. A process that cannot be started is its
+        ProcessResult (timed from ``started`` when given)."""
         if self._closing:
             return ProcessResult(status="killed", error="reaper is closed")
         if not spec.argv:
@@ -869,19 +852,25 @@ class Reaper:
         self._unfinished.add(no)
         marker = run_marker(self.engine_id, no)
         env: Environment
-        if spec.env is None:
+        if spec.env is not None:
+            env = {**spec.env, **(extra_env or {}), RUN_VAR: marker}
+        elif extra_env:
             host = cast("dict[bytes, bytes]", _host_environment(marker))
-            for name, value in (extra_env or {}).items():
+            for name, value in extra_env.items():
                 host[name.encode()] = value.encode()
             env = host
-        else:
-            env = {**spec.env, **(extra_env or {}), RUN_VAR: marker}
+        else:  # the common case: the helper keeps the host's environment between runs
+            snapshot, version = _HOST_ENVIRONMENT.take()
+            env = HostEnvironment(snapshot, version, marker.encode())
         try:
             run = self._spawn(spec, env, no)
         except (OSError, ValueError) as exc:
             self._unfinished.discard(no)
             self._spawn_failures += 1
-            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+            took = (time.perf_counter() - started) * 1000 if started is not None else 0.0
+            return ProcessResult(
+                status="spawn_failed", error=_spawn_error(spec, exc), duration_ms=took
+            )
         self._runs[no] = run
         self._spawned += 1
         return run
