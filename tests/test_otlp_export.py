@@ -55,6 +55,7 @@ from triohooks.actors.audit_records import AuditRecord
 from triohooks.fronts import otel
 from triohooks.fronts.client import connect
 from triohooks.fronts.otel import Batcher, read_settings
+from triohooks.fronts.wire import StatsReply
 
 from .helpers import write_toml_hooks
 
@@ -548,7 +549,10 @@ def test_serve_exports_a_websocket_session(tmp_path: Path, receiver: Receiver) -
                     await client.fire("pre_tool", tool="Broken", session_id=s)
                     await client.fire("post_tool", tool="Bash", args=args, session_id=s)
                     await client.fire("prompt_submit", prompt=CONTENT, session_id=s)
+                counts.append(await client.stats())
         return blocked
+
+    counts: list[StatsReply] = []
 
     with serving(tmp_path, env) as (proc, url):
         blocked = trio.run(session, url)
@@ -556,6 +560,12 @@ def test_serve_exports_a_websocket_session(tmp_path: Path, receiver: Receiver) -
         _, err = proc.communicate(timeout=TIMEOUT_S)
     assert proc.returncode == 0, err
     assert blocked == [True, True, True]
+    # The stats reply has the export's counts while serving (the background hooks' spans may
+    # still be on their way): every span and record so far produced, none dropped.
+    (stats,) = counts
+    assert stats.otlp is not None and set(stats.otlp) == {"spans", "logs"}
+    assert stats.otlp["spans"]["produced"] >= 6 and stats.otlp["logs"]["produced"] >= 6
+    assert stats.otlp["spans"]["dropped"] == stats.otlp["logs"]["dropped"] == 0
     # Per session: the blocking hook, the broken one, the background post_tool hook.
     assert "triohooks serve: OTLP export: sent 9/9 spans, 7/7 log records; metrics\n" in err
     got = receiver.got

@@ -441,6 +441,9 @@ async def test_stats_of_a_real_server_with_real_hooks(
     assert [s["time"] for s in snaps] == sorted(s["time"] for s in snaps)
     assert [s["records"] for s in snaps] == sorted(s["records"] for s in snaps)
     assert live["connection"]["state"] == "connected" and not live["engine_closed"]
+    # The server's own counts, asked for each interval: both watchers are connected.
+    assert live["server"]["connections"] == 2 and live["server"]["subscribers"] == 2
+    assert live["server"]["refused_connections"] == 0 and live["server"]["otlp"] is None
     assert dropped_by_server == BACKGROUND_FIRES - 257
     assert _row(live, "prompt_submit", "slow")["runs"] == 3
     assert live["dropped"]["reasons"] == {"full": dropped_by_server}

@@ -309,6 +309,8 @@ class HookServer:
         self.refused_handshakes = 0
         #: Connections answered HTTP 503 (unread) because the process had no descriptor left.
         self.refused_fds = 0
+        #: The OTLP export of this server (set by ``cmd_serve`` when ``OTEL_*`` turn it on).
+        self.telemetry: otel.Telemetry | None = None
         self._cap_report = _LimitReport(self._cap_message)
         self._handshake_report = _LimitReport(self._handshake_message)
         self._http_report = _LimitReport(self._http_message)
@@ -408,7 +410,24 @@ class HookServer:
             events_missed=self.hub.missed_total,
             refused_connections=self.refused_full + self.refused_handshakes + self.refused_fds,
             refused_out_of_fds=self.refused_fds,
+            otlp=self._otlp_counts(),
         )
+
+    def _otlp_counts(self) -> dict[str, dict[str, int]] | None:
+        telemetry = self.telemetry
+        if telemetry is None:
+            return None
+        out: dict[str, dict[str, int]] = {}
+        for name, batcher in (("spans", telemetry.spans), ("logs", telemetry.logs)):
+            if batcher is not None:
+                st = batcher.stats()
+                out[name] = {
+                    "produced": st.produced,
+                    "exported": st.exported,
+                    "dropped": st.dropped_total,
+                    "queued": st.queued + st.in_flight,
+                }
+        return out
 
     # -- fires in flight ----------------------------------------------------------------------
     def _fire_started(self) -> None:
@@ -1205,7 +1224,8 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
             server: HookServer = await nursery.start(serve, settings)
-            await nursery.start(otel.export_while_serving, server.engine)  # when OTEL_* say so
+            # When OTEL_* say so; its counts go into the stats reply.
+            server.telemetry = await nursery.start(otel.export_while_serving, server.engine)
             print(f"triohooks serve: listening on {server.url}", flush=True)
             print(f"triohooks serve: token in {token_path}", flush=True)
             announced = _announce(server, token_path)

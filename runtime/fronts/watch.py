@@ -29,10 +29,10 @@ from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar
 
 import trio
-from trio_websocket import CloseReason, ConnectionRejected
+from trio_websocket import CloseReason, ConnectionClosed, ConnectionRejected
 
 from .client import RemoteError, connect, innermost
-from .wire import EVENT_KINDS, EventRecord, Lagged, encode
+from .wire import EVENT_KINDS, EventRecord, Lagged, StatsReply, encode
 
 K = TypeVar("K")
 
@@ -298,6 +298,9 @@ class StreamStats:
         self.dropped_hooks = 0
         self.dropped_reasons: dict[str, int] = {}
         self.falling_behind = 0
+        #: The server's own counts (its ``stats`` reply), asked for once per interval: None
+        #: until the first answer.
+        self.server: dict[str, Any] | None = None
         self.lagged_times = 0
         self.lagged_missed = 0
         self.engine_closed = False
@@ -386,6 +389,18 @@ class StreamStats:
             n for h in self.hooks.values() for k, n in h.outcomes.items() if k in FAILED_OUTCOMES
         )
 
+    def server_stats(self, reply: StatsReply) -> None:
+        """Keep what the server's ``stats`` reply says of the whole server."""
+        self.server = {
+            "connections": reply.connections,
+            "subscribers": reply.subscribers,
+            "refused_connections": reply.refused_connections,
+            "refused_out_of_fds": reply.refused_out_of_fds,
+            "queue_depth": reply.queue_depth,
+            "live_processes": reply.live_processes,
+            "otlp": reply.otlp,
+        }
+
     def snapshot(self, now: float, wall: float | None = None) -> dict[str, Any]:
         """Everything, as the JSON object ``--stats --json`` prints (docs/watching.md)."""
         since = self.connected_at
@@ -416,6 +431,7 @@ class StreamStats:
             "falling_behind": self.falling_behind,
             "lagged": {"times": self.lagged_times, "missed": self.lagged_missed},
             "engine_closed": self.engine_closed,
+            "server": self.server,
             "events": {name: row.snapshot() for name, row in sorted(self.events.items())},
             "hooks": [
                 row.snapshot(now, self.window_s, engine_closed=self.engine_closed)
@@ -465,6 +481,21 @@ def format_stats(snap: dict[str, Any]) -> list[str]:
             f"DROPPED: {dropped['events']} background event(s), {dropped['hooks']} hook run(s)"
             f" not run ({why})"
         )
+    server = snap.get("server")
+    if server is not None:
+        line = (
+            f"server: {server['connections']} connection(s), {server['subscribers']} "
+            f"subscriber(s), {server['live_processes']} hook process(es), background queue "
+            f"{server['queue_depth']}, {server['refused_connections']} connection(s) refused"
+        )
+        if server["refused_out_of_fds"]:
+            line += f" ({server['refused_out_of_fds']} out of file descriptors)"
+        lines.append(line)
+        for signal, n in sorted((server["otlp"] or {}).items()):
+            lines.append(
+                f"OTLP {signal}: {n['exported']}/{n['produced']} exported, {n['dropped']} "
+                f"dropped, {n['queued']} queued"
+            )
     if snap["engine_closed"]:
         lines.append("the engine closed: the server is stopping, no more hooks will run")
     head = (
@@ -560,7 +591,16 @@ async def watch_stats(
         while True:
             deadline += interval_s
             await trio.sleep_until(deadline)
+            await ask_server()
             show()
+
+    async def ask_server() -> None:
+        # A server that does not answer within the interval leaves the last counts shown.
+        with trio.move_on_after(interval_s):
+            try:
+                stats.server_stats(await client.stats())
+            except (RemoteError, ConnectionClosed):
+                pass
 
     async with (
         connect(url, token) as client,
@@ -568,6 +608,7 @@ async def watch_stats(
         trio.open_nursery() as nursery,
     ):
         stats.connected(trio.current_time())
+        await ask_server()
         show()
         nursery.start_soon(every_interval)
         async for item in stream:

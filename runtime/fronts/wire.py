@@ -125,6 +125,9 @@ class StatsReply(_Msg, tag="stats", frozen=True, kw_only=True):
     #: Defaults keep replies of older servers decodable.
     refused_connections: int = 0
     refused_out_of_fds: int = 0
+    #: OTLP export (docs/observability.md) per signal (``spans``, ``logs``): ``produced``,
+    #: ``exported``, ``dropped``, ``queued``; None when the server exports nothing.
+    otlp: dict[str, dict[str, int]] | None = None
 
 
 class Lagged(_Msg, tag="lagged", frozen=True, kw_only=True):
