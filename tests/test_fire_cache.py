@@ -352,3 +352,20 @@ def test_the_entry_names_the_code_that_decided(env: Env) -> None:
     assert any(n.endswith(os.path.join("fronts", "fire_cache.py")) for n in names)
     assert str(env.config / "hooks.toml") in names
     assert str(env.ws / ".agents" / "hooks.toml") in names
+
+
+def test_an_entry_of_ours_in_the_wrong_shape_is_a_miss_not_a_traceback(env: Env) -> None:
+    env.fire()
+    (entry,) = env.entries()
+    good = json.loads(entry.read_text())
+    for broken in [
+        {**good, "stderr": 5},
+        {**good, "events": {"pre_tool": {**good["events"]["pre_tool"], "template": 7}}},
+        {**good, "words": []},
+        {**good, "judge_key": ["X"]},
+        [good],
+    ]:
+        entry.write_text(json.dumps(broken))
+        fired = env.fire()
+        assert not fired.cached and fired.returncode == 0, broken
+        assert "Traceback" not in fired.stderr and same(fired, env.long_way())

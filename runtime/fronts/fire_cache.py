@@ -315,10 +315,11 @@ def answer(argv: Sequence[str], environ: Mapping[str, str], data: bytes) -> str 
             part if isinstance(part, str) else _encode(fields.get(part[0], defaults[part[0]]))
             for part in spec["template"]
         ]
-    except (_Miss, OSError, ValueError, KeyError, TypeError, IndexError):
+        said = "".join(f"triohooks: {line}\n" for line in entry["stderr"])
+    except (_Miss, OSError, ValueError, KeyError, TypeError, IndexError, RecursionError):
         return None
-    for line in entry["stderr"]:
-        sys.stderr.write(f"triohooks: {line}\n")
+    if said:
+        sys.stderr.write(said)
     return "".join(parts) + "\n"
 
 
