@@ -369,3 +369,25 @@ def test_an_entry_of_ours_in_the_wrong_shape_is_a_miss_not_a_traceback(env: Env)
         fired = env.fire()
         assert not fired.cached and fired.returncode == 0, broken
         assert "Traceback" not in fired.stderr and same(fired, env.long_way())
+
+
+@pytest.mark.parametrize("cache", ["on", "off"])
+def test_fire_with_stdin_closed_reads_an_empty_payload(env: Env, cache: str) -> None:
+    environ = {
+        **os.environ,
+        "TRIOHOOKS_CONFIG_DIR": str(env.config),
+        "TRIOHOOKS_CACHE_DIR": str(env.cache),
+        "TRIOHOOKS_FIRE_CACHE": cache,
+    }
+    for _ in range(2):  # the second one from the cache, when it is on
+        done = subprocess.run(
+            ["bash", "-c", f'exec "{sys.executable}" -m triohooks fire pre_tool <&-'],
+            capture_output=True,
+            text=True,
+            env=environ,
+            cwd=env.ws,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0 and done.stderr == "", done.stderr
+        assert json.loads(done.stdout)["args"] == {}

@@ -387,7 +387,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
 def _read_payload() -> dict[str, Any]:
     data = fire_cache.preloaded_stdin  # read already by the console entry (.entry)
     if data is None:
-        data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
+        data = fire_cache.read_stdin()
     if not data.strip():
         return {}
     try:

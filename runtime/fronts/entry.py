@@ -16,7 +16,10 @@ from . import fire_cache
 def main() -> int:
     argv = sys.argv[1:]
     if fire_cache.eligible_event(argv) is not None:
-        data = sys.stdin.buffer.read() if not sys.stdin.isatty() else b""
+        try:
+            data = fire_cache.read_stdin()
+        except KeyboardInterrupt:  # as the command line answers Ctrl-C
+            return 130
         fire_cache.preloaded_stdin = data
         out = fire_cache.answer(argv, os.environ, data)
         if out is not None:

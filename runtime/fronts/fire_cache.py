@@ -93,6 +93,15 @@ _INT_MAX: Final = (1 << 64) - 1
 preloaded_stdin: bytes | None = None
 
 
+def read_stdin() -> bytes:
+    """What ``fire`` reads as its payload: all of stdin; nothing from a terminal or a closed
+    stdin (an agent that passes no payload)."""
+    stdin = sys.stdin
+    if stdin is None or stdin.isatty():
+        return b""
+    return stdin.buffer.read()
+
+
 class _Miss(Exception):
     """The cache cannot give the answer: the long way must."""
 
