@@ -76,6 +76,8 @@ from trio_websocket import (
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, Request
 
+from bench.ws_stream import read_lines
+
 ROOT: Final = Path(__file__).resolve().parent.parent
 DEFAULT_MAX_CONNECTIONS: Final = 256  # serve's, printed beside the one this run passes
 OUT_DIR: Final = ROOT / "bench" / "out"
@@ -579,20 +581,6 @@ def _raise_nofile(needed: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
-async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:
-    buf = b""
-    while True:
-        while b"\n" in buf:
-            line, buf = buf.split(b"\n", 1)
-            yield line.decode()
-        chunk = await stream.receive_some()
-        if not chunk:
-            if buf:
-                yield buf.decode()
-            return
-        buf += chunk
-
-
 class _Sampler:
     def __init__(self, pid: int) -> None:
         self.proc = psutil.Process(pid)
@@ -657,7 +645,7 @@ async def _drive(
     server: trio.Process, clients: int, rate: float, duration: float, token: str, lib: str
 ) -> dict[str, Any]:
     assert server.stdout is not None and server.stderr is not None
-    out = _lines(server.stdout)
+    out = read_lines(server.stdout)
     with trio.fail_after(30):
         first = await out.__anext__()
     url = first.rsplit(" ", 1)[-1]
@@ -673,7 +661,7 @@ async def _drive(
         client = await trio.lowlevel.open_process(argv, stdout=subprocess.PIPE, cwd=ROOT)
         try:
             assert client.stdout is not None
-            lines = _lines(client.stdout)
+            lines = read_lines(client.stdout)
             connected = json.loads(await lines.__anext__())
             assert await lines.__anext__() == "window"
             cpu0, t0 = sampler.cpu(), time.perf_counter()
@@ -700,7 +688,7 @@ async def _drive(
 
 
 async def _collect(stream: trio.abc.ReceiveStream, into: list[str]) -> None:
-    async for line in _lines(stream):
+    async for line in read_lines(stream):
         into.append(line)
 
 

@@ -149,7 +149,8 @@ async def _noop(fields: Any) -> None:
     return None
 
 
-async def _lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:
+async def read_lines(stream: trio.abc.ReceiveStream) -> AsyncIterator[str]:
+    """The lines a child process writes to ``stream``, as they come (bench/ws_fleet.py too)."""
     buf = b""
     while True:
         while b"\n" in buf:
@@ -191,7 +192,7 @@ async def run_scenario(
         [*argv, str(healthy), str(stalled)], stdout=subprocess.PIPE, cwd=ROOT
     )
     assert proc.stdout is not None
-    lines = _lines(proc.stdout)
+    lines = read_lines(proc.stdout)
     assert (await lines.__anext__()).strip() == "ready"
     if stalled:  # warm up until the stalled subscribers' rings overflow
         with trio.fail_after(30):

@@ -10,6 +10,7 @@ from typing import Any
 
 import msgspec
 import trio
+from trio_websocket import ConnectionRejected, wrap_client_stream
 
 from triohooks.fronts.server import HookServer, ServeSettings, serve
 
@@ -32,3 +33,20 @@ async def running_server(
             yield server
         finally:
             server.shutdown()
+
+
+async def handshake(server: HookServer, token: str) -> ConnectionRejected | None:
+    """A websocket handshake with ``token`` on a stream we close at once: the server's
+    rejection (status, headers, body), or None when it accepted."""
+    auth = [(b"Authorization", f"Bearer {token}".encode())]
+    found: ConnectionRejected | None = None
+    async with await trio.open_tcp_stream(server.host, server.port) as stream:
+        try:
+            async with trio.open_nursery() as nursery:
+                await wrap_client_stream(nursery, stream, server.host, "/", extra_headers=auth)
+                nursery.cancel_scope.cancel()
+        except* ConnectionRejected as group:
+            rejected = group.exceptions[0]
+            assert isinstance(rejected, ConnectionRejected)
+            found = rejected
+    return found

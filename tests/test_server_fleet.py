@@ -19,7 +19,7 @@ import psutil
 import pytest
 import trio
 import trio.testing
-from trio_websocket import ConnectionRejected, WebSocketConnection, wrap_client_stream
+from trio_websocket import WebSocketConnection, wrap_client_stream
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, RejectConnection, RejectData, Request
 
@@ -29,7 +29,7 @@ from triohooks.fronts.client import connect
 from triohooks.fronts.server import HookServer, fds_needed
 from triohooks.fronts.wire import EventRecord, Lagged, Pong, Subscribed, decode_server
 
-from .serving import running_server
+from .serving import handshake, running_server
 
 pytestmark = pytest.mark.slow
 linux_only = pytest.mark.skipif(sys.platform != "linux", reason="/proc and Linux's limits")
@@ -170,20 +170,6 @@ async def test_a_reader_that_pauses_gets_every_frame_whole_and_in_order(tmp_path
 
 
 # -- the connection cap -------------------------------------------------------------------------
-async def handshake(server: HookServer) -> ConnectionRejected | None:
-    found: ConnectionRejected | None = None
-    async with await trio.open_tcp_stream(server.host, server.port) as stream:
-        try:
-            async with trio.open_nursery() as nursery:
-                await wrap_client_stream(nursery, stream, server.host, "/", extra_headers=AUTH)
-                nursery.cancel_scope.cancel()
-        except* ConnectionRejected as group:
-            rejected = group.exceptions[0]
-            assert isinstance(rejected, ConnectionRejected)
-            found = rejected
-    return found
-
-
 async def test_the_connection_cap_refuses_with_503_and_says_so_once(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -196,7 +182,7 @@ async def test_the_connection_cap_refuses_with_503_and_says_so_once(
                 connect(server.url, TOKEN),
                 connect(server.url, TOKEN),
             ):
-                refused = [await handshake(server) for _ in range(3)]
+                refused = [await handshake(server, TOKEN) for _ in range(3)]
                 await a.ping()
             while server.slots_in_use:
                 await trio.sleep(0.01)

@@ -15,7 +15,7 @@ import msgspec
 import psutil
 import pytest
 import trio
-from trio_websocket import ConnectionClosed, ConnectionRejected, wrap_client_stream
+from trio_websocket import ConnectionClosed
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Event, Request, TextMessage
 
@@ -31,7 +31,7 @@ from triohooks.fronts.wire import (
     decode_server,
 )
 
-from .serving import running_server
+from .serving import handshake, running_server
 
 pytestmark = pytest.mark.slow
 TOKEN = "hostile-token-0123456789"
@@ -107,21 +107,6 @@ async def raw_client(server: HookServer) -> AsyncIterator[RawClient]:
         await stream.send_all(client.ws.send(request))
         assert isinstance(await client.next_event(), AcceptConnection)
         yield client
-
-
-async def handshake(server: HookServer) -> ConnectionRejected | None:
-    """A handshake with the right token on a stream we close: the rejection, or None."""
-    found: ConnectionRejected | None = None
-    async with await trio.open_tcp_stream(server.host, server.port) as stream:
-        try:
-            async with trio.open_nursery() as nursery:
-                await wrap_client_stream(nursery, stream, server.host, "/", extra_headers=AUTH)
-                nursery.cancel_scope.cancel()
-        except* ConnectionRejected as group:
-            rejected = group.exceptions[0]
-            assert isinstance(rejected, ConnectionRejected)
-            found = rejected
-    return found
 
 
 async def _echo(fields: Any) -> dict[str, Any]:
@@ -289,7 +274,7 @@ async def test_connection_cap_refuses_politely_while_existing_connections_work(
             connect(server.url, TOKEN) as b,
             connect(server.url, TOKEN) as c,
         ):
-            refused = await handshake(server)
+            refused = await handshake(server, TOKEN)
             for client in (a, b, c):
                 await client.ping()
             stats = await a.stats()
@@ -307,12 +292,12 @@ async def test_after_a_refusal_a_connection_below_the_cap_works(tmp_path: Path) 
             connect(server.url, TOKEN) as a,
         ):
             async with connect(server.url, TOKEN):
-                refused = await handshake(server)
+                refused = await handshake(server, TOKEN)
             while server.slots_in_use > 1:  # the slot is free once the socket is closed
                 await trio.sleep(0.01)
             async with connect(server.url, TOKEN) as late:
                 await late.ping()
-                again = await handshake(server)  # full again
+                again = await handshake(server, TOKEN)  # full again
             await a.ping()
     assert refused is not None and refused.status_code == 503
     assert again is not None and again.status_code == 503
