@@ -496,7 +496,7 @@ def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Out
     if snapshot is not None:
         said = [str(p) for p in table.problems] + ([judge_warning] if judge_warning else [])
         fire_cache.remember(
-            snapshot, os.environ, args.event, canonical_event(args.event), ev, table, outcome, said
+            snapshot, os.environ, args.event, selection.event_name(ev), ev, table, said
         )
     return outcome
 

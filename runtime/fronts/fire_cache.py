@@ -56,7 +56,6 @@ if TYPE_CHECKING:
     from pathlib import Path
     from typing import Any, Final, ParamSpec
 
-    from triohooks.combine.outcome import Outcome
     from triohooks.config.events import EventBase
     from triohooks.config.model import HookTable
 
@@ -391,7 +390,6 @@ def remember(
     event: str,
     ev: EventBase,
     table: HookTable,
-    outcome: Outcome,
     stderr: Sequence[str],
 ) -> None:
     """Write down that no hook can run for ``word`` (``event``) and this call's tool, when
@@ -442,7 +440,7 @@ def remember(
     if not entry:
         entry = {"key": key, "files": files, "judge_key": judge, "stderr": list(stderr)}
         entry |= {"words": {}, "events": {}}
-    spec = entry["events"].get(event) or _event_spec(event, outcome)
+    spec = entry["events"].get(event) or _event_spec(event, ev)
     if info.tool_event:
         tools = spec["quiet_tools"]
         if tool not in tools:
@@ -465,44 +463,38 @@ def _judge_key(table: HookTable, environ: Mapping[str, str]) -> list[Any] | None
     return [name, bool(environ.get(name))] if name else None
 
 
-def _event_spec(event: str, outcome: Outcome) -> dict[str, Any]:
+def _event_spec(event: str, ev: EventBase) -> dict[str, Any]:
     """How :func:`answer` reads this event's payload and writes its Outcome: the fields and
-    their types, the aliases, and the encoded plain Outcome cut where the echoed fields go."""
+    their types, the aliases, and ``plain_outcome``'s encoding cut where it echoes a field
+    of the event (found by giving it an event whose every field is a marker)."""
     import msgspec
 
+    from triohooks.combine.outcome import plain_outcome
     from triohooks.config.events import _FIELD_ALIASES, EVENT_TYPES, EVENTS
 
-    cls = EVENT_TYPES[event]
     kinds: dict[str, str] = {}
     defaults: dict[str, Any] = {}
-    for f in msgspec.structs.fields(cls):
+    for f in msgspec.structs.fields(EVENT_TYPES[event]):
         kinds[f.name] = _kind(f.type)
         if f.default is not msgspec.NODEFAULT:
             defaults[f.name] = msgspec.to_builtins(f.default)
         elif f.default_factory is not msgspec.NODEFAULT:
             defaults[f.name] = msgspec.to_builtins(f.default_factory())
-    if event in ("post_tool", "post_tool_failure"):
-        echoed = ["args", "result", "error"]
-    elif event == "prompt_submit":
-        echoed = ["prompt"]
-    elif EVENTS[event].tool_event:
-        echoed = ["args"]
-    else:
-        echoed = []
-    marked = msgspec.structs.replace(outcome, **{n: f"\x00{n}\x00" for n in echoed})
-    text = msgspec.json.encode(marked).decode()
+    marks = {name: msgspec.json.encode(f"\x00{name}\x00").decode() for name in kinds}
+    marked = msgspec.structs.replace(ev, **{name: f"\x00{name}\x00" for name in kinds})
+    text = msgspec.json.encode(plain_outcome(event, marked)).decode()
+    found = sorted((text.find(mark), name) for name, mark in marks.items() if mark in text)
     template: list[Any] = []
-    for name in echoed:
-        mark = msgspec.json.encode(f"\x00{name}\x00").decode()
-        head, sep, text = text.partition(mark)
-        if not sep or mark in text:
-            raise ValueError(f"the Outcome of {event} does not hold {name} once")
+    for _, name in found:
+        head, _, text = text.partition(marks[name])
+        if marks[name] in text:
+            raise ValueError(f"the Outcome of {event} holds {name} twice")
         template += [head, [name]]
     template.append(text)
     return {
         "tool_event": EVENTS[event].tool_event,
         "fields": kinds,
-        "defaults": {n: defaults[n] for n in echoed},
+        "defaults": {name: defaults[name] for _, name in found},
         "aliases": dict(_FIELD_ALIASES),
         "template": template,
         "quiet_tools": [],

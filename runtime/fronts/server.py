@@ -89,6 +89,7 @@ from .wire import (
     WireError,
     decode_client,
     encode,
+    encode_bytes,
     encode_event_body,
     event_frame,
 )
@@ -141,7 +142,6 @@ _OUT_OF_FDS_REPLY: Final = b"".join(
         _OUT_OF_FDS_BODY,
     )
 )
-_json: Final = msgspec.json.Encoder()
 
 
 class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
@@ -194,10 +194,8 @@ class _LimitReport:
         self._describe = describe
         self._last: float | None = None
         self._since = 0
-        self.hits = 0
 
     def hit(self) -> None:
-        self.hits += 1
         self._since += 1
         now = time.monotonic()
         if self._last is not None and now - self._last < LIMIT_REPORT_EVERY_S:
@@ -778,7 +776,7 @@ class _Connection:
                 reply = ErrorReply(id=msg.id, error=ErrorBody("internal", repr(exc)))
             else:
                 reply = OutcomeReply(id=msg.id, outcome=outcome)
-            await self.send(_json.encode(reply))  # as wire.encode, without a str between
+            await self.send(encode_bytes(reply))
         finally:
             self.slots.release()
             self.server._fire_finished()

@@ -282,6 +282,11 @@ def encode(msg: _Msg) -> str:
     return _encoder.encode(msg).decode()
 
 
+def encode_bytes(msg: _Msg) -> bytes:
+    """:func:`encode`, as the UTF-8 bytes a frame carries (no str in between)."""
+    return _encoder.encode(msg)
+
+
 def encode_event_body(kind: str, time: float, event: str | None, data: dict[str, Any]) -> str:
     """Everything of an ``event`` frame except its per-connection ``seq``, encoded once per
     published record (then :func:`event_frame` splices the seq in per connection)."""
