@@ -5,7 +5,9 @@ session and process group; PATH lookups hashed like a shell's), feeding stdin, r
 stdout/stderr ourselves with caps (the calling task serves a run's pipes and exit through a
 private epoll), timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook
 leaves behind, the watchdog helper (:mod:`triohooks.actors._watchdog`, driven through
-:mod:`triohooks.actors._subreaper`) and the counters.
+:mod:`triohooks.actors._subreaper`) and the counters. A run may also be waited for by another
+event loop on Trio's thread (:class:`HostedRun`, the asyncio engine's), with everything but the
+plain end done here in Trio.
 
 Must not: know about events, dialects or decisions (``triohooks.handlers.replies`` reads results),
 use ``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
@@ -387,8 +389,13 @@ class _Plumbing:
             await trio.lowlevel.wait_readable(fd)
             self.serve_ready()
 
-    def close(self) -> None:
-        _close_poller(self.poller)
+    def close(self, *, trio_waited: bool = True) -> None:
+        """Close the epoll; ``trio_waited=False`` when Trio never waited on it (a hosted run
+        that never went to Trio), so there is nothing to tell it."""
+        if trio_waited:
+            _close_poller(self.poller)
+        else:
+            self.poller.close()
 
     def after_exit(self) -> None:
         """The direct child is gone (or being stopped): drop our write ends and take what is
@@ -663,14 +670,25 @@ class Reaper:
         self._local_runs = True
         return _spawn(spec, env, no, executable)
 
-    async def _supervise(self, run: _Run, spec: ProcessSpec, started: float) -> ProcessResult:
-        waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
+    async def _supervise(
+        self,
+        run: _Run,
+        spec: ProcessSpec,
+        started: float,
+        pipes: _Plumbing | None = None,
+        timeout_s: float | None = None,
+    ) -> ProcessResult:
+        """Serve the run's pipes until it exits (or is stopped) and read its result. ``pipes``
+        and ``timeout_s`` (what is left of the spec's): a run a :class:`HostedRun` began."""
+        waiting = trio.CancelScope(
+            deadline=trio.current_time() + (spec.timeout_s if timeout_s is None else timeout_s)
+        )
         if self._closing:  # kill_all ran while we were spawning
             run.closed = True
             waiting.cancel()
-        pipes: _Plumbing | None = None
         try:
-            pipes = _Plumbing(run, spec)
+            if pipes is None:
+                pipes = _Plumbing(run, spec)
             with waiting:
                 await pipes.until_exit()
             if pipes.exited:
@@ -691,15 +709,21 @@ class Reaper:
         finally:
             if pipes is not None:
                 pipes.close()
-        out, err = pipes.out, pipes.err
         await self._wait_and_forget(run)
+        return self._result(run, spec, pipes, started, timed_out=waiting.cancelled_caught)
+
+    def _result(
+        self, run: _Run, spec: ProcessSpec, pipes: _Plumbing, started: float, *, timed_out: bool
+    ) -> ProcessResult:
+        """The ProcessResult of a run whose child is reaped (or given up on)."""
+        out, err = pipes.out, pipes.err
         returncode = run.child.returncode
         status: ProcessStatus = "killed"
         exit_code = signum = error = None
         if pipes.overflowed:
             self._overflows += 1
             status, error = "overflow", f"hook output exceeded {spec.output_cap} bytes"
-        elif waiting.cancelled_caught and not run.closed:
+        elif timed_out and not run.closed:
             self._timeouts += 1
             status, error = "timeout", f"timed out after {spec.timeout_s:g} s"
         elif run.lost:
@@ -777,6 +801,10 @@ class Reaper:
         if child.poll() is None and not run.lost:
             log.warning("hook process %d did not die after SIGKILL; leaving it", run.pid)
             return
+        self._forget(run)
+
+    def _forget(self, run: _Run) -> None:
+        """Stop tracking a reaped run (see :meth:`_wait_and_forget`)."""
         del self._runs[run.no]
         self._unfinished.discard(run.no)
         run.done.set()
@@ -825,6 +853,17 @@ class Reaper:
             for run in runs:
                 await run.done.wait()
         return len(runs)
+
+    def start_hosted(self, spec: ProcessSpec) -> HostedRun | ProcessResult:
+        """Start a one-shot run whose waiting another event loop on this thread does (see
+        :class:`HostedRun`); a process that cannot be started is its ProcessResult. Not for
+        warm workers (``spec.worker``): :meth:`run` those in Trio."""
+        assert not spec.worker
+        started = time.perf_counter()
+        run = self._launch(spec, started=started)
+        if isinstance(run, ProcessResult):
+            return run
+        return HostedRun(self, run, spec, started)
 
     def retire_workers(self) -> None:
         """The config changed: warm workers restart from it (idle ones now, busy ones after
@@ -940,6 +979,128 @@ class Reaper:
             self._escapees_killed += helper.escapees_killed()
             self._helper = None
             await helper.stop()
+
+
+class HostedRun:
+    """A one-shot run, started by :meth:`Reaper.start_hosted`, whose waiting is done by
+    another event loop on the thread Trio's run lives on (the asyncio engine's: a hook's exit
+    then wakes that loop directly, not Trio's I/O thread and then the loop).
+
+    The host waits until :attr:`fd` is readable and calls :meth:`serve`, again and again,
+    until it returns True or :meth:`remaining` runs out; then it calls :meth:`finish`, which
+    settles on the spot a run that ended plainly: the child exited in time and its output was
+    read to EOF, or for at most ``EOF_GRACE_S`` more, as :meth:`Reaper.run` reads it. Anything
+    else -- a timeout, an overflow, the reaper closing, no watchdog helper (the group kill
+    and the sweeper are Trio's) -- the host hands back to Trio by awaiting :meth:`rest` there,
+    and on a cancel (or any error) :meth:`abandon`: exactly what :meth:`Reaper.run` would have
+    done from that point. Until then the run is tracked like any other (``live``,
+    ``kill_all``).
+    """
+
+    __slots__ = ("_eof_by", "_pipes", "_reaper", "_run", "_spec", "_state", "fd", "started")
+
+    def __init__(self, reaper: Reaper, run: _Run, spec: ProcessSpec, started: float) -> None:
+        self._reaper = reaper
+        self._run = run
+        self._spec = spec
+        self.started = started
+        #: "running" (until the child exits), "draining" (its output, up to _eof_by), "ended"
+        #: (settled here by finish), "trio" (rest or abandon settles it).
+        self._state = "running"
+        self._eof_by = 0.0
+        try:
+            self._pipes: _Plumbing | None = _Plumbing(run, spec)
+        except OSError:  # no epoll (EMFILE): Trio's path makes one or stops the run
+            self._pipes = None
+            self._state = "trio"
+        #: Readable when the run has something to serve; -1: hand the run to Trio at once.
+        self.fd = self._pipes.poller.fileno() if self._pipes is not None else -1
+
+    @property
+    def state(self) -> str:
+        """``running``, ``draining`` (the child exited, a pipe is still open), ``ended``
+        (settled by :meth:`finish`) or ``trio`` (for :meth:`rest` / :meth:`abandon`)."""
+        return self._state
+
+    def remaining(self) -> float:
+        """Seconds the host may still wait: of the hook's timeout, then of the EOF grace."""
+        if self._state == "draining":
+            return self._eof_by - time.perf_counter()
+        return self._spec.timeout_s - (time.perf_counter() - self.started)
+
+    def _settles_here(self) -> bool:
+        """Whether nothing but this host waits on the run (kill_all waits in Trio; without a
+        helper the group kill after the exit and the sweeper are Trio's)."""
+        run = self._run
+        return not (self._reaper._closing or run.closed or run.helper is None or run.pidfd_watched)
+
+    def serve(self) -> bool:
+        """Handle what is ready (never blocks); True when the host stops waiting."""
+        pipes = self._pipes
+        if pipes is None or self._state not in ("running", "draining"):
+            return True
+        pipes.serve_ready()
+        if pipes.overflowed:
+            self._state = "trio"
+            return True
+        if self._state == "running":
+            if not pipes.exited:
+                return False
+            if not self._settles_here():
+                self._state = "trio"
+                return True
+            pipes.after_exit()  # usually the last output and EOF on both, at once
+            if pipes.open_outputs:  # e.g. the helper's copies, closed just after the spawn
+                self._state = "draining"
+                self._eof_by = time.perf_counter() + EOF_GRACE_S
+                return False
+        elif pipes.open_outputs:
+            return False
+        self._state = "ended"
+        return True
+
+    def finish(self) -> ProcessResult | None:
+        """The result of a run that ended plainly, reaped and closed; None: :meth:`rest`."""
+        reaper, run, pipes = self._reaper, self._run, self._pipes
+        if pipes is None or self._state not in ("ended", "draining") or not self._settles_here():
+            self._state = "trio"
+            return None
+        if run.child.poll() is None or run.lost:
+            self._state = "trio"
+            return None
+        result = reaper._result(run, self._spec, pipes, self.started, timed_out=False)
+        # Nothing below can fail half-way: the host's abandon() then finds the run whole.
+        self._state = "ended"
+        reaper._forget(run)
+        pipes.close(trio_waited=False)
+        run.close_pipes()
+        os.close(run.pidfd)  # Trio never waited on it (_settles_here: not pidfd_watched)
+        return result
+
+    async def rest(self) -> ProcessResult:
+        """In Trio: the rest of :meth:`Reaper.run` from where the host stopped waiting."""
+        reaper, run = self._reaper, self._run
+        self._state = "trio"
+        try:
+            return await reaper._supervise(
+                run, self._spec, self.started, self._pipes, max(0.0, self.remaining())
+            )
+        finally:
+            await reaper._reap(run)
+
+    async def abandon(self) -> None:
+        """In Trio: the host's call was cancelled (or failed): stop the group and reap it."""
+        reaper, run = self._reaper, self._run
+        if self._state == "ended" and run.done.is_set():
+            return  # finish() settled it; only the host's bookkeeping after it failed
+        self._state = "trio"
+        try:
+            with trio.move_on_after(REAP_BUDGET_S, shield=True):
+                await reaper._stop(run)
+        finally:
+            if self._pipes is not None:
+                self._pipes.close()
+            await reaper._reap(run)
 
 
 @asynccontextmanager

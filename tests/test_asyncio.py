@@ -8,28 +8,18 @@ processes and the real clock; the conftest fixture fails any test that leaks a p
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 import psutil
 import pytest
 
+from tests.asyncio_support import gone, run
 from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks.config.model import ConfigError
 from triohooks.engine.asyncio_engine import AsyncioHookEngine, guest_runs_active
 from triohooks.handlers.judge import JudgeReply
-
-DEADLINE_S = 15
-
-
-def run(body: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(DEADLINE_S):
-            await body()
-
-    asyncio.run(bounded())
-    assert guest_runs_active() == 0, "a trio guest run outlived its loop"
 
 
 def engine(tmp_path: Path, **kw: Any) -> Any:
@@ -47,18 +37,6 @@ async def wait_for_file(path: Path) -> str:
     while not path.exists() or not path.read_text().strip():
         await asyncio.sleep(0.01)
     return path.read_text().strip()
-
-
-async def gone(pid: int) -> bool:
-    """Whether ``pid`` is dead (or a zombie) within two seconds."""
-    for _ in range(200):
-        try:
-            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
-                return True
-        except psutil.NoSuchProcess:
-            return True
-        await asyncio.sleep(0.01)
-    return False
 
 
 def test_concurrent_fires_run_their_hooks_at_once(tmp_path: Path) -> None:

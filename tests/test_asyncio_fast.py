@@ -1,6 +1,7 @@
 """AsyncioHookEngine's fast paths: an event no hook can run for is answered on the asyncio side
 (no crossing into the trio guest run), with the Outcome, listener events, errors and state the
-trio path gives; so is an event only the engine's in-process hooks can run for.
+trio path gives; so is an event only the engine's in-process hooks and one-shot TOML command
+hooks can run for (tests/test_asyncio_commands.py has the command hooks' own cases).
 
 "The trio path" is the same engine with its no-match and in-process tests patched to say
 "something else runs", so every event crosses as it did before the fast paths. Crossings are counted by the guest run
@@ -18,11 +19,10 @@ from typing import Any
 
 import pytest
 
+from tests.asyncio_support import DEADLINE_S, run
 from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks.config.events import PayloadError, PreTool, UnknownEventError
-from triohooks.engine.asyncio_engine import AsyncioHookEngine, guest_runs_active
-
-DEADLINE_S = 15
+from triohooks.engine.asyncio_engine import AsyncioHookEngine
 
 #: Hooks on every tool event, none of which can run for the events below: other tools
 #: (``match``), an ``if`` rule that does not apply, a JSON matcher on another tool.
@@ -107,15 +107,6 @@ EVENTS: list[tuple[str, Fire]] = [
 #: Through trio both ways: ``stop`` always settles its state; an unknown keyword takes the trio
 #: engine's general path, which the fast path leaves to it.
 SLOW_ONLY = {"stop", "pre_tool, unknown keyword"}
-
-
-def run(body: Callable[[], Awaitable[None]]) -> None:
-    async def bounded() -> None:
-        async with asyncio.timeout(DEADLINE_S):
-            await body()
-
-    asyncio.run(bounded())
-    assert guest_runs_active() == 0, "a trio guest run outlived its loop"
 
 
 def engine(tmp_path: Path, **kw: Any) -> AbstractAsyncContextManager[AsyncioHookEngine]:
@@ -325,7 +316,7 @@ def test_fast_path_follows_hook_changes(tmp_path: Path) -> None:
             )
             report = await e.reload()
             assert report.applied
-            assert await crossings_of("bash") >= 1
+            assert await crossings_of("bash") == 0  # a command hook runs on the loop too
             assert (tmp_path / "ws/ran.txt").read_text() == "hi\n"
             assert await crossings_of("other") == 0
 
@@ -528,22 +519,37 @@ def test_in_process_answer_is_the_trio_paths(
     run(body)
 
 
-def test_a_hook_the_loop_cannot_run_sends_the_event_to_trio(tmp_path: Path) -> None:
-    """A command hook that may run after an in-process one (its ``if`` could match the
-    rewritten arguments) makes the event a trio one: the rewrite reaches it and it runs."""
+def test_command_hooks_run_on_the_loop_after_in_process_ones(tmp_path: Path) -> None:
+    """A TOML command hook after an in-process one runs on the loop too (no crossing): the
+    in-process hook's rewrite reaches its ``if``, and it runs."""
     config(tmp_path)
 
     async def to_git_push(fields: Mapping[str, Any]) -> dict[str, Any]:
         return {"updated_args": {"command": "git push"}}
 
     async def body() -> None:
-        async with engine(tmp_path) as e:
+        async with engine(tmp_path, audit=False) as e:
             e.add_hook("pre_tool", to_git_push, match="bash")
             before = e._guest.crossings
             out = await e.pre_tool("bash", {"command": "ls"})
-            assert e._guest.crossings - before >= 1
+            assert e._guest.crossings - before == 0
             assert [r.outcome for r in out.runs] == ["ok", "ok"]
             assert out.args == {"command": "git push"}
+            assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
+
+    run(body)
+
+
+def test_a_hook_the_loop_cannot_run_sends_the_event_to_trio(tmp_path: Path) -> None:
+    """A JSON-dialect hook, and a background hook that matches, make the event a trio one."""
+    config(tmp_path)
+
+    async def body() -> None:
+        async with engine(tmp_path) as e:
+            before = e._guest.crossings
+            out = await e.pre_tool("write", {"path": "a"})
+            assert e._guest.crossings - before >= 1
+            assert [r.outcome for r in out.runs] == ["ok"]
             assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
             # A background hook that matches sends it to trio too (it is queued there).
             e.add_hook("post_tool", _text)

@@ -13,7 +13,7 @@ import pytest
 import trio
 
 from triohooks.actors._watchdog import RUN_VAR, marked_processes
-from triohooks.actors.reaper import Reaper, open_reaper
+from triohooks.actors.reaper import HostedRun, Reaper, open_reaper
 from triohooks.handlers.process import ProcessSpec
 
 pytestmark = pytest.mark.slow
@@ -584,3 +584,59 @@ async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
             finally:
                 with suppress(ProcessLookupError):
                     os.kill(watchdog, signal.SIGCONT)
+
+
+async def test_hosted_run_abandoned_while_draining_leaves_nothing(tmp_path: Any) -> None:
+    """A :class:`HostedRun` whose host gives up while it waits for a pipe an escaped descendant
+    holds (the asyncio engine's cancel in the EOF grace): abandon() stops the run in trio and
+    the escapee dies with it."""
+    holder = tmp_path / "holder"
+    spec = sh(
+        f"setsid sh -c 'echo $$ > {holder}; exec sleep 30' & "
+        f"while [ ! -s {holder} ]; do sleep 0.01; done; echo done"
+    )
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            hosted = reaper.start_hosted(spec)
+            assert isinstance(hosted, HostedRun)
+            while not hosted.serve() and hosted.remaining() > 0:
+                if hosted.state == "draining":
+                    break
+                await trio.lowlevel.wait_readable(hosted.fd)
+            assert hosted.state == "draining"  # the hook exited; the escapee holds stdout
+            escapee = int(holder.read_text())
+            assert psutil.pid_exists(escapee) and reaper.live == 1
+            await hosted.abandon()
+            assert reaper.live == 0
+            await assert_no_survivors(reaper)
+            with trio.move_on_after(2):
+                while psutil.pid_exists(escapee):
+                    await trio.sleep(0.01)
+            assert not psutil.pid_exists(escapee)
+
+
+async def test_hosted_run_finishes_plainly_or_hands_over_a_timeout(tmp_path: Any) -> None:
+    """finish() settles a plain exit without trio (the same result run() gives); a run still
+    going when its time is up is handed to rest(), which times it out and kills it."""
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            spec = sh('read -r line; echo "got $line"; exit 3', stdin=b"x\n")
+            hosted = reaper.start_hosted(spec)
+            assert isinstance(hosted, HostedRun)
+            while not hosted.serve():
+                await trio.lowlevel.wait_readable(hosted.fd)
+            result = hosted.finish()
+            assert result is not None and result.status == "exited" and result.exit_code == 3
+            assert result.stdout == "got x\n" and reaper.live == 0
+            plain = await reaper.run(spec)
+            assert (plain.status, plain.exit_code, plain.stdout) == ("exited", 3, "got x\n")
+
+            slow = reaper.start_hosted(sh("exec sleep 30", timeout_s=0.2))
+            assert isinstance(slow, HostedRun)
+            with trio.move_on_after(slow.remaining()):
+                while not slow.serve():
+                    await trio.lowlevel.wait_readable(slow.fd)
+            assert slow.finish() is None  # not settled here: still running
+            timed_out = await slow.rest()
+            assert timed_out.status == "timeout" and reaper.live == 0
+            await assert_no_survivors(reaper)

@@ -14,11 +14,13 @@ Waking Trio (a *crossing*) costs a round trip through its I/O thread when it is 
 most of an event's cost here, so the engine crosses as little as it can: an event no hook can
 run for is answered on the asyncio side without crossing (the dispatcher's own no-match test
 on its current snapshot, then its ``plain_outcome``: same answer, same side effects, see
-:meth:`AsyncioHookEngine._here`); an event only this engine's in-process hooks can run for is
-run on the asyncio side too, by the dispatcher's own event path (``Dispatcher.run_here``) with
-runs that await the hooks on the loop (an audit record it makes is the one crossing); any
-other event is a Trio task, and a matched in-process hook in it crosses once (Trio keeps
-polling while the hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
+:meth:`AsyncioHookEngine._here`); an event only this engine's in-process hooks and one-shot
+TOML command hooks can run for is run on the asyncio side too, by the dispatcher's own event
+path (``Dispatcher.run_here``) with runs that await the hooks on the loop (a command hook's
+process is waited for by the loop, what the loop cannot settle is finished in Trio: see
+:class:`_LoopSpawner`; an audit record it makes is the one crossing); any other event is a
+Trio task, and a matched in-process hook in it crosses once (Trio keeps polling while the
+hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
 objects are shared without locks; asyncio code wakes Trio only through the run's TrioToken.
@@ -43,11 +45,14 @@ import trio
 from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
+from triohooks.actors.reaper import HostedRun, Reaper
 from triohooks.actors.runs import HookRuns, RecordSink
 from triohooks.combine.outcome import Outcome, plain_outcome
 from triohooks.config.events import EVENT_TYPES, EventBase, event_from_payload
-from triohooks.config.model import Hook, HookTable, PythonHandler
+from triohooks.config.model import ArgsHandler, CommandHandler, Hook, HookTable, PythonHandler
+from triohooks.handlers.command import CommandRunner
 from triohooks.handlers.judge import JudgeReply
+from triohooks.handlers.process import ProcessResult, ProcessSpec
 from triohooks.handlers.python import AsyncioPythonRunner
 from triohooks.handlers.runner import Runners
 
@@ -242,8 +247,82 @@ class _GuestRun:
 
 
 def _runs_on_loop(hook: Hook) -> bool:
-    """An asyncio engine's in-process hook: it can run on the loop without Trio."""
-    return isinstance(hook.handler, PythonHandler) and hook.handler.asyncio_func is not None
+    """A hook the asyncio side runs itself (the runners of :class:`AsyncioHookEngine`'s
+    ``_local_runs``): an asyncio in-process hook, or a one-shot TOML command/args hook (its
+    process waited for by the loop, see :class:`_LoopSpawner`)."""
+    handler = hook.handler
+    if isinstance(handler, PythonHandler):
+        return handler.asyncio_func is not None
+    return (
+        isinstance(handler, CommandHandler | ArgsHandler)
+        and hook.dialect == "toml"
+        and not hook.worker
+    )
+
+
+def _wake(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
+
+
+async def _served(hosted: HostedRun) -> None:
+    """Wait on the loop, serving the hosted run's pipes, until it says to stop or its time
+    is up."""
+    if hosted.serve():
+        return
+    loop = asyncio.get_running_loop()
+    woken = loop.create_future()
+
+    def ready() -> None:
+        _wake(woken)
+
+    loop.add_reader(hosted.fd, ready)
+    try:
+        while (remaining := hosted.remaining()) > 0:
+            timer = loop.call_later(remaining, ready)
+            try:
+                await woken
+            finally:
+                timer.cancel()
+            if hosted.serve():
+                return
+            woken = loop.create_future()
+    finally:
+        loop.remove_reader(hosted.fd)
+
+
+class _LoopSpawner:
+    """The engine's reaper as a :class:`~triohooks.handlers.process.Spawner` for the asyncio
+    side: a one-shot hook process is started here (synchronously, as the reaper always does)
+    and its exit waited for by the loop itself -- one wakeup, as in the Trio engine, where
+    going through Trio would wake its I/O thread and then the loop, twice per event. What the
+    loop cannot settle (a timeout, an overflow, a close, a cancel) is finished in Trio, by
+    the reaper's own code (:class:`~triohooks.actors.reaper.HostedRun`)."""
+
+    def __init__(self, reaper: Reaper, guest: _GuestRun) -> None:
+        self._reaper = reaper
+        self._guest = guest
+
+    async def run(self, spec: ProcessSpec) -> ProcessResult:
+        if spec.worker:  # never routed here (see _runs_on_loop), but correct if it were
+            return await self._guest.call(lambda: self._reaper.run(spec))
+        hosted = self._reaper.start_hosted(spec)
+        if isinstance(hosted, ProcessResult):
+            await asyncio.sleep(0)  # a checkpoint, as the reaper's run is
+            return hosted
+        try:
+            if hosted.fd >= 0:
+                await _served(hosted)
+            result = hosted.finish()
+            if result is not None:
+                return result
+        except BaseException:
+            # Cancelled (or a bug): the group must not outlive this call.
+            cleanup = asyncio.ensure_future(self._guest.call(hosted.abandon))
+            await _wait_through_cancel(cleanup)
+            _consume(cleanup)  # a guest run already stopping: its reaper killed the group
+            raise
+        return await self._guest.call(hosted.rest)
 
 
 class _SubmitInTrio:
@@ -326,6 +405,9 @@ class AsyncioHookEngine(Guards):
         trio_runs = engine._dispatcher.runs
         local_runners = Runners()
         local_runners.register(PythonHandler, AsyncioPythonRunner())
+        local_command = CommandRunner(_LoopSpawner(engine._reaper, guest), trio_runs.workspace)
+        local_runners.register(CommandHandler, local_command)
+        local_runners.register(ArgsHandler, local_command)
         #: The runs of events handled on this side (:meth:`_here`): this engine's in-process
         #: hooks awaited on the loop, the same listeners, audit records handed to Trio.
         self._local_runs = HookRuns(
