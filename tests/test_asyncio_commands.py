@@ -83,6 +83,16 @@ CASES: list[tuple[str, str, Callable[[AsyncioHookEngine], Awaitable[Any]]]] = [
         lambda e: e.session_start(session_id="s1"),
     ),
     (
+        "a payload bigger than a pipe holds",
+        '[[hooks.prompt_submit]]\ncommand = "wc -c"\n',
+        lambda e: e.prompt_submit("x" * 300_000, session_id="s1"),
+    ),
+    (
+        "output in several pieces over time",
+        '[[hooks.prompt_submit]]\ncommand = "for i in 1 2 3; do echo $i; sleep 0.02; done"\n',
+        lambda e: e.prompt_submit("hello", session_id="s1"),
+    ),
+    (
         "two hooks in order, the second sees the rewrite",
         "[[hooks.pre_tool]]\n"
         """command = 'echo "{\\"updated_args\\": {\\"command\\": \\"git push\\"}}"'\n"""
