@@ -185,10 +185,13 @@ class WatchdogHelper:
         cwd: str,
         env: Mapping[str, str] | Mapping[bytes, bytes],
         stdin: bytes,
+        payload_file: tuple[str, bytes] | None = None,
     ) -> Spawned:
         """Start a hook process with three fresh pipes, ``stdin`` (at most ``STDIN_INLINE``
-        bytes) already written into its stdin. Spawn errors come back as the OSError or
-        ValueError subprocess would raise; a broken helper raises :class:`HelperGone`."""
+        bytes) already written into its stdin, and its ``payload_file`` (``(path, contents)``)
+        written first; the helper removes that file as the child exits. Spawn errors come
+        back as the OSError or ValueError subprocess would raise (a file that cannot be
+        written: the OSError naming it); a broken helper raises :class:`HelperGone`."""
         marker: bytes | None = None
         version: int | None = None
         sent: Mapping[str, str] | Mapping[bytes, bytes] | None
@@ -197,7 +200,9 @@ class WatchdogHelper:
             sent = None if version == self._env_version else dict(env)
         else:
             sent = env if type(env) is dict else dict(env)
-        body = marshal.dumps((run_no, tuple(argv), executable, cwd, sent, marker, stdin))
+        body = marshal.dumps(
+            (run_no, tuple(argv), executable, cwd, sent, marker, stdin, payload_file)
+        )
         with self._lock:
             op, data = self._call(wire.frame(wire.SPAWN, body))
             if version is not None:  # the helper keeps what it was sent, whatever the reply

@@ -99,10 +99,12 @@ READ_CHUNK = 65536
 #: The most stdin a spawn request carries (a pipe holds 64 KiB unless the system is short).
 STDIN_INLINE = 16384
 # engine -> helper
-#: marshal (run, argv, executable, cwd, env, marker, stdin) -> PID | ERROR. ``marker`` None:
-#: ``env`` is the whole environment; else ``env`` is the host's environment to keep for later
-#: spawns (None: the one kept) and ``marker`` its TRIOHOOKS_RUN value. ``stdin``: what to
-#: write into the hook's stdin before it starts (the start of it; the engine writes the rest).
+#: marshal (run, argv, executable, cwd, env, marker, stdin, payload_file) -> PID | ERROR.
+#: ``marker`` None: ``env`` is the whole environment; else ``env`` is the host's environment to
+#: keep for later spawns (None: the one kept) and ``marker`` its TRIOHOOKS_RUN value. ``stdin``:
+#: what to write into the hook's stdin before it starts (the start of it; the engine writes the
+#: rest). ``payload_file``: None or ``(path, contents)``, created before the spawn and removed
+#: as the hook's child exits (before its STATUS is sent).
 SPAWN = b"s"
 SIGNAL = b"g"  # b"<pid>:<signal>": signal that hook's group, if its child is not yet reaped
 STOPPED = b"x"  # b"<pid>": the engine stopped that hook: SIGKILL its group, kill its descendants
@@ -292,6 +294,30 @@ def _become_subreaper() -> bool:
     return True
 
 
+def write_private_file(path: str, data: bytes) -> None:
+    """Create ``path`` (0600, exclusively, not through a symlink) holding ``data``: a hook's
+    payload file. Nothing is left behind when it fails (the OSError names the path)."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+    fd = os.open(path, flags, 0o600)
+    try:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+    except BaseException:
+        os.close(fd)
+        remove_file(path)
+        raise
+    os.close(fd)
+
+
+def remove_file(path: str | bytes) -> None:
+    """Remove a payload file; one already gone (or never made) is fine."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+
+
 def _hook_pipes() -> list[tuple[int, int]]:
     """A hook's stdin, stdout and stderr pipes, ``(read, write)`` each, close-on-exec; the
     engine's ends (stdin's write end, the outputs' read ends) non-blocking."""
@@ -320,10 +346,12 @@ def _killpg(pgid: int, sig: int) -> bool:
 class _Hook:
     """A hook's direct child, from spawn until the engine has it reaped."""
 
-    __slots__ = ("created", "pidfd", "run", "stopped")
+    __slots__ = ("created", "file", "pidfd", "run", "stopped")
 
-    def __init__(self, run: int, pidfd: int) -> None:
+    def __init__(self, run: int, pidfd: int, file: bytes | None = None) -> None:
         self.run = run
+        #: Its payload file, written here before the spawn: removed as the child exits.
+        self.file = file
         #: Watched until the child exits (then closed): its exit status is pushed at once.
         self.pidfd: int | None = pidfd
         #: The engine stopped this run (or is closing): what is left of it is to be killed.
@@ -432,7 +460,7 @@ class Helper:
     # -- spawning and reaping -------------------------------------------------------------------
 
     def spawn(self, body: bytes) -> None:
-        run, argv, executable, cwd, env, marker, stdin = marshal.loads(body)
+        run, argv, executable, cwd, env, marker, stdin, payload_file = marshal.loads(body)
         if marker is not None:  # the host's environment: sent when it changed, else kept
             if env is None:
                 env = self.host_env
@@ -452,7 +480,17 @@ class Helper:
             return
         (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
         ours = [in_w, out_r, err_r, out_w, err_w]
+        file: bytes | None = None
         try:
+            if payload_file is not None:  # written here: the engine's loop does no file I/O
+                path, data = payload_file
+                try:
+                    write_private_file(path, data)
+                except OSError as exc:
+                    self.refuse(exc.errno, exc.strerror, exc.filename or path, "")
+                    return
+                file = os.fsencode(path)
+                self.files.add(file)  # removed if the engine dies, as a tracked file is
             try:
                 pid = self._spawn(argv, executable, cwd, env, [in_r, out_w, err_w])
             except NotImplementedError:  # a libc without POSIX_SPAWN_SETSID
@@ -471,6 +509,7 @@ class Helper:
                 os.waitpid(pid, 0)
                 self.refuse(exc.errno, exc.strerror, None, "")
                 return
+            owned, file = file, None  # the hook's now: removed as its child exits
             # Written now (the child is far from reading it yet): the spawn went first.
             try:  # into an empty pipe: what fits (the engine sends no more than a pipe holds)
                 written = os.write(in_w, stdin) if stdin else 0
@@ -479,14 +518,23 @@ class Helper:
             try:  # the engine first (it is waiting), the bookkeeping after
                 self.send(frame(PID, b"%d:%d" % (pid, written)), [pidfd, *ours])
             finally:
-                self.hooks[pid] = _Hook(run, pidfd)
+                self.hooks[pid] = _Hook(run, pidfd, owned)
                 self.watched[pidfd] = pid
                 self.poller.register(pidfd, select.POLLIN)
         finally:  # the child and the engine have theirs; ours would keep the pipes from EOF
             for pair in pipes:
                 for fd in pair:
                     os.close(fd)
+            if file is not None:  # written, but no hook started to read it
+                self.drop_file(file)
         self.refill()
+
+    def drop_file(self, file: bytes) -> None:
+        try:
+            remove_file(file)
+        except OSError as exc:  # e.g. the directory went read-only: say so, go on
+            _say(f"cannot remove payload file {os.fsdecode(file)}: {exc.strerror}")
+        self.files.discard(file)
 
     def refuse(
         self, code: int | None, strerror: str | None, filename: str | None, message: str
@@ -537,7 +585,10 @@ class Helper:
             got, status = pid, None
         if got == 0:  # cannot be either (a pidfd polls readable once the process is gone)
             return
-        self.unwatch(self.hooks.pop(pid))
+        hook = self.hooks.pop(pid)
+        self.unwatch(hook)
+        if hook.file is not None:  # gone before the engine hears of the exit
+            self.drop_file(hook.file)
         self.finished[pid] = None  # its session and group id now mean "a finished run"
         if len(self.finished) > FINISHED_KEPT:
             del self.finished[next(iter(self.finished))]

@@ -55,7 +55,14 @@ import trio
 from triohooks.handlers.process import ProcessResult, ProcessSpec, ProcessStatus
 
 from ._subreaper import HelperGone, HostEnvironment, WatchdogHelper
-from ._watchdog import RUN_VAR, STDIN_INLINE, kill_marked, run_marker
+from ._watchdog import (
+    RUN_VAR,
+    STDIN_INLINE,
+    kill_marked,
+    remove_file,
+    run_marker,
+    write_private_file,
+)
 from .supervisor import Supervisor
 from .workers import Workers
 
@@ -305,11 +312,13 @@ def _spawn_via(
     env: Environment,
     no: int,
     executable: str | None = None,
+    payload_file: tuple[str, bytes] | None = None,
 ) -> _Run:
     """:func:`_spawn`, but the watchdog helper forks: the child is the helper's (so are its
     orphans, the helper being their subreaper), and so are the pipes, made before the request
     came: their ends that are ours come back with the pid, stdin holding what of
-    ``spec.stdin`` fitted (a small payload goes with the request).
+    ``spec.stdin`` fitted (a small payload goes with the request). ``payload_file``: the
+    helper writes it before the spawn and removes it as the child exits.
 
     Synchronous too: one request and its reply, while the helper's vfork blocks only until the
     child execs. Raises what :func:`_spawn` would, or :class:`HelperGone`.
@@ -317,7 +326,7 @@ def _spawn_via(
     cwd = spec.cwd if os.path.isabs(spec.cwd) else os.path.join(os.getcwd(), spec.cwd)
     stdin = spec.stdin
     inline = stdin if len(stdin) <= STDIN_INLINE else b""
-    new = helper.spawn(no, spec.argv, executable, cwd, env, inline)
+    new = helper.spawn(no, spec.argv, executable, cwd, env, inline, payload_file)
     rest = (
         _write_some(new.stdin, memoryview(stdin)[new.written :])
         if new.written < len(stdin)
@@ -548,6 +557,9 @@ def _find_on_path(program: str, env: Environment) -> str | None:
 
 def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
     program = spec.argv[0]
+    payload = spec.payload_file
+    if isinstance(exc, OSError) and payload is not None and exc.filename == payload[0]:
+        return f"cannot write the payload file {payload[0]!r}: {exc.strerror or exc}"
     if isinstance(exc, OSError) and exc.filename == spec.cwd:
         return f"cannot start {program!r}: working directory {spec.cwd!r}: {exc.strerror}"
     if isinstance(exc, FileNotFoundError):
@@ -638,37 +650,96 @@ class Reaper:
             await trio.lowlevel.checkpoint()  # and _launch says which
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
-        run = self._launch(spec, started=started)
-        if isinstance(run, ProcessResult):
-            return run
+        # Without a helper to write it, the payload file is written in a thread, not here.
+        file_ready = spec.payload_file is not None and not self._helper_works
+        if file_ready:
+            assert spec.payload_file is not None
+            try:
+                await trio.to_thread.run_sync(write_private_file, *spec.payload_file)
+            except OSError as exc:
+                self._spawn_failures += 1
+                took = (time.perf_counter() - started) * 1000
+                return ProcessResult(
+                    status="spawn_failed", error=_spawn_error(spec, exc), duration_ms=took
+                )
+        run: _Run | ProcessResult | None = None
         try:
-            return await self._supervise(run, spec, started)
+            run = self._launch(spec, started=started, file_ready=file_ready)
+            if isinstance(run, ProcessResult):
+                return run
+            try:
+                return await self._supervise(run, spec, started)
+            finally:
+                await self._reap(run)
         finally:
-            await self._reap(run)
+            await self._release_file(spec, run if isinstance(run, _Run) else None, file_ready)
 
-    def _spawn(self, spec: ProcessSpec, env: Environment, no: int) -> _Run:
+    @property
+    def _helper_works(self) -> bool:
+        helper = self._helper
+        return helper is not None and not helper.gone
+
+    def hosts(self, spec: ProcessSpec) -> bool:
+        """Whether :meth:`start_hosted` can take ``spec``: a one-shot run whose payload file,
+        if any, the watchdog helper writes (the host's loop must not)."""
+        return not spec.worker and (spec.payload_file is None or self._helper_works)
+
+    async def _release_file(self, spec: ProcessSpec, run: _Run | None, file_ready: bool) -> None:
+        """Remove the run's payload file unless its helper did (it removes the files it wrote
+        as their child exits): one written here (``file_ready``, or a local spawn's), or the
+        helper's when that helper is gone. In a thread, shielded; a failure is logged."""
+        if spec.payload_file is None:
+            return
+        if not file_ready:
+            helper = run.helper if run is not None else None
+            if run is None or (helper is not None and not helper.gone and not run.lost):
+                return
+        path = spec.payload_file[0]
+        with trio.CancelScope(shield=True):
+            try:
+                await trio.to_thread.run_sync(remove_file, path)
+            except OSError as exc:
+                log.warning("cannot remove payload file %s: %s", path, exc.strerror or exc)
+
+    def _spawn(self, spec: ProcessSpec, env: Environment, no: int, file_ready: bool) -> _Run:
         program = spec.argv[0]
         executable = self._commands.lookup(program, env)
         if executable is None:
-            return self._start(spec, env, no)
+            return self._start(spec, env, no, None, file_ready)
         try:
-            return self._start(spec, env, no, executable)
+            return self._start(spec, env, no, executable, file_ready)
         except OSError:  # moved, or not startable after all: search PATH as if never hashed
             self._commands.forget(program)
-            return self._start(spec, env, no)
+            return self._start(spec, env, no, None, file_ready)
 
     def _start(
-        self, spec: ProcessSpec, env: Environment, no: int, executable: str | None = None
+        self,
+        spec: ProcessSpec,
+        env: Environment,
+        no: int,
+        executable: str | None,
+        file_ready: bool,
     ) -> _Run:
-        """Through the watchdog helper while it works, else here (marker sweeps only)."""
+        """Through the watchdog helper while it works, else here (marker sweeps only).
+        ``file_ready``: the spec's payload file is written already (else the helper writes
+        it, or, spawning here, this does)."""
+        payload_file = None if file_ready else spec.payload_file
         helper = self._helper
         if helper is not None and not helper.gone:
             try:
-                return _spawn_via(helper, spec, env, no, executable)
+                return _spawn_via(helper, spec, env, no, executable, payload_file)
             except HelperGone:
                 pass  # logged; from now on, and for this run, spawn here
         self._local_runs = True
-        return _spawn(spec, env, no, executable)
+        if payload_file is None:
+            return _spawn(spec, env, no, executable)
+        # The helper went away since run() looked: written here, once (it is small).
+        write_private_file(*payload_file)
+        try:
+            return _spawn(spec, env, no, executable)
+        except BaseException:
+            remove_file(payload_file[0])
+            raise
 
     async def _supervise(
         self,
@@ -858,7 +929,7 @@ class Reaper:
         """Start a one-shot run whose waiting another event loop on this thread does (see
         :class:`HostedRun`); a process that cannot be started is its ProcessResult. Not for
         warm workers (``spec.worker``): :meth:`run` those in Trio."""
-        assert not spec.worker
+        assert self.hosts(spec)
         started = time.perf_counter()
         run = self._launch(spec, started=started)
         if isinstance(run, ProcessResult):
@@ -876,6 +947,7 @@ class Reaper:
         *,
         extra_env: dict[str, str] | None = None,
         started: float | None = None,
+        file_ready: bool = False,
     ) -> _Run | ProcessResult:
         """Start ``spec``'s process: numbered, marked and tracked until the caller reaps it
         (``_reap``, after ``_supervise`` for a one-shot run, ``_stop`` for a warm worker);
@@ -902,7 +974,7 @@ class Reaper:
             snapshot, version = _HOST_ENVIRONMENT.take()
             env = HostEnvironment(snapshot, version, marker.encode())
         try:
-            run = self._spawn(spec, env, no)
+            run = self._spawn(spec, env, no, file_ready)
         except (OSError, ValueError) as exc:
             self._unfinished.discard(no)
             self._spawn_failures += 1
@@ -1087,6 +1159,7 @@ class HostedRun:
             )
         finally:
             await reaper._reap(run)
+            await reaper._release_file(self._spec, run, file_ready=False)
 
     async def abandon(self) -> None:
         """In Trio: the host's call was cancelled (or failed): stop the group and reap it."""
@@ -1101,6 +1174,7 @@ class HostedRun:
             if self._pipes is not None:
                 self._pipes.close()
             await reaper._reap(run)
+            await reaper._release_file(self._spec, run, file_ready=False)
 
 
 @asynccontextmanager

@@ -11,6 +11,7 @@ into trio as it did before.
 from __future__ import annotations
 
 import asyncio
+import json
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
@@ -19,7 +20,7 @@ from typing import Any
 import pytest
 
 from tests.asyncio_support import gone, run
-from tests.helpers import write_toml_hooks
+from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks.engine.asyncio_engine import AsyncioHookEngine
 
 
@@ -262,5 +263,40 @@ def test_warm_worker_hooks_go_to_trio(tmp_path: Path) -> None:
                 out = await e.pre_tool("bash", {"command": "ls"})
                 assert e._guest.crossings - before >= 1
                 assert out.blocked and out.reason == "worker says no"
+
+    run(body)
+
+
+def test_json_dialect_hooks_run_on_the_loop_with_their_payload_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A JSON-dialect bash hook reads its payload file (written by the watchdog helper, not
+    on the loop) and blocks; same answer as the trio path, no crossing, the file gone after."""
+    seen = tmp_path / "seen"
+    reply = '{"decision": "block", "reason": "not on a Friday"}'
+    write_json_hooks(
+        tmp_path / "config",
+        [
+            bash_hook(
+                "friday",
+                f'cp "$EVERRUNS_HOOK_PAYLOAD_PATH" {seen}; '
+                f"echo \"$EVERRUNS_HOOK_PAYLOAD_PATH\" > {seen}.path; echo '{reply}'",
+            )
+        ],
+    )
+
+    async def body() -> None:
+        async with engine(tmp_path, audit=False) as e:
+            guest = e._guest
+            before = guest.crossings
+            fast = await e.pre_tool("bash", {"command": "deploy"})
+            assert guest.crossings - before == 0
+            assert fast.blocked and fast.reason == "not on a Friday"
+            assert json.loads(seen.read_text())["data"]["arguments"] == {"command": "deploy"}
+            assert not Path(Path(f"{seen}.path").read_text().strip()).exists()
+            with monkeypatch.context() as m:
+                m.setattr(e._dispatcher, "runs_only", lambda ev, local: False)
+                slow = await e.pre_tool("bash", {"command": "deploy"})
+            assert comparable(fast) == comparable(slow)
 
     run(body)

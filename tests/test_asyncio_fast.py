@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import socket
 from collections.abc import Awaitable, Callable, Mapping
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
@@ -541,23 +542,34 @@ def test_command_hooks_run_on_the_loop_after_in_process_ones(tmp_path: Path) -> 
 
 
 def test_a_hook_the_loop_cannot_run_sends_the_event_to_trio(tmp_path: Path) -> None:
-    """A JSON-dialect hook, and a background hook that matches, make the event a trio one."""
+    """An http hook (here against a loopback port that refuses), and a background hook that
+    matches, make the event a trio one; a JSON-dialect bash hook runs on the loop."""
     config(tmp_path)
+    with socket.socket() as closed:
+        closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
+        port = closed.getsockname()[1]
+        url = f"http://127.0.0.1:{port}/hook"
+        http = f'[[hooks.pre_tool]]\nmatch = "fetch"\ntype = "http"\nurl = "{url}"\n'
+        write_toml_hooks(tmp_path / "config", TOML + http)
 
-    async def body() -> None:
-        async with engine(tmp_path) as e:
-            before = e._guest.crossings
-            out = await e.pre_tool("write", {"path": "a"})
-            assert e._guest.crossings - before >= 1
-            assert [r.outcome for r in out.runs] == ["ok"]
-            assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
-            # A background hook that matches sends it to trio too (it is queued there).
-            e.add_hook("post_tool", _text)
-            before = e._guest.crossings
-            out = await e.post_tool("never_called_tool", {}, result="r")
-            assert out.queued and e._guest.crossings - before >= 1
+        async def body() -> None:
+            async with engine(tmp_path, audit=False) as e:
+                before = e._guest.crossings
+                out = await e.pre_tool("write", {"path": "a"})
+                assert e._guest.crossings - before == 0  # the JSON-dialect hook, on the loop
+                assert [r.outcome for r in out.runs] == ["ok"]
+                assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
+                before = e._guest.crossings
+                out = await e.pre_tool("fetch", {"url": "x"})
+                assert e._guest.crossings - before >= 1
+                assert [r.outcome for r in out.runs] == ["error"]
+                # A background hook that matches sends it to trio too (it is queued there).
+                e.add_hook("post_tool", _text)
+                before = e._guest.crossings
+                out = await e.post_tool("never_called_tool", {}, result="r")
+                assert out.queued and e._guest.crossings - before >= 1
 
-    run(body)
+        run(body)
 
 
 def test_cancelling_an_in_process_hook_on_the_asyncio_side(tmp_path: Path) -> None:

@@ -640,3 +640,69 @@ async def test_hosted_run_finishes_plainly_or_hands_over_a_timeout(tmp_path: Any
             timed_out = await slow.rest()
             assert timed_out.status == "timeout" and reaper.live == 0
             await assert_no_survivors(reaper)
+
+
+def payload_spec(tmp_path: Any, command: str, **kw: Any) -> tuple[ProcessSpec, str]:
+    """A run whose payload file (at a new path in ``tmp_path``) the reaper writes; ``$P``
+    names it in the hook's environment."""
+    path = str(tmp_path / f"triohooks-payload-{os.urandom(8).hex()}.json")
+    env = {**os.environ, "P": path}
+    return sh(command, env=env, payload_file=(path, b'{"x": 1}'), **kw), path
+
+
+@pytest.mark.parametrize("watchdog", [True, False], ids=["helper", "no-helper"])
+async def test_the_payload_file_exists_while_the_hook_runs_and_is_gone_after(
+    tmp_path: Any, watchdog: bool
+) -> None:
+    with trio.fail_after(5):
+        async with open_reaper(watchdog=watchdog) as reaper:
+            spec, path = payload_spec(tmp_path, 'cat "$P"; echo; stat -c %a "$P"; test ! -L "$P"')
+            result = await reaper.run(spec)
+            assert result.status == "exited" and result.exit_code == 0, result
+            assert result.stdout == '{"x": 1}\n600\n'
+            assert not os.path.exists(path)
+            # A timeout and a cancel remove it too.
+            spec, path = payload_spec(tmp_path, "exec sleep 30", timeout_s=0.2)
+            assert (await reaper.run(spec)).status == "timeout"
+            assert not os.path.exists(path)
+            spec, path = payload_spec(tmp_path, "exec sleep 30")
+            with trio.move_on_after(0.2):
+                await reaper.run(spec)
+            assert not os.path.exists(path)
+            await assert_no_survivors(reaper)
+
+
+@pytest.mark.parametrize("watchdog", [True, False], ids=["helper", "no-helper"])
+async def test_a_payload_path_that_exists_is_refused_and_left_alone(
+    tmp_path: Any, watchdog: bool
+) -> None:
+    """Created exclusively, never through a symlink: a name someone planted (it cannot be
+    guessed; this is the test of the rule) fails the run and keeps the target as it was."""
+    target = tmp_path / "target"
+    target.write_text("keep me")
+    with trio.fail_after(5):
+        async with open_reaper(watchdog=watchdog) as reaper:
+            spec, path = payload_spec(tmp_path, "echo ran")
+            os.symlink(target, path)
+            result = await reaper.run(spec)
+            assert result.status == "spawn_failed"
+            assert result.error is not None and "cannot write the payload file" in result.error
+            assert target.read_text() == "keep me" and os.path.islink(path)
+            assert reaper.live == 0
+
+
+async def test_a_hosted_run_with_a_payload_file(tmp_path: Any) -> None:
+    """The helper writes it, so another loop may host the run; without a helper it may not."""
+    with trio.fail_after(5):
+        async with open_reaper() as reaper:
+            spec, path = payload_spec(tmp_path, 'cat "$P"')
+            assert reaper.hosts(spec)
+            hosted = reaper.start_hosted(spec)
+            assert isinstance(hosted, HostedRun)
+            while not hosted.serve():
+                await trio.lowlevel.wait_readable(hosted.fd)
+            result = hosted.finish()
+            assert result is not None and result.stdout == '{"x": 1}'
+            assert not os.path.exists(path)  # removed by the helper before it told us
+        async with open_reaper(watchdog=False) as reaper:
+            assert not reaper.hosts(spec)

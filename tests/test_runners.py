@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import tempfile
 from typing import Any
 
 import pytest
@@ -27,8 +28,12 @@ class FakeSpawner:
         self.payload_file: bytes | None = None
 
     async def run(self, spec: ProcessSpec) -> ProcessResult:
+        """Records the spec; the payload file is the spawner's to write (ProcessSpec), so the
+        fake keeps its contents, or reads a file a worker run's caller wrote."""
         self.specs.append(spec)
-        if spec.env is not None and "EVERRUNS_HOOK_PAYLOAD_PATH" in spec.env:
+        if spec.payload_file is not None:
+            self.payload_file = spec.payload_file[1]
+        elif spec.env is not None and "EVERRUNS_HOOK_PAYLOAD_PATH" in spec.env:
             with open(spec.env["EVERRUNS_HOOK_PAYLOAD_PATH"], "rb") as f:
                 self.payload_file = f.read()
         return self.result
@@ -75,19 +80,27 @@ async def test_toml_command_is_fed_the_payload_bytes_as_encoded() -> None:
     assert spec.cwd == "/ws"
 
 
-async def test_json_dialect_payload_file_holds_the_payload_and_is_removed() -> None:
+async def test_json_dialect_payload_file_is_handed_to_the_spawner() -> None:
+    """The runner writes no file: the spec names a new path in the temporary directory (the
+    one in the environment) with the payload, for the spawner to create and remove."""
     spawner = FakeSpawner(ProcessResult(status="exited", exit_code=0, stdout=""))
     fields = {"event": "pre_tool", "session_id": "s", "tool": "bash", "args": {"command": "ls"}}
-    result = await runners(spawner).run(
-        hook(CommandHandler("true"), "json"), HookInput("pre_tool", "s", fields=fields)
-    )
-    assert result.outcome == "ok"
-    (spec,) = spawner.specs
-    assert spec.env is not None
-    assert spec.env["EVERRUNS_HOOK_EVENT"] == "pre_tool_use"
-    assert spawner.payload_file is not None
-    assert json.loads(spawner.payload_file)["data"]["arguments"] == {"command": "ls"}
-    assert not os.path.exists(spec.env["EVERRUNS_HOOK_PAYLOAD_PATH"])
+    table = runners(spawner)
+    for _ in range(2):
+        result = await table.run(
+            hook(CommandHandler("true"), "json"), HookInput("pre_tool", "s", fields=fields)
+        )
+        assert result.outcome == "ok"
+    first, second = spawner.specs
+    assert first.env is not None and second.env is not None
+    assert first.env["EVERRUNS_HOOK_EVENT"] == "pre_tool_use"
+    assert first.payload_file is not None and second.payload_file is not None
+    path, contents = first.payload_file
+    assert first.env["EVERRUNS_HOOK_PAYLOAD_PATH"] == path != second.payload_file[0]
+    assert os.path.dirname(path) == tempfile.gettempdir()
+    assert os.path.basename(path).startswith("triohooks-payload-")
+    assert not os.path.exists(path)  # nobody made it: the fake spawner does not
+    assert json.loads(contents)["data"]["arguments"] == {"command": "ls"}
 
 
 async def test_a_runner_bug_fails_that_hook_only() -> None:

@@ -15,11 +15,11 @@ most of an event's cost here, so the engine crosses as little as it can: an even
 run for is answered on the asyncio side without crossing (the dispatcher's own no-match test
 on its current snapshot, then its ``plain_outcome``: same answer, same side effects, see
 :meth:`AsyncioHookEngine._here`); an event only this engine's in-process hooks and one-shot
-TOML command hooks can run for is run on the asyncio side too, by the dispatcher's own event
-path (``Dispatcher.run_here``) with runs that await the hooks on the loop (a command hook's
-process is waited for by the loop, what the loop cannot settle is finished in Trio: see
-:class:`_LoopSpawner`; an audit record it makes is the one crossing); any other event is a
-Trio task, and a matched in-process hook in it crosses once (Trio keeps polling while the
+command hooks (TOML and JSON dialect) can run for is run on the asyncio side too, by the
+dispatcher's own event path (``Dispatcher.run_here``) with runs that await the hooks on the loop
+(a command hook's process is waited for by the loop, what the loop cannot settle is finished in
+Trio: see :class:`_LoopSpawner`; an audit record it makes is the one crossing); any other event
+is a Trio task, and a matched in-process hook in it crosses once (Trio keeps polling while the
 hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
@@ -51,6 +51,7 @@ from triohooks.combine.outcome import Outcome, plain_outcome
 from triohooks.config.events import EVENT_TYPES, EventBase, event_from_payload
 from triohooks.config.model import ArgsHandler, CommandHandler, Hook, HookTable, PythonHandler
 from triohooks.handlers.command import CommandRunner
+from triohooks.handlers.json_command import JsonCommandRunner
 from triohooks.handlers.judge import JudgeReply
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 from triohooks.handlers.python import AsyncioPythonRunner
@@ -248,16 +249,16 @@ class _GuestRun:
 
 def _runs_on_loop(hook: Hook) -> bool:
     """A hook the asyncio side runs itself (the runners of :class:`AsyncioHookEngine`'s
-    ``_local_runs``): an asyncio in-process hook, or a one-shot TOML command/args hook (its
-    process waited for by the loop, see :class:`_LoopSpawner`)."""
+    ``_local_runs``): an asyncio in-process hook, or a one-shot TOML command/args hook or
+    JSON-dialect bash hook (its process waited for by the loop, see :class:`_LoopSpawner`)."""
     handler = hook.handler
     if isinstance(handler, PythonHandler):
         return handler.asyncio_func is not None
-    return (
-        isinstance(handler, CommandHandler | ArgsHandler)
-        and hook.dialect == "toml"
-        and not hook.worker
-    )
+    if hook.worker:
+        return False
+    if hook.dialect == "json":
+        return isinstance(handler, CommandHandler)
+    return hook.dialect == "toml" and isinstance(handler, CommandHandler | ArgsHandler)
 
 
 def _wake(fut: asyncio.Future[None]) -> None:
@@ -304,7 +305,7 @@ class _LoopSpawner:
         self._guest = guest
 
     async def run(self, spec: ProcessSpec) -> ProcessResult:
-        if spec.worker:  # never routed here (see _runs_on_loop), but correct if it were
+        if not self._reaper.hosts(spec):  # a worker, or a payload file and no helper to write it
             return await self._guest.call(lambda: self._reaper.run(spec))
         hosted = self._reaper.start_hosted(spec)
         if isinstance(hosted, ProcessResult):
@@ -405,9 +406,15 @@ class AsyncioHookEngine(Guards):
         trio_runs = engine._dispatcher.runs
         local_runners = Runners()
         local_runners.register(PythonHandler, AsyncioPythonRunner())
-        local_command = CommandRunner(_LoopSpawner(engine._reaper, guest), trio_runs.workspace)
+        spawner = _LoopSpawner(engine._reaper, guest)
+        local_command = CommandRunner(spawner, trio_runs.workspace)
         local_runners.register(CommandHandler, local_command)
         local_runners.register(ArgsHandler, local_command)
+        local_runners.register(
+            CommandHandler,
+            JsonCommandRunner(spawner, trio_runs.workspace, offload=asyncio.to_thread),
+            dialect="json",
+        )
         #: The runs of events handled on this side (:meth:`_here`): this engine's in-process
         #: hooks awaited on the loop, the same listeners, audit records handed to Trio.
         self._local_runs = HookRuns(

@@ -1,17 +1,20 @@
 """JSON-dialect (everruns) bash hooks: the payload in ``EVERRUNS_HOOK_*`` variables and a private
 file, stdout read as ``{decision: allow|block|mutate, ...}``, more than 64 KiB an error.
 
-The payload file is written and removed in a worker thread: nothing here does file I/O on the
-event loop. It is registered with the spawner's watchdog helper before the payload is written and
-released after removal, so a host that dies in between (even by SIGKILL) leaves no file behind.
-A warm worker (``"worker": true``) gets the per-event variables as its request line instead,
-the payload file written and removed around the request just the same.
+The payload file of a one-shot run is the spawner's to write and remove (``ProcessSpec.
+payload_file``: the reaper's watchdog helper writes it just before the spawn and removes it as
+the hook exits, and removes it if the host dies first; without a helper the reaper uses a worker
+thread): nothing here does file I/O on the event loop. A warm worker (``"worker": true``) gets
+the per-event variables as its request line instead, the payload file written and removed
+around the request in a worker thread, registered with the watchdog helper before the payload is
+written and released after removal, so a host that dies in between (even by SIGKILL) leaves no
+file behind.
 """
 
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -76,12 +79,33 @@ def worker_request(
     return process_env, _encoder.encode({"env": per_event})
 
 
-class JsonCommandRunner:
-    """Runs a JSON-dialect ``bash`` executor through the spawner."""
+def _payload_path(directory: str) -> str:
+    """A new, unguessable payload file path in ``directory`` (created exclusively later)."""
+    return os.path.join(directory, f"triohooks-payload-{os.urandom(16).hex()}.json")
 
-    def __init__(self, spawner: Spawner, workspace: str) -> None:
+
+async def _temp_dir(offload: Offload) -> str:
+    """The temporary directory; found (which writes a probe file) off the loop the first time."""
+    import tempfile  # on first use: a ``triohooks fire`` that runs no hook never needs it
+
+    return tempfile.tempdir or await offload(tempfile.gettempdir)
+
+
+#: Runs a blocking call off the event loop: ``trio.to_thread.run_sync`` or ``asyncio.to_thread``.
+Offload = Callable[[Callable[[], str]], Awaitable[str]]
+
+
+class JsonCommandRunner:
+    """Runs a JSON-dialect ``bash`` executor through the spawner. ``offload`` runs the one
+    blocking call a one-shot run may need (finding the temporary directory) off the loop the
+    runner is awaited on; warm workers are run on Trio only."""
+
+    def __init__(
+        self, spawner: Spawner, workspace: str, offload: Offload = trio.to_thread.run_sync
+    ) -> None:
         self._spawner = spawner
         self._workspace = workspace
+        self._offload = offload
         #: The reaper's ``track_file`` (test doubles have none): its watchdog helper removes a
         #: payload file left behind if this process dies, even by SIGKILL.
         self._track_file: Callable[[str, bool], None] | None = getattr(spawner, "track_file", None)
@@ -101,8 +125,8 @@ class JsonCommandRunner:
             data=json_data(event, fields),
         )
         tool_event = EVENTS[event].tool_event
-        path = await trio.to_thread.run_sync(write_payload_file, payload, self._track_file)
-        try:
+
+        def spec_for(path: str) -> ProcessSpec:
             env = json_hook_environment(
                 base_env=os.environ,
                 hook_id=hook.id,
@@ -118,7 +142,8 @@ class JsonCommandRunner:
             stdin = b""
             if hook.worker:
                 env, stdin = worker_request(env, hook.env)
-            spec = ProcessSpec(
+            assert isinstance(hook.handler, CommandHandler)
+            return ProcessSpec(
                 argv=("bash", "-c", hook.handler.command),
                 cwd=hook_input.cwd(self._workspace),
                 env=env,
@@ -129,8 +154,15 @@ class JsonCommandRunner:
                 label=hook.name,
                 worker=hook.worker,
                 worker_key=hook.id,
+                payload_file=None if hook.worker else (path, payload),
             )
-            return read_json_reply(await self._spawner.run(spec))
+
+        if not hook.worker:  # the spawner writes the file and removes it
+            path = _payload_path(await _temp_dir(self._offload))
+            return read_json_reply(await self._spawner.run(spec_for(path)))
+        path = await trio.to_thread.run_sync(write_payload_file, payload, self._track_file)
+        try:
+            return read_json_reply(await self._spawner.run(spec_for(path)))
         finally:
             with trio.CancelScope(shield=True):
                 await trio.to_thread.run_sync(remove_payload_file, path, self._track_file)

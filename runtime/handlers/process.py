@@ -34,6 +34,11 @@ class ProcessSpec(msgspec.Struct, frozen=True, kw_only=True):
     worker: int = 0
     #: The hook the worker belongs to (with argv, cwd and env it keys the pool).
     worker_key: str = ""
+    #: A file the process reads (the JSON dialect's payload), ``(path, contents)``: the
+    #: spawner creates it (0600, exclusively: never through an existing file or symlink)
+    #: before the process starts and removes it once the process has exited. The caller
+    #: picks an unpredictable path; one-shot runs only (not ``worker``).
+    payload_file: tuple[str, bytes] | None = None
 
 
 ProcessStatus = Literal[
@@ -63,7 +68,8 @@ class ProcessResult(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class Spawner(Protocol):
-    """Runs one hook process to its end (the reaper). A checkpoint; on cancel the process
-    group is killed and reaped before ``Cancelled`` propagates."""
+    """Runs one hook process to its end (the reaper), with its ``payload_file`` in place
+    while it runs. A checkpoint; on cancel the process group is killed and reaped (and the
+    file removed) before ``Cancelled`` propagates."""
 
     async def run(self, spec: ProcessSpec) -> ProcessResult: ...
