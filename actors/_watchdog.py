@@ -134,7 +134,7 @@ class FrameReader:
     def __init__(self, sock: socket.socket, fds: bool = True) -> None:
         self.sock = sock
         #: Received and not yet taken: ``buffer[start:]``.
-        self.buffer = b""
+        self.buffer: bytes | bytearray = b""
         self.start = 0
         #: Descriptors are expected (else any sent are dropped by the kernel, closed).
         self.with_fds = fds
@@ -149,10 +149,7 @@ class FrameReader:
             data = self.sock.recv(READ_CHUNK, flags)
             if not data:
                 return False
-            self.buffer = (
-                self.buffer[self.start :] + data if self.start < len(self.buffer) else data
-            )
-            self.start = 0
+            self._add(data)
             return True
         data, ancillary, flags, _ = self.sock.recvmsg(
             READ_CHUNK, _CMSG_SPACE, _CMSG_CLOEXEC | flags
@@ -167,10 +164,22 @@ class FrameReader:
             return False
         if flags & _CTRUNC:  # the frame is whole; whoever takes the fds must check
             self.fds_lost = True
-        # Usually nothing is left over: the data is the buffer, uncopied.
-        self.buffer = self.buffer[self.start :] + data if self.start < len(self.buffer) else data
-        self.start = 0
+        self._add(data)
         return True
+
+    def _add(self, data: bytes) -> None:
+        """Usually nothing is left over: the data is the buffer, uncopied. Else a bytearray
+        that grows in place, so a frame of many chunks is copied once, not once per chunk."""
+        buffer, start = self.buffer, self.start
+        if start >= len(buffer):
+            self.buffer = data
+        elif start == 0 and type(buffer) is bytearray:
+            buffer += data
+        else:
+            grown = bytearray(memoryview(buffer)[start:])
+            grown += data
+            self.buffer = grown
+        self.start = 0
 
     def next(self) -> tuple[bytes, bytes] | None:
         """The next whole frame as ``(op, body)``, or None until more arrives."""
@@ -182,9 +191,13 @@ class FrameReader:
         if len(buffer) < end:
             return None
         self.start = end
-        return buffer[start + FRAME.size : start + FRAME.size + 1], buffer[
-            start + FRAME.size + 1 : end
-        ]
+        op, body = (
+            buffer[start + FRAME.size : start + FRAME.size + 1],
+            buffer[start + FRAME.size + 1 : end],
+        )
+        if isinstance(op, bytes) and isinstance(body, bytes):
+            return op, body
+        return bytes(op), bytes(body)  # frames are bytes whatever the buffer is
 
     def close_fds(self) -> None:
         while self.fds:

@@ -74,6 +74,9 @@ TERM_GRACE_S: Final = 0.1
 EOF_GRACE_S: Final = 0.05
 #: Upper bound on shielded cleanup (kill + reap) of one run.
 REAP_BUDGET_S: Final = 2.0
+#: The largest payload file the watchdog helper writes (it comes with the spawn request, which
+#: the loop sends synchronously); a larger one is written in a worker thread.
+PAYLOAD_FILE_INLINE: Final = 256 * 1024
 #: The background escapee sweep runs at most this often.
 SWEEP_INTERVAL_S: Final = 0.25
 READ_CHUNK: Final = 65536
@@ -650,8 +653,9 @@ class Reaper:
             await trio.lowlevel.checkpoint()  # and _launch says which
         else:
             await trio.lowlevel.checkpoint_if_cancelled()
-        # Without a helper to write it, the payload file is written in a thread, not here.
-        file_ready = spec.payload_file is not None and not self._helper_works
+        # Without a helper to write it (or too big to send it), the payload file is written
+        # in a thread, not here.
+        file_ready = spec.payload_file is not None and not self._helper_writes(spec)
         if file_ready:
             assert spec.payload_file is not None
             try:
@@ -679,10 +683,16 @@ class Reaper:
         helper = self._helper
         return helper is not None and not helper.gone
 
+    def _helper_writes(self, spec: ProcessSpec) -> bool:
+        """Whether the helper would write the spec's payload file (it works, and the file is
+        small enough to send with the request)."""
+        payload = spec.payload_file
+        return self._helper_works and (payload is None or len(payload[1]) <= PAYLOAD_FILE_INLINE)
+
     def hosts(self, spec: ProcessSpec) -> bool:
         """Whether :meth:`start_hosted` can take ``spec``: a one-shot run whose payload file,
         if any, the watchdog helper writes (the host's loop must not)."""
-        return not spec.worker and (spec.payload_file is None or self._helper_works)
+        return not spec.worker and (spec.payload_file is None or self._helper_writes(spec))
 
     async def _release_file(self, spec: ProcessSpec, run: _Run | None, file_ready: bool) -> None:
         """Remove the run's payload file unless its helper did (it removes the files it wrote

@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import os
 import signal
+import socket
 import sys
+import threading
 from contextlib import suppress
 from typing import Any
 
@@ -12,8 +14,8 @@ import psutil
 import pytest
 import trio
 
-from triohooks.actors._watchdog import RUN_VAR, marked_processes
-from triohooks.actors.reaper import HostedRun, Reaper, open_reaper
+from triohooks.actors._watchdog import RUN_VAR, FrameReader, frame, marked_processes
+from triohooks.actors.reaper import PAYLOAD_FILE_INLINE, HostedRun, Reaper, open_reaper
 from triohooks.handlers.process import ProcessSpec
 
 pytestmark = pytest.mark.slow
@@ -706,3 +708,38 @@ async def test_a_hosted_run_with_a_payload_file(tmp_path: Any) -> None:
             assert not os.path.exists(path)  # removed by the helper before it told us
         async with open_reaper(watchdog=False) as reaper:
             assert not reaper.hosts(spec)
+
+
+async def test_a_big_payload_file_is_written_in_a_thread_not_sent(tmp_path: Any) -> None:
+    """Past PAYLOAD_FILE_INLINE the file does not travel in the spawn request (which the loop
+    sends synchronously): the reaper writes it in a thread, and it is not hosted."""
+    with trio.fail_after(10):
+        async with open_reaper() as reaper:
+            path = str(tmp_path / f"triohooks-payload-{os.urandom(8).hex()}.json")
+            big = b"y" * (PAYLOAD_FILE_INLINE + 1)
+            spec = sh('wc -c < "$P"', env={**os.environ, "P": path}, payload_file=(path, big))
+            assert not reaper.hosts(spec)
+            result = await reaper.run(spec)
+            assert result.stdout.strip() == str(len(big))
+            assert not os.path.exists(path)
+
+
+def test_frames_of_many_chunks_and_leftovers_read_whole() -> None:
+    """The helper's frame reader: a frame far bigger than one read, then small frames that
+    arrive together; every frame comes out whole, as bytes."""
+    ours, theirs = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
+    with ours, theirs:
+        reader = FrameReader(theirs, fds=False)
+        big = os.urandom(3 * 65536 + 123)
+        frames = [frame(b"s", big), frame(b"f", b"/tmp/a"), frame(b"F", b"/tmp/a")]
+        data = b"".join(frames)
+        got: list[tuple[bytes, bytes]] = []
+        sender = threading.Thread(target=ours.sendall, args=(data,))
+        sender.start()
+        while len(got) < 3:
+            assert reader.fill()
+            while (message := reader.next()) is not None:
+                got.append(message)
+        sender.join()
+    assert got == [(b"s", big), (b"f", b"/tmp/a"), (b"F", b"/tmp/a")]
+    assert all(type(op) is bytes and type(body) is bytes for op, body in got)
