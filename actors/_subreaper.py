@@ -272,6 +272,24 @@ class WatchdogHelper:
         """Engine close: the helper kills every descendant it has."""
         self._tell(wire.frame(wire.CLOSE))
 
+    def write_file(self, path: str, data: bytes) -> None:
+        """Have the helper create the payload file ``path`` (0600, exclusively, not through a
+        symlink) holding ``data``; it removes it on :meth:`remove_file`, or if we die first.
+        Raises the OSError the write raised (naming the path); a broken helper
+        :class:`HelperGone`."""
+        with self._lock:
+            op, reply = self._call(wire.frame(wire.WRITE, marshal.dumps((path, data))))
+            if op == wire.WROTE:
+                return
+            if op != wire.ERROR:
+                raise self._broken(f"unexpected reply {op!r} to a file write")
+        code, strerror, filename, _ = marshal.loads(reply)
+        raise OSError(code, strerror, filename)
+
+    def remove_file(self, path: str) -> None:
+        """Have the helper remove a payload file (a message, no reply). Never raises."""
+        self._tell(wire.frame(wire.REMOVE, os.fsencode(path)))
+
     def track_file(self, path: str, present: bool) -> None:
         """Register (``present``) or release a payload file the helper removes if we die.
         Thread-safe; never raises."""

@@ -111,6 +111,10 @@ STOPPED = b"x"  # b"<pid>": the engine stopped that hook: SIGKILL its group, kil
 CLOSE = b"K"  # engine close: kill every descendant now
 GUARD = b"f"  # a payload file's path: remove it if the engine dies first
 RELEASE = b"F"  # that path was removed by the engine
+#: marshal (path, contents) -> WROTE | ERROR: create that payload file (0600, exclusively, no
+#: symlink), to be removed by REMOVE, or when the engine dies first.
+WRITE = b"w"
+REMOVE = b"r"  # a payload file's path: remove it (no reply)
 # helper -> engine
 READY = b"R"
 #: b"<pid>:<stdin bytes written>" with the child's pidfd and the pipe ends the engine keeps:
@@ -118,6 +122,7 @@ READY = b"R"
 #: write ends (held until the child exits, so that its exit is one wakeup, not three).
 PID = b"P"
 ERROR = b"E"  # marshal (errno, strerror, filename, message); message UNSUPPORTED: cannot spawn
+WROTE = b"o"  # the payload file of a WRITE is in place
 STATUS = b"S"  # b"<pid>:<wait status>" (or b"<pid>:" unknown), unasked, once a hook child
 #              exited: its group SIGKILLed while the zombie held the group id, then reaped
 KILLS = b"k"  # b"<n>": escapees killed so far (cumulative, sent when it grows, may be dropped)
@@ -464,6 +469,17 @@ class Helper:
             self.files.add(body)
         elif op == RELEASE:
             self.files.discard(body)
+        elif op == WRITE:
+            path, data = marshal.loads(body)
+            try:
+                write_private_file(path, data)
+            except OSError as exc:
+                self.refuse(exc.errno, exc.strerror, exc.filename or path, "")
+                return
+            self.files.add(os.fsencode(path))
+            self.send(frame(WROTE))
+        elif op == REMOVE:
+            self.drop_file(body)
         else:
             _say(f"unknown request {op!r}")
 

@@ -639,6 +639,45 @@ class Reaper:
         if helper is not None:
             helper.track_file(path, present)
 
+    async def write_payload(self, path: str, data: bytes) -> None:
+        """Create a payload file outside of a spawn (a warm worker's request): 0600,
+        exclusively, not through a symlink. The watchdog helper writes it (one request and its
+        reply; it removes the file if this process dies); without one, or past
+        ``PAYLOAD_FILE_INLINE``, a worker thread does, registering it with the helper first.
+        Raises the OSError of the write. Remove it with :meth:`remove_payload`."""
+        helper = self._helper
+        if helper is not None and not helper.gone and len(data) <= PAYLOAD_FILE_INLINE:
+            try:
+                helper.write_file(path, data)
+                return
+            except HelperGone:
+                pass  # logged; written here instead
+
+        def write() -> None:
+            self.track_file(path, True)  # before a byte of it exists
+            try:
+                write_private_file(path, data)
+            except BaseException:
+                self.track_file(path, False)
+                raise
+
+        await trio.to_thread.run_sync(write)
+
+    async def remove_payload(self, path: str) -> None:
+        """Remove a file :meth:`write_payload` made: the helper does (a message, no wait),
+        else a worker thread (shielded; a failure is logged)."""
+        helper = self._helper
+        if helper is not None and not helper.gone:
+            helper.remove_file(path)
+            if not helper.gone:
+                return
+        with trio.CancelScope(shield=True):
+            try:
+                await trio.to_thread.run_sync(remove_file, path)
+            except OSError as exc:
+                log.warning("cannot remove payload file %s: %s", path, exc.strerror or exc)
+        self.track_file(path, False)
+
     async def run(self, spec: ProcessSpec) -> ProcessResult:
         """Run one hook process to its end and return its one result.
 

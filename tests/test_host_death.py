@@ -122,14 +122,14 @@ from triohooks.handlers.json_command import JsonCommandRunner
 from triohooks.handlers.runner import HookInput
 
 async def main():
-    command, count = sys.argv[1], int(sys.argv[2])
+    command, count, worker = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     async with open_reaper() as reaper, trio.open_nursery() as nursery:
         runner = JsonCommandRunner(reaper, workspace="/")
         for i in range(count):
             hook = Hook(
                 id=f"user:h{i}", name=f"h{i}", event="pre_tool", config_event="pre_tool",
                 dialect="json", scope="global", source="x", index=i,
-                handler=CommandHandler(command), timeout_s=600,
+                handler=CommandHandler(command), timeout_s=600, worker=worker,
             )
             args = {"command": "deploy", "token": "SECRET-TOKEN-VALUE"}
             fields = {"event": "pre_tool", "session_id": "s", "tool": "bash", "args": args}
@@ -139,19 +139,42 @@ trio.run(main)
 """
 
 
-@pytest.mark.parametrize("count", [1, 3])
-async def test_sigkilled_host_leaves_no_payload_file(tmp_path: Path, count: int) -> None:
+#: A warm worker that notes its first request's payload file, then never answers.
+JSON_WORKER = """
+import json, shutil, sys, time
+seen = sys.argv[1]
+env = json.loads(sys.stdin.readline())["env"]
+path = env["EVERRUNS_HOOK_PAYLOAD_PATH"]
+shutil.copy(path, seen + "/")
+with open(seen + ".paths", "a") as out:
+    out.write(path + "\\n")
+time.sleep(1000)
+"""
+
+
+@pytest.mark.parametrize(
+    ("count", "worker"), [(1, False), (3, False), (2, True)], ids=["1", "3", "2 workers"]
+)
+async def test_sigkilled_host_leaves_no_payload_file(
+    tmp_path: Path, count: int, worker: bool
+) -> None:
     """The payload files (0600, the event's arguments unredacted) are the watchdog helper's
-    to remove when the host dies before it removed them itself."""
+    to remove when the host dies before it removed them itself: a one-shot hook's (written
+    with its spawn) and a warm worker's request's (written on its own)."""
     seen = tmp_path / "seen"
     seen.mkdir()
     # Each hook notes its payload file's path, then waits to be killed.
-    command = f'cp "$EVERRUNS_HOOK_PAYLOAD_PATH" {seen}/; echo "$EVERRUNS_HOOK_PAYLOAD_PATH" >> {seen}.paths; sleep 1000'
+    if worker:
+        script = tmp_path / "worker.py"
+        script.write_text(JSON_WORKER)
+        command = f"{sys.executable} {script} {seen}"
+    else:
+        command = f'cp "$EVERRUNS_HOOK_PAYLOAD_PATH" {seen}/; echo "$EVERRUNS_HOOK_PAYLOAD_PATH" >> {seen}.paths; sleep 1000'
     paths: list[Path] = []
     try:
         with trio.fail_after(15):
             host = await trio.lowlevel.open_process(
-                [sys.executable, "-c", JSON_HOST, command, str(count)],
+                [sys.executable, "-c", JSON_HOST, command, str(count), str(int(worker))],
                 cwd=REPO,
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             )

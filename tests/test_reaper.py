@@ -8,6 +8,7 @@ import socket
 import sys
 import threading
 from contextlib import suppress
+from pathlib import Path
 from typing import Any
 
 import psutil
@@ -743,3 +744,31 @@ def test_frames_of_many_chunks_and_leftovers_read_whole() -> None:
         sender.join()
     assert got == [(b"s", big), (b"f", b"/tmp/a"), (b"F", b"/tmp/a")]
     assert all(type(op) is bytes and type(body) is bytes for op, body in got)
+
+
+@pytest.mark.parametrize("watchdog", [True, False], ids=["helper", "no-helper"])
+async def test_write_and_remove_payload_outside_a_spawn(tmp_path: Any, watchdog: bool) -> None:
+    """A warm worker's per-request payload file: made 0600 exclusively (a name that exists is
+    refused and left alone), removed on request."""
+    with trio.fail_after(5):
+        async with open_reaper(watchdog=watchdog) as reaper:
+            path = str(tmp_path / "triohooks-payload-a.json")
+            await reaper.write_payload(path, b"{}")
+            assert os.stat(path).st_mode & 0o777 == 0o600
+            assert Path(path).read_bytes() == b"{}"
+            with pytest.raises(FileExistsError):
+                await reaper.write_payload(path, b"other")
+            assert Path(path).read_bytes() == b"{}"
+            await reaper.remove_payload(path)
+            with trio.move_on_after(1):  # through the helper: a message, removed soon after
+                while os.path.exists(path):
+                    await trio.sleep(0.005)
+            assert not os.path.exists(path)
+            big = str(tmp_path / "triohooks-payload-b.json")
+            await reaper.write_payload(big, b"z" * (PAYLOAD_FILE_INLINE + 1))
+            assert os.path.getsize(big) == PAYLOAD_FILE_INLINE + 1
+            await reaper.remove_payload(big)
+            with trio.move_on_after(1):
+                while os.path.exists(big):
+                    await trio.sleep(0.005)
+            assert not os.path.exists(big)
