@@ -201,18 +201,33 @@ async def test_sigkilled_host_leaves_no_payload_file(
             path.unlink(missing_ok=True)
 
 
-async def test_payload_file_is_registered_before_the_payload_is_written() -> None:
-    """The helper learns the path while the file is still empty, and forgets it once removed."""
-    from triohooks.handlers.replies import remove_payload_file, write_payload_file
+async def test_a_thread_written_payload_file_is_registered_before_it_exists(
+    tmp_path: Path,
+) -> None:
+    """Written in a thread (too big to send to the helper), a worker's payload file is
+    registered with the helper before it exists; the helper removes it on request."""
+    from triohooks.actors.reaper import PAYLOAD_FILE_INLINE, open_reaper
 
     calls: list[tuple[str, bool, int]] = []
+    path = str(tmp_path / "triohooks-payload-big.json")
+    with trio.fail_after(10):
+        async with open_reaper() as reaper:
+            helper_track = reaper.track_file
 
-    def track(path: str, present: bool) -> None:
-        calls.append((path, present, os.path.getsize(path) if os.path.exists(path) else -1))
+            def track(tracked: str, present: bool) -> None:
+                size = os.path.getsize(tracked) if os.path.exists(tracked) else -1
+                calls.append((tracked, present, size))
+                helper_track(tracked, present)
 
-    path = await trio.to_thread.run_sync(write_payload_file, b'{"secret":1}', track)
-    await trio.to_thread.run_sync(remove_payload_file, path, track)
-    assert calls == [(path, True, 0), (path, False, -1)]
+            reaper.track_file = track  # type: ignore[method-assign,assignment]
+            await reaper.write_payload(path, b"s" * (PAYLOAD_FILE_INLINE + 1))
+            assert os.path.exists(path)
+            assert calls == [(path, True, -1)]  # registered while there was nothing to see
+            await reaper.remove_payload(path)  # the helper removes it and forgets it
+            with trio.move_on_after(2):
+                while os.path.exists(path):
+                    await trio.sleep(0.01)
+    assert not os.path.exists(path)
 
 
 async def test_the_helper_removes_registered_files_and_spares_released_ones(

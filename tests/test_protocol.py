@@ -6,6 +6,7 @@ import json
 import os
 import stat
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 import msgspec
@@ -13,6 +14,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
+from triohooks.actors._watchdog import remove_file, write_private_file
 from triohooks.handlers.process import ProcessResult
 from triohooks.handlers.replies import (
     MAX_ENV_STRING,
@@ -22,8 +24,6 @@ from triohooks.handlers.replies import (
     parse_toml_stdout,
     read_json_reply,
     read_toml_reply,
-    remove_payload_file,
-    write_payload_file,
 )
 
 
@@ -316,11 +316,18 @@ def test_json_payload_shape_and_timestamp() -> None:
     assert datetime.fromisoformat(doc["ts"]).utcoffset() is not None
 
 
-def test_payload_file_is_0600_and_removed() -> None:
-    path = write_payload_file(b'{"a":1}')
+def test_private_file_is_0600_exclusive_and_removed(tmp_path: Path) -> None:
+    path = str(tmp_path / "triohooks-payload-x.json")
+    write_private_file(path, b'{"a":1}')
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     with open(path, "rb") as f:
         assert f.read() == b'{"a":1}'
-    remove_payload_file(path)
+    with pytest.raises(FileExistsError):
+        write_private_file(path, b"again")
+    remove_file(path)
     assert not os.path.exists(path)
-    remove_payload_file(path)  # already gone: fine
+    remove_file(path)  # already gone: fine
+    os.symlink(tmp_path / "elsewhere", path)
+    with pytest.raises(FileExistsError):  # a dangling symlink is not followed either
+        write_private_file(path, b"x")
+    assert not (tmp_path / "elsewhere").exists()

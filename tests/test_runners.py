@@ -29,14 +29,17 @@ class FakeSpawner:
 
     async def run(self, spec: ProcessSpec) -> ProcessResult:
         """Records the spec; the payload file is the spawner's to write (ProcessSpec), so the
-        fake keeps its contents, or reads a file a worker run's caller wrote."""
+        fake only keeps its contents."""
         self.specs.append(spec)
         if spec.payload_file is not None:
             self.payload_file = spec.payload_file[1]
-        elif spec.env is not None and "EVERRUNS_HOOK_PAYLOAD_PATH" in spec.env:
-            with open(spec.env["EVERRUNS_HOOK_PAYLOAD_PATH"], "rb") as f:
-                self.payload_file = f.read()
         return self.result
+
+    async def write_payload(self, path: str, data: bytes) -> None:
+        raise AssertionError("no worker hook runs here")
+
+    async def remove_payload(self, path: str) -> None:
+        raise AssertionError("no worker hook runs here")
 
 
 def hook(handler: Any, dialect: str = "toml", event: str = "pre_tool") -> Hook:

@@ -325,6 +325,17 @@ class _LoopSpawner:
             raise
         return await self._guest.call(hosted.rest)
 
+    # Warm workers run in Trio (not on the loop), so these are not on any hot path.
+    async def write_payload(self, path: str, data: bytes) -> None:
+        await self._guest.call(lambda: self._reaper.write_payload(path, data))
+
+    async def remove_payload(self, path: str) -> None:
+        removal = asyncio.ensure_future(self._guest.call(lambda: self._reaper.remove_payload(path)))
+        interrupted = await _wait_through_cancel(removal)
+        _consume(removal)
+        if interrupted:
+            raise asyncio.CancelledError
+
 
 class _SubmitInTrio:
     """A :class:`~triohooks.actors.runs.RecordSink` that hands each record to the engine's

@@ -29,8 +29,6 @@ from .replies import (
     json_hook_environment,
     json_payload,
     read_json_reply,
-    remove_payload_file,
-    write_payload_file,
 )
 from .runner import HookInput
 
@@ -105,9 +103,6 @@ class JsonCommandRunner:
         self._spawner = spawner
         self._workspace = workspace
         self._offload = offload
-        #: The reaper's ``track_file`` (test doubles have none): its watchdog helper removes a
-        #: payload file left behind if this process dies, even by SIGKILL.
-        self._track_file: Callable[[str, bool], None] | None = getattr(spawner, "track_file", None)
 
     async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
         assert isinstance(hook.handler, CommandHandler)
@@ -159,23 +154,13 @@ class JsonCommandRunner:
         if not hook.worker:  # the spawner writes the file and removes it
             path = _payload_path(await _temp_dir(self._offload))
             return read_json_reply(await self._spawner.run(spec_for(path)))
-        write = getattr(self._spawner, "write_payload", None)
-        remove = getattr(self._spawner, "remove_payload", None)
-        if write is None or remove is None:  # a spawner without files (a test double)
-            path = await trio.to_thread.run_sync(write_payload_file, payload, self._track_file)
-            try:
-                return read_json_reply(await self._spawner.run(spec_for(path)))
-            finally:
-                with trio.CancelScope(shield=True):
-                    await trio.to_thread.run_sync(remove_payload_file, path, self._track_file)
         path = _payload_path(await _temp_dir(self._offload))
         try:
-            await write(path, payload)
+            await self._spawner.write_payload(path, payload)
         except OSError as exc:
             error = f"cannot write the payload file {path!r}: {exc.strerror or exc}"
             return read_json_reply(ProcessResult(status="spawn_failed", error=error))
         try:
             return read_json_reply(await self._spawner.run(spec_for(path)))
         finally:
-            with trio.CancelScope(shield=True):
-                await remove(path)
+            await self._spawner.remove_payload(path)

@@ -73,3 +73,13 @@ class Spawner(Protocol):
     file removed) before ``Cancelled`` propagates."""
 
     async def run(self, spec: ProcessSpec) -> ProcessResult: ...
+
+    async def write_payload(self, path: str, data: bytes) -> None:
+        """Create a payload file outside of a spawn (a warm worker's request): 0600,
+        exclusively, not through a symlink, never by blocking the loop; removed if the host
+        dies first. Raises the OSError of the write."""
+        ...
+
+    async def remove_payload(self, path: str) -> None:
+        """Remove a file :meth:`write_payload` made (shielded: it is removed even on cancel)."""
+        ...

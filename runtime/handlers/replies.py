@@ -17,9 +17,7 @@ payload file.
 
 from __future__ import annotations
 
-import os
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import suppress
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final, Literal
 
@@ -294,33 +292,3 @@ def json_payload(
             "data": data,
         }
     )
-
-
-def write_payload_file(payload: bytes, track: Callable[[str, bool], None] | None = None) -> str:
-    """Write ``payload`` to a new 0600 temporary file and return its path (blocking I/O: call
-    it from a worker thread). The caller removes it with :func:`remove_payload_file`.
-
-    ``track(path, True)`` is called once the file exists and before a byte of the payload is in
-    it (the reaper registers it with its watchdog helper, which removes it if this process
-    dies); pass the same ``track`` to :func:`remove_payload_file`."""
-    import tempfile  # on first use: a ``triohooks fire`` that runs no hook never needs it
-
-    fd, path = tempfile.mkstemp(prefix="triohooks-payload-", suffix=".json")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            if track is not None:
-                track(path, True)
-            f.write(payload)
-    except BaseException:
-        remove_payload_file(path, track)
-        raise
-    return path
-
-
-def remove_payload_file(path: str, track: Callable[[str, bool], None] | None = None) -> None:
-    """Remove a payload file; one already gone is fine (blocking I/O, as above). Then
-    ``track(path, False)``: no one need remove it any more."""
-    with suppress(FileNotFoundError):
-        os.unlink(path)
-    if track is not None:
-        track(path, False)
