@@ -300,3 +300,28 @@ def test_json_dialect_hooks_run_on_the_loop_with_their_payload_file(
             assert comparable(fast) == comparable(slow)
 
     run(body)
+
+
+def test_json_dialect_hook_without_the_helper_goes_to_trio(tmp_path: Path) -> None:
+    """No helper to write the payload file: the event goes to trio (its threads write it)."""
+    seen = tmp_path / "seen"
+    write_json_hooks(
+        tmp_path / "config",
+        [
+            bash_hook(
+                "copy",
+                f'cp "$EVERRUNS_HOOK_PAYLOAD_PATH" {seen}; echo "$EVERRUNS_HOOK_PAYLOAD_PATH" > {seen}.path',
+            )
+        ],
+    )
+
+    async def body() -> None:
+        async with engine(tmp_path, audit=False, watchdog=False) as e:
+            before = e._guest.crossings
+            out = await e.pre_tool("bash", {"command": "ls"})
+            assert e._guest.crossings - before >= 1
+            assert [r.outcome for r in out.runs] == ["ok"]
+            assert json.loads(seen.read_text())["data"]["arguments"] == {"command": "ls"}
+            assert not Path(Path(f"{seen}.path").read_text().strip()).exists()
+
+    run(body)
