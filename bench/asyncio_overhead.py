@@ -4,12 +4,14 @@ One process runs both engines on the same config for the whole run: the trio eng
 ``trio.run`` on a helper thread, the asyncio engine (a trio guest run) in ``asyncio.run`` on the
 main thread. Measurements alternate in small batches (asyncio batch, trio batch, next case ...),
 one engine at a time (the other's thread is blocked meanwhile), each call timed with
-``perf_counter_ns``. Three cases, all ``pre_tool``:
+``perf_counter_ns``. Four cases, all ``pre_tool``:
 
 - no hook matches: the table's hooks are for other tools, the in-process one too;
 - one in-process Python hook that answers "no opinion" (an asyncio coroutine function on the
   asyncio engine, a trio one on the trio engine);
-- one ``command = "true"`` hook (a process spawn per call).
+- one ``command = "true"`` hook (a process spawn per call);
+- one JSON-dialect ``bash`` executor running ``true`` (a spawn, its payload file and
+  ``EVERRUNS_HOOK_*`` environment).
 
 Prints p50/p99 µs per case and engine, the asyncio/trio ratio, how often each asyncio event
 crossed into trio (woke the guest run), and whether each target is met:
@@ -54,14 +56,29 @@ command = "true"
 command = "true"
 """
 
+#: One JSON-dialect (everruns) ``bash`` executor, for its own tool.
+JSON_HOOKS = {
+    "hooks": [
+        {
+            "event": "pre_tool_use",
+            "matcher": {"tool_name": "json_tool"},
+            "executor": {"type": "bash", "command": "true"},
+        }
+    ]
+}
+
 ARGS = {"command": "ls -la"}
-#: case -> the tool its pre_tool names (which hooks match is in TOML and the in-process hook).
+#: case -> the tool its pre_tool names (which hooks match is in TOML, JSON_HOOKS and the
+#: in-process hook).
 CASES = {
     "no hook matches": "bash",
     "one in-process hook": "python_tool",
     "one `true` command hook": "spawn_tool",
+    "one JSON `true` hook": "json_tool",
 }
 SPAWN_CASE = "one `true` command hook"
+#: The cases that spawn a process per call (``--spawn-n`` calls, smaller batches).
+SPAWN_CASES = {SPAWN_CASE, "one JSON `true` hook"}
 
 Call = Callable[[str], Awaitable[Any]]
 
@@ -148,6 +165,7 @@ async def bench(n: int, spawn_n: int, batch: int) -> dict[str, dict[str, Any]]:
         (root / "config").mkdir()
         (root / "ws").mkdir()
         (root / "config/hooks.toml").write_text(TOML)
+        (root / "config/hooks.json").write_text(json.dumps(JSON_HOOKS))
         async with AsyncioHookEngine.open(**options(root, "asyncio")) as engine:
 
             async def no_opinion(fields: Mapping[str, Any]) -> None:
@@ -161,14 +179,14 @@ async def bench(n: int, spawn_n: int, batch: int) -> dict[str, dict[str, Any]]:
             guest = engine._guest
             with TrioSide(root) as trio_side:
                 for case, tool in CASES.items():  # warm up both
-                    k = 20 if case == SPAWN_CASE else 500
+                    k = 20 if case in SPAWN_CASES else 500
                     await timed(call, tool, k)
                     trio_side.batch(tool, k)
                 gc.collect()
-                todo = {c: spawn_n if c == SPAWN_CASE else n for c in CASES}
+                todo = {c: spawn_n if c in SPAWN_CASES else n for c in CASES}
                 while any(todo.values()):
                     for case, tool in CASES.items():
-                        k = min(todo[case], max(1, batch // 5) if case == SPAWN_CASE else batch)
+                        k = min(todo[case], max(1, batch // 5) if case in SPAWN_CASES else batch)
                         if not k:
                             continue
                         todo[case] -= k
@@ -210,7 +228,7 @@ def main() -> None:
     figures = asyncio.run(bench(args.n, args.spawn_n, args.batch))
     print(
         f"asyncio engine vs trio engine, pre_tool, n={args.n} per engine "
-        f"({args.spawn_n} for the spawn case), interleaved in batches"
+        f"({args.spawn_n} for the spawn cases), interleaved in batches"
     )
     head = f"{'case':26} {'engine':8} {'p50 µs':>9} {'p99 µs':>9}"
     print(f"{head} {'crossings/event':>16}")
