@@ -1,6 +1,6 @@
 """Warm workers against the other ways to run a policy hook, side by side in one engine.
 
-One trio ``HookEngine``, one config, four ``pre_tool`` cases, each a hook that answers "no
+One trio ``HookEngine``, one config, five ``pre_tool`` cases, each a hook that answers "no
 opinion" (the call goes on), measured interleaved in small batches (case A batch, case B batch,
 ... again), every call timed with ``perf_counter_ns``:
 
@@ -8,6 +8,8 @@ opinion" (the call goes on), measured interleaved in small batches (case A batch
 - warm worker, Python: ``examples/workers/policy_worker.py`` (``triohooks.worker``) with
   ``worker = true``;
 - warm worker, bash: ``examples/workers/bash_worker.sh`` (a ``read`` loop) with ``worker = true``;
+- warm worker, JSON dialect: the Python worker as a JSON-dialect executor (no target: shown
+  for what the dialect's request variables and payload file add);
 - one-shot: ``command = "true"`` (``bash -c true``, a process per event).
 
 Two figures per case: the whole ``engine.pre_tool`` call (what the agent waits for) and the
@@ -42,6 +44,7 @@ CASES = {
     "in-process Python hook": "inproc_tool",
     "warm worker, Python helper": "py_worker_tool",
     "warm worker, bash read loop": "bash_worker_tool",
+    "warm worker, JSON dialect": "json_worker_tool",
     "one-shot `bash -c true`": "spawn_tool",
 }
 WORKERS = ("warm worker, Python helper", "warm worker, bash read loop")
@@ -66,6 +69,18 @@ command = "true"
 """
 
 
+def json_config() -> str:
+    """The Python worker again, as a JSON-dialect (everruns) executor: its requests carry the
+    ``EVERRUNS_HOOK_*`` variables, and each has a payload file made and removed around it."""
+    command = f"{sys.executable} {PY_WORKER}"
+    hook = {
+        "event": "pre_tool_use",
+        "matcher": {"tool_name": "json_worker_tool"},
+        "executor": {"type": "bash", "command": command, "worker": True},
+    }
+    return json.dumps({"hooks": [hook]})
+
+
 def pct(samples: list[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -82,6 +97,7 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
         root = Path(tmp)
         (root / "config").mkdir()
         (root / "config" / "hooks.toml").write_text(config())
+        (root / "config" / "hooks.json").write_text(json_config())
         (root / "ws").mkdir()
         async with HookEngine.open(
             workspace=root / "ws",
