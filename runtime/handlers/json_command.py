@@ -94,8 +94,8 @@ Offload = Callable[[Callable[[], str]], Awaitable[str]]
 
 class JsonCommandRunner:
     """Runs a JSON-dialect ``bash`` executor through the spawner. ``offload`` runs the one
-    blocking call a one-shot run may need (finding the temporary directory) off the loop the
-    runner is awaited on; warm workers are run on Trio only."""
+    blocking call a run may need (finding the temporary directory, once) off the loop the
+    runner is awaited on."""
 
     def __init__(
         self, spawner: Spawner, workspace: str, offload: Offload = trio.to_thread.run_sync
@@ -151,10 +151,9 @@ class JsonCommandRunner:
                 payload_file=None if hook.worker else (path, payload),
             )
 
-        if not hook.worker:  # the spawner writes the file and removes it
-            path = _payload_path(await _temp_dir(self._offload))
-            return read_json_reply(await self._spawner.run(spec_for(path)))
         path = _payload_path(await _temp_dir(self._offload))
+        if not hook.worker:  # the spawner writes the file with the spawn, and removes it
+            return read_json_reply(await self._spawner.run(spec_for(path)))
         try:
             await self._spawner.write_payload(path, payload)
         except OSError as exc:
