@@ -591,31 +591,36 @@ async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
 
 async def test_hosted_run_abandoned_while_draining_leaves_nothing(tmp_path: Any) -> None:
     """A :class:`HostedRun` whose host gives up while it waits for a pipe an escaped descendant
-    holds (the asyncio engine's cancel in the EOF grace): abandon() stops the run in trio and
-    the escapee dies with it."""
+    holds (the asyncio engine's cancel in the EOF grace): abandon() stops and reaps the run in
+    trio, and nothing of it survives.
+
+    The escapee (own session, no marker) is spared by the helper's sweeps while a run that was
+    live at its birth still runs (security.md): a second, sleeping run keeps it alive, so the
+    hosted run surely drains. Once that run is stopped too, the escapee goes."""
     holder = tmp_path / "holder"
     spec = sh(
-        f"setsid sh -c 'echo $$ > {holder}; exec sleep 30' & "
+        f"setsid env -u TRIOHOOKS_RUN sh -c 'echo $$ > {holder}; exec sleep 30' & "
         f"while [ ! -s {holder} ]; do sleep 0.01; done; echo done"
     )
-    with trio.fail_after(5):
-        async with open_reaper() as reaper:
+    with trio.fail_after(10):
+        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            nursery.start_soon(reaper.run, sh("exec sleep 30"))
+            await wait_live(reaper, 1)
             hosted = reaper.start_hosted(spec)
             assert isinstance(hosted, HostedRun)
-            while not hosted.serve() and hosted.remaining() > 0:
-                if hosted.state == "draining":
-                    break
+            while not hosted.serve() and hosted.state == "running":
                 await trio.lowlevel.wait_readable(hosted.fd)
             assert hosted.state == "draining"  # the hook exited; the escapee holds stdout
             escapee = int(holder.read_text())
-            assert psutil.pid_exists(escapee) and reaper.live == 1
+            assert psutil.pid_exists(escapee) and reaper.live == 2
             await hosted.abandon()
-            assert reaper.live == 0
-            await assert_no_survivors(reaper)
-            with trio.move_on_after(2):
-                while psutil.pid_exists(escapee):
-                    await trio.sleep(0.01)
-            assert not psutil.pid_exists(escapee)
+            assert reaper.live == 1  # the sleeping run only
+            nursery.cancel_scope.cancel()
+        await assert_no_survivors(reaper)
+        with trio.move_on_after(2):
+            while psutil.pid_exists(escapee):
+                await trio.sleep(0.01)
+        assert not psutil.pid_exists(escapee)
 
 
 async def test_hosted_run_finishes_plainly_or_hands_over_a_timeout(tmp_path: Any) -> None:
