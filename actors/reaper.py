@@ -663,11 +663,12 @@ class Reaper:
 
         await trio.to_thread.run_sync(write)
 
-    async def remove_payload(self, path: str) -> None:
+    async def remove_payload(self, path: str, *, wait: bool = False) -> None:
         """Remove a file :meth:`write_payload` made: the helper does (a message, no wait),
-        else a worker thread (shielded; a failure is logged)."""
+        else -- or with ``wait``: gone when this returns -- a worker thread (shielded; a
+        failure is logged), which then releases it from the helper."""
         helper = self._helper
-        if helper is not None and not helper.gone:
+        if not wait and helper is not None and not helper.gone:
             helper.remove_file(path)
             if not helper.gone:
                 return
@@ -697,8 +698,8 @@ class Reaper:
         file_ready = spec.payload_file is not None and not self._helper_writes(spec)
         if file_ready:
             assert spec.payload_file is not None
-            try:
-                await trio.to_thread.run_sync(write_private_file, *spec.payload_file)
+            try:  # (registered with the helper first, when there is one)
+                await self.write_payload(*spec.payload_file)
             except OSError as exc:
                 self._spawn_failures += 1
                 took = (time.perf_counter() - started) * 1000
@@ -736,19 +737,15 @@ class Reaper:
     async def _release_file(self, spec: ProcessSpec, run: _Run | None, file_ready: bool) -> None:
         """Remove the run's payload file unless its helper did (it removes the files it wrote
         as their child exits): one written here (``file_ready``, or a local spawn's), or the
-        helper's when that helper is gone. In a thread, shielded; a failure is logged."""
+        helper's when that helper is gone. Gone when this returns, as when the helper
+        removes it."""
         if spec.payload_file is None:
             return
         if not file_ready:
             helper = run.helper if run is not None else None
             if run is None or (helper is not None and not helper.gone and not run.lost):
                 return
-        path = spec.payload_file[0]
-        with trio.CancelScope(shield=True):
-            try:
-                await trio.to_thread.run_sync(remove_file, path)
-            except OSError as exc:
-                log.warning("cannot remove payload file %s: %s", path, exc.strerror or exc)
+        await self.remove_payload(spec.payload_file[0], wait=True)
 
     def _spawn(self, spec: ProcessSpec, env: Environment, no: int, file_ready: bool) -> _Run:
         program = spec.argv[0]

@@ -100,6 +100,16 @@ def _consume(fut: asyncio.Future[Any]) -> None:
         fut.exception()
 
 
+async def _finish_through_cancel(work: Awaitable[object]) -> bool:
+    """Await ``work`` to its end even if this task is cancelled meanwhile; its error is
+    dropped (cleanup: a guest run already stopping has done it). Returns whether a cancel
+    arrived, for the caller to re-raise."""
+    job = asyncio.ensure_future(work)
+    interrupted = await _wait_through_cancel(job)
+    _consume(job)
+    return interrupted
+
+
 class _GuestRun:
     """One Trio guest run on one asyncio loop; its nursery holds every engine call."""
 
@@ -319,9 +329,8 @@ class _LoopSpawner:
                 return result
         except BaseException:
             # Cancelled (or a bug): the group must not outlive this call.
-            cleanup = asyncio.ensure_future(self._guest.call(hosted.abandon))
-            await _wait_through_cancel(cleanup)
-            _consume(cleanup)  # a guest run already stopping: its reaper killed the group
+            # (A guest run already stopping has had its reaper kill the group.)
+            await _finish_through_cancel(self._guest.call(hosted.abandon))
             raise
         return await self._guest.call(hosted.rest)
 
@@ -330,10 +339,8 @@ class _LoopSpawner:
         await self._guest.call(lambda: self._reaper.write_payload(path, data))
 
     async def remove_payload(self, path: str) -> None:
-        removal = asyncio.ensure_future(self._guest.call(lambda: self._reaper.remove_payload(path)))
-        interrupted = await _wait_through_cancel(removal)
-        _consume(removal)
-        if interrupted:
+        removal = self._guest.call(lambda: self._reaper.remove_payload(path))
+        if await _finish_through_cancel(removal):
             raise asyncio.CancelledError
 
 
