@@ -47,7 +47,7 @@ import psutil
 
 from tests.interop import (
     CLAUDE_CODE_VERSION,
-    ClaudeCodeUnavailable,
+    AgentCliUnavailable,
     ClaudeProject,
     install_claude_code,
     run_claude,
@@ -345,7 +345,7 @@ def main(argv: list[str] | None = None) -> int:
 
     try:
         claude_bin = install_claude_code()
-    except ClaudeCodeUnavailable as exc:
+    except AgentCliUnavailable as exc:
         print(f"Claude Code {CLAUDE_CODE_VERSION} unavailable: {exc}", file=sys.stderr)
         return 2
 

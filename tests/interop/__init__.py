@@ -1,10 +1,11 @@
-"""Interop with the real Claude Code CLI, headless and offline, against a fake Messages API.
+"""Interop with the real agent CLIs, headless and offline, against fake model servers.
 
 This package holds the one copy of the harness that the tests here (through conftest.py's
 fixtures) and ``bench/claude_code.py`` share:
 
-- :func:`install_claude_code` puts the pinned CLI in ``<repo>/.cache/interop/`` once, through
-  npm, and raises :class:`ClaudeCodeUnavailable` (saying why) when that cannot be done;
+- :func:`install_npm_cli` puts a pinned agent CLI (an :class:`NpmCli`; Claude Code is
+  :data:`CLAUDE_CODE`, :func:`install_claude_code`) in ``<repo>/.cache/interop/`` once, through
+  npm, and raises :class:`AgentCliUnavailable` (saying why) when that cannot be done;
 - :func:`claude_env` is the environment that keeps it offline and on the fake;
 - :func:`run_claude` runs one ``claude -p`` session, bounded in time, and parses its output.
 
@@ -29,28 +30,31 @@ from typing import Any, NamedTuple
 from tests.interop.fake_anthropic import FakeAnthropic
 
 __all__ = [
+    "CLAUDE_CODE",
     "CLAUDE_CODE_VERSION",
-    "ClaudeCodeUnavailable",
+    "AgentCliUnavailable",
     "ClaudeProject",
     "ClaudeRun",
     "INSTALL_TIMEOUT",
     "claude_env",
     "install_claude_code",
+    "install_npm_cli",
+    "npm_reason",
+    "NpmCli",
     "run_bounded",
     "run_claude",
 ]
 
 #: Pinned: an unpinned install resolved an older release.
 CLAUDE_CODE_VERSION = "2.1.332"
-NPM_PACKAGE = f"@anthropic-ai/claude-code@{CLAUDE_CODE_VERSION}"
 REPO = Path(__file__).resolve().parents[2]
 CACHE_DIR = REPO / ".cache" / "interop"
 #: Seconds for the whole npm install (the package is ~400 MB with its native binary).
 INSTALL_TIMEOUT = 300.0
 
 
-class ClaudeCodeUnavailable(RuntimeError):
-    """The CLI could not be installed or does not run; the message says why."""
+class AgentCliUnavailable(RuntimeError):
+    """An agent CLI could not be installed or does not run; the message says why."""
 
 
 class ClaudeRun(NamedTuple):
@@ -102,22 +106,44 @@ def run_bounded(
 # --- install -------------------------------------------------------------------------------------
 
 
-def _binary(prefix: Path) -> Path:
-    return prefix / "node_modules" / ".bin" / "claude"
+@dataclass(frozen=True)
+class NpmCli:
+    """An agent CLI from the npm registry, pinned: ``package@version``, whose ``bin`` is
+    ``binary`` and whose ``--version`` prints ``version`` on its first line."""
+
+    name: str
+    package: str
+    version: str
+    binary: str
+
+    @property
+    def spec(self) -> str:
+        return f"{self.package}@{self.version}"
+
+    @property
+    def slug(self) -> str:
+        return f"{self.package.rsplit('/', 1)[-1]}-{self.version}"
+
+    def path(self, prefix: Path) -> Path:
+        return prefix / "node_modules" / ".bin" / self.binary
 
 
-def _check_version(binary: Path) -> str | None:
+CLAUDE_CODE = NpmCli("Claude Code", "@anthropic-ai/claude-code", CLAUDE_CODE_VERSION, "claude")
+
+
+def _check_version(cli: NpmCli, binary: Path) -> str | None:
     """None if ``binary --version`` reports the pinned version, else what went wrong."""
     if not binary.exists():
         return f"{binary} does not exist"
-    with tempfile.TemporaryDirectory(prefix="claude-home-") as home:
+    with tempfile.TemporaryDirectory(prefix="cli-home-") as home:
         try:
             done = run_bounded(
                 [str(binary), "--version"], timeout=60, env=claude_env(None, Path(home))
             )
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{binary} --version: {exc}"
-    if done.returncode != 0 or not done.stdout.startswith(CLAUDE_CODE_VERSION):
+    first = done.stdout.strip().splitlines()[:1]
+    if done.returncode != 0 or not first or cli.version not in first[0].split():
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
         return f"{binary} --version exited {done.returncode}: {tail[0]}"
     return None
@@ -138,44 +164,53 @@ def npm_reason(text: str) -> str:
     return f"{code}: {message}" if code else message
 
 
-def install_claude_code(
-    cache_dir: Path = CACHE_DIR, *, timeout: float = INSTALL_TIMEOUT, npm: str | None = None
+def install_npm_cli(
+    cli: NpmCli,
+    cache_dir: Path = CACHE_DIR,
+    *,
+    timeout: float = INSTALL_TIMEOUT,
+    npm: str | None = None,
 ) -> Path:
-    """The path of a working ``claude`` of the pinned version, installing it on first use.
+    """The path of a working ``cli`` binary of the pinned version, installing it on first use.
 
-    It goes to ``<cache_dir>/claude-code-<version>/`` (``npm install --prefix``) and is reused
+    It goes to ``<cache_dir>/<package>-<version>/`` (``npm install --prefix``) and is reused
     while its ``--version`` answers. npm installs into a temporary sibling that is renamed into
     place only once it works, under an exclusive lock, so concurrent processes neither
-    half-install nor install twice. Raises :class:`ClaudeCodeUnavailable` with the reason.
+    half-install nor install twice. Raises :class:`AgentCliUnavailable` with the reason.
     """
-    target = cache_dir / f"claude-code-{CLAUDE_CODE_VERSION}"
-    if _check_version(_binary(target)) is None:
-        return _binary(target)
+    target = cache_dir / cli.slug
+    if _check_version(cli, cli.path(target)) is None:
+        return cli.path(target)
     npm = npm or shutil.which("npm")
     if npm is None:
-        raise ClaudeCodeUnavailable(f"npm is not on PATH, cannot install {NPM_PACKAGE}")
+        raise AgentCliUnavailable(f"npm is not on PATH, cannot install {cli.spec}")
     cache_dir.mkdir(parents=True, exist_ok=True)
     deadline = time.monotonic() + timeout + 60  # a concurrent install may hold the lock so long
-    with open(cache_dir / f"claude-code-{CLAUDE_CODE_VERSION}.lock", "w") as lock:
+    with open(cache_dir / f"{cli.slug}.lock", "w") as lock:
         while True:
             try:
                 fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
                 if time.monotonic() > deadline:
-                    raise ClaudeCodeUnavailable(
+                    raise AgentCliUnavailable(
                         f"another process has held {lock.name} for over {timeout + 60:.0f} s"
                     ) from None
                 time.sleep(0.5)
         try:
-            if _check_version(_binary(target)) is None:  # another process installed it
-                return _binary(target)
-            return _install_locked(npm, target, timeout)
+            if _check_version(cli, cli.path(target)) is None:  # another process installed it
+                return cli.path(target)
+            return _install_locked(cli, npm, target, timeout)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
 
 
-def _install_locked(npm: str, target: Path, timeout: float) -> Path:
+def install_claude_code(cache_dir: Path = CACHE_DIR, **kwargs: Any) -> Path:
+    """:func:`install_npm_cli` of the pinned Claude Code."""
+    return install_npm_cli(CLAUDE_CODE, cache_dir, **kwargs)
+
+
+def _install_locked(cli: NpmCli, npm: str, target: Path, timeout: float) -> Path:
     # Under the lock no one else is installing: any staging dir left is from a killed run.
     for stale in target.parent.glob(f".{target.name}.tmp-*"):
         shutil.rmtree(stale, ignore_errors=True)
@@ -193,7 +228,7 @@ def _install_locked(npm: str, target: Path, timeout: float) -> Path:
         "--fetch-retries=2",
         "--fetch-retry-mintimeout=2000",
         "--fetch-retry-maxtimeout=10000",
-        NPM_PACKAGE,
+        cli.spec,
     ]
     try:
         try:
@@ -201,27 +236,27 @@ def _install_locked(npm: str, target: Path, timeout: float) -> Path:
         except subprocess.TimeoutExpired as exc:
             err = exc.stderr if isinstance(exc.stderr, str) else ""
             said = f": {npm_reason(err)}" if err.strip() else ""
-            raise ClaudeCodeUnavailable(
-                f"`npm install {NPM_PACKAGE}` did not finish in {timeout:.0f} s (offline?){said}"
+            raise AgentCliUnavailable(
+                f"`npm install {cli.spec}` did not finish in {timeout:.0f} s (offline?){said}"
             ) from None
         except OSError as exc:
-            raise ClaudeCodeUnavailable(f"cannot run {npm}: {exc}") from None
+            raise AgentCliUnavailable(f"cannot run {npm}: {exc}") from None
         if done.returncode != 0:
-            raise ClaudeCodeUnavailable(
-                f"`npm install {NPM_PACKAGE}` exited {done.returncode}: "
+            raise AgentCliUnavailable(
+                f"`npm install {cli.spec}` exited {done.returncode}: "
                 f"{npm_reason(done.stderr or done.stdout)}"
             )
-        problem = _check_version(_binary(staging))
+        problem = _check_version(cli, cli.path(staging))
         if problem is not None:
-            raise ClaudeCodeUnavailable(f"installed, but it does not run: {problem}")
+            raise AgentCliUnavailable(f"installed, but it does not run: {problem}")
         shutil.rmtree(target, ignore_errors=True)  # a broken earlier install
         staging.rename(target)
     finally:
         shutil.rmtree(staging, ignore_errors=True)
-    problem = _check_version(_binary(target))
+    problem = _check_version(cli, cli.path(target))
     if problem is not None:
-        raise ClaudeCodeUnavailable(f"installed and moved, but it does not run: {problem}")
-    return _binary(target)
+        raise AgentCliUnavailable(f"installed and moved, but it does not run: {problem}")
+    return cli.path(target)
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ import pytest
 
 from tests.interop import (
     CLAUDE_CODE_VERSION,
-    ClaudeCodeUnavailable,
+    AgentCliUnavailable,
     ClaudeProject,
     ClaudeRun,
     install_claude_code,
@@ -35,7 +35,7 @@ __all__ = ["ClaudeProject", "ClaudeRun", "run_claude"]
 def claude_bin() -> Path:
     try:
         return install_claude_code()
-    except ClaudeCodeUnavailable as exc:
+    except AgentCliUnavailable as exc:
         reason = f"Claude Code {CLAUDE_CODE_VERSION} unavailable: {exc}"
         print(reason)
         pytest.skip(reason)
