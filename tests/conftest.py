@@ -26,6 +26,8 @@ os.environ[MARKER_VAR] = MARKER
 _CACHE_DIR = tempfile.mkdtemp(prefix="triohooks-test-cache-")
 os.environ["TRIOHOOKS_CACHE_DIR"] = _CACHE_DIR
 atexit.register(shutil.rmtree, _CACHE_DIR, True)
+# A relay that finds no server starts one in the background; the tests that want that say so.
+os.environ["TRIOHOOKS_NO_AUTOSTART"] = "1"
 
 
 def _marked_processes() -> list[psutil.Process]:

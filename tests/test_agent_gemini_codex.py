@@ -92,20 +92,28 @@ async def test_gemini_exit_2_denies_in_geminis_format(gemini: Setup) -> None:
 
 
 @pytest.mark.parametrize(
-    ("script", "blocked"),
+    ("script", "reason", "message"),
     [
-        ("echo not json; exit 1", False),  # exit 1 with non-JSON output: allow, with a warning
-        ("exit 3", True),  # any other non-zero exit denies
-        ("""echo '{"decision":"deny","reason":"json says no"}'""", True),
-        ("""echo '{"decision":"allow"}'""", False),
+        # Gemini reads `stdout.trim() || stderr.trim()` whatever the exit code (hookRunner.ts):
+        ("echo not json; exit 1", None, "Warning: not json"),  # exit 1, text: allow + warning
+        ("echo fyi", None, "fyi"),  # exit 0, text: a system message
+        ("exit 3", None, None),  # no output at all: no decision
+        ("exit 2", None, None),
+        ("echo why >&2; exit 3", "why", None),  # any other exit with text denies
+        ("echo plain; echo err >&2; exit 2", "plain", None),  # stdout first, even on exit 2
+        ("""echo '{"decision":"deny","reason":"json says no"}'; exit 1""", "json says no", None),
+        ("""echo '{"decision":"allow"}'; echo no >&2; exit 2""", None, None),  # JSON wins
+        ("""echo '{"decision":"deny","reason":"on stderr"}' >&2""", "on stderr", None),
     ],
 )
-async def test_gemini_exit_codes(gemini: Setup, script: str, blocked: bool) -> None:
+async def test_gemini_reads_a_hooks_end_as_gemini_does(
+    gemini: Setup, script: str, reason: str | None, message: str | None
+) -> None:
     gemini.write({"hooks": {"BeforeTool": [{"hooks": [hook(script)]}]}})
     result = await gemini.ask(gemini.body("BeforeTool", **shell("ls")))
-    assert result.answer.blocked is blocked
-    if not blocked and "exit 1" in script:
-        assert result.answer.warnings
+    assert result.answer.blocked is (reason is not None)
+    assert result.answer.output.get("reason") == reason
+    assert result.answer.output.get("systemMessage") == message
 
 
 async def test_gemini_timeouts_are_milliseconds(gemini: Setup) -> None:
@@ -121,7 +129,9 @@ async def test_gemini_timeouts_are_milliseconds(gemini: Setup) -> None:
     assert [r.status for r in result.runs] == ["error"]  # a timeout is a non-blocking failure
 
 
-async def test_gemini_tool_input_is_shallow_merged_and_context_kept(gemini: Setup) -> None:
+async def test_gemini_tool_input_replaces_the_arguments_and_context_is_kept(
+    gemini: Setup,
+) -> None:
     reply = {
         "hookSpecificOutput": {"tool_input": {"command": "ls -la"}, "additionalContext": "ctx"}
     }
@@ -230,3 +240,28 @@ async def test_codex_config_toml_hooks_and_command_only(codex: Setup) -> None:
     assert not table.hooks[0].supported
     out = (await codex.ask(codex.body("Stop", stop_hook_active=False))).answer.output
     assert out == {"decision": "block", "reason": "keep going"}
+
+
+@pytest.mark.parametrize(
+    ("script", "blocked"),
+    [
+        ("echo no >&2; exit 2", True),
+        ("exit 2", False),  # "exited with code 2 but did not write a blocking reason": proceeds
+        ("exit 3", False),
+        ("echo loud >&2; exit 3", False),
+    ],
+)
+async def test_codex_reads_exit_codes_as_codex_does(
+    codex: Setup, script: str, blocked: bool
+) -> None:
+    codex.write({"hooks": {"PreToolUse": [{"hooks": [hook(script)]}]}})
+    result = await codex.ask(codex.body("PreToolUse", tool_name="Bash", tool_input={}))
+    assert result.answer.blocked is blocked
+    if not blocked:
+        assert result.answer.warnings  # a failed hook, said
+
+
+async def test_a_fail_closed_codex_hook_that_says_nothing_on_exit_2_blocks(codex: Setup) -> None:
+    codex.write({"hooks": {"PreToolUse": [{"hooks": [hook("exit 2", failClosed=True)]}]}})
+    result = await codex.ask(codex.body("PreToolUse", tool_name="Bash", tool_input={}))
+    assert result.answer.blocked and "no blocking reason" in (result.answer.reason or "")

@@ -660,6 +660,7 @@ PLACEHOLDERS = {
     "NAME": "pre_tool",
     "COUNT": "256",
     "BYTES": "1048576",
+    "SECONDS": "60",
 }
 
 

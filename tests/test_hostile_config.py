@@ -22,9 +22,8 @@ import pytest
 import trio
 
 from triohooks.config.model import ConfigError
-from triohooks.config.paths import workspace_config_files
 from triohooks.config.table import load_table
-from triohooks.config.trust import record_trust, trust_digest
+from triohooks.config.trust import record_trust
 from triohooks.engine.hook_engine import HookEngine
 from triohooks.fronts.selfconfig import HooksTools, SelfConfigError
 
@@ -68,15 +67,13 @@ class Dirs:
 
     def trust(self) -> None:
         t = load_table(workspace=self.ws, config_dir=self.g, trust_override=True)
-        handlers = [h.handler for h in t.hooks if h.scope == "workspace"]
-        digest, files = trust_digest(workspace_config_files(self.ws), handlers, self.ws)
-        record_trust(self.g, self.ws, digest, files)
+        assert t.trust is not None
+        record_trust(self.g, self.ws, t.trust)
 
     def decline(self) -> None:
         t = load_table(workspace=self.ws, config_dir=self.g, trust_override=True)
-        handlers = [h.handler for h in t.hooks if h.scope == "workspace"]
-        digest, files = trust_digest(workspace_config_files(self.ws), handlers, self.ws)
-        record_trust(self.g, self.ws, digest, files, "declined")
+        assert t.trust is not None
+        record_trust(self.g, self.ws, t.trust, "declined")
 
 
 @pytest.fixture

@@ -363,7 +363,7 @@ def trust_state(dirs: tuple[Path, Path]) -> str:
 def trust_now(dirs: tuple[Path, Path]) -> None:
     t = load_table(workspace=dirs[0], config_dir=dirs[1]).trust
     assert t is not None
-    record_trust(dirs[1], dirs[0], t.digest, t.files)
+    record_trust(dirs[1], dirs[0], t)
 
 
 async def test_a_write_keeps_a_trusted_workspace_trusted(dirs) -> None:
@@ -385,7 +385,7 @@ async def test_a_write_never_blesses_content_that_was_not_trusted(dirs, before: 
     elif before == "declined":
         t = load_table(workspace=dirs[0], config_dir=dirs[1]).trust
         assert t is not None
-        record_trust(dirs[1], dirs[0], t.digest, t.files, "declined")
+        record_trust(dirs[1], dirs[0], t, "declined")
     assert trust_state(dirs) == before
     out = await tools(dirs).upsert_hook("workspace", block_git())
     assert not out.trust_recorded and not out.active

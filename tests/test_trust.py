@@ -2,9 +2,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from triohooks.config.paths import workspace_config_files
 from triohooks.config.table import load_table
-from triohooks.config.trust import record_trust, trust_digest
+from triohooks.config.trust import record_trust
 
 
 def setup(tmp_path: Path) -> tuple[Path, Path]:
@@ -20,8 +19,8 @@ def setup(tmp_path: Path) -> tuple[Path, Path]:
 
 def trust_now(ws: Path, g: Path) -> None:
     t = load_table(workspace=ws, config_dir=g, trust_override=True)
-    digest, files = trust_digest(workspace_config_files(ws), [h.handler for h in t.hooks], ws)
-    record_trust(g, ws, digest, files)
+    assert t.trust is not None
+    record_trust(g, ws, t.trust)
 
 
 def state(ws: Path, g: Path) -> tuple[str, int]:
@@ -63,8 +62,8 @@ def test_added_json_file_is_a_change(tmp_path: Path) -> None:
 def test_declined(tmp_path: Path) -> None:
     ws, g = setup(tmp_path)
     t = load_table(workspace=ws, config_dir=g, trust_override=True)
-    digest, files = trust_digest(workspace_config_files(ws), [h.handler for h in t.hooks], ws)
-    record_trust(g, ws, digest, files, "declined")
+    assert t.trust is not None
+    record_trust(g, ws, t.trust, "declined")
     assert state(ws, g) == ("declined", 0)
 
 

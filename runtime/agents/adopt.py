@@ -22,7 +22,6 @@ from __future__ import annotations
 import difflib
 import json
 import shlex
-import shutil
 import sys
 from collections.abc import Mapping
 from pathlib import Path
@@ -39,15 +38,24 @@ from triohooks.config.paths import (
     write_file_atomic,
 )
 
+from . import codex_review
 from .config import MAX_SETTINGS_BYTES, is_ours, parse_hooks
-from .spec import ADOPTED_NAME, SPECS, AgentName, Level
+from .spec import (
+    ADOPTED_NAME,
+    LOCAL_RELAY,
+    PORTABLE_RELAY,
+    SPECS,
+    TOKEN_VAR,
+    AgentName,
+    Level,
+    http_handler,
+)
 
 Scope = Literal["user", "project"]
 Transport = Literal["http", "relay"]
 #: Seconds added to the longest adopted hook's timeout for the catch-all's own timeout.
 TIMEOUT_MARGIN_S: Final = 5.0
 DEFAULT_PORT: Final = 8765
-TOKEN_VAR: Final = "TRIOHOOKS_TOKEN"
 
 
 class AdoptError(Exception):
@@ -66,9 +74,12 @@ class Plan(msgspec.Struct, frozen=True):
     scope: Scope
     settings: str
     changes: tuple[FileChange, ...]
-    #: Events now routed to triohooks, and how (``http`` / ``relay``).
+    #: Events now routed to triohooks, and the exact command (or ``POST url``) written.
     routes: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
+    #: This plan moves the settings file's hooks into ``triohooks-hooks.json`` (false: that
+    #: file was there already, not written by this install: it is not trusted on its word).
+    moves: bool = False
 
     def diff(self) -> str:
         out: list[str] = []
@@ -145,30 +156,27 @@ def _read_settings(path: Path) -> tuple[bytes, str, dict[str, Any]]:
     return data, text, doc
 
 
-def relay_command(agent: AgentName, relay_script: str | None = None) -> str:
-    """The command a catch-all runs. Given the relay's file (``relay.py``): ``bash relay.sh
-    <agent> <python>`` when bash and the bash fast path beside it are there (a bash start-up,
-    /dev/tcp to the server; anything else falls back to the Python relay), else ``<python> -I
-    -S -c 'import relay ...'`` (no site-packages start-up, cached bytecode). Without a file:
-    the ``triohooks-relay`` console script. Measured with ``bench/relay.py``."""
-    if relay_script is not None:
-        directory = Path(relay_script).parent
-        bash = shutil.which("bash")
-        if bash is not None and (directory / "relay.sh").is_file():
-            words = [bash, str(directory / "relay.sh"), agent, sys.executable]
-            return " ".join(shlex.quote(w) for w in words)
-        code = (
-            f"import sys;sys.path[:0]=[{json.dumps(str(directory))}];import relay;"
-            f'sys.exit(relay.main(["{agent}"]))'
-        )
-        return f"{shlex.quote(sys.executable)} -I -S -c {shlex.quote(code)}"
-    found = shutil.which("triohooks-relay")
-    if found is None:
-        candidate = Path(sys.executable).with_name("triohooks-relay")
-        found = str(candidate) if candidate.exists() else None
-    if found is None:
-        return f"{shlex.quote(sys.executable)} -m triohooks.fronts.relay {agent}"
-    return f"{shlex.quote(found)} {agent}"
+def _timeout_text(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:.3f}".rstrip("0")
+
+
+def relay_command(
+    agent: AgentName, scope: Scope, timeout_s: float, *, relay_script: str | None = None
+) -> str:
+    """The command a catch-all runs (:data:`PORTABLE_RELAY` for a project, :data:`LOCAL_RELAY`
+    for the user, with this interpreter and ``relay_script``). ``timeout_s`` is the catch-all's
+    own timeout: the relay answers before it (docs/agents.md). Measured: ``bench/relay.py``."""
+    timeout = _timeout_text(timeout_s)
+    if scope == "project":
+        return PORTABLE_RELAY.format(agent=agent, timeout=timeout)
+    if relay_script is None:
+        raise ValueError("a user-scope catch-all needs the relay's file")
+    return LOCAL_RELAY.format(
+        agent=agent,
+        timeout=timeout,
+        python=shlex.quote(sys.executable),
+        script=shlex.quote(str(Path(relay_script).resolve())),
+    )
 
 
 def catch_all(
@@ -176,11 +184,13 @@ def catch_all(
     hooks: Mapping[str, Any],
     *,
     source: str,
+    scope: Scope,
     transport: Transport,
     port: int,
     relay_script: str | None = None,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
-    """The hooks object that routes every event of ``hooks`` to triohooks, the routes, notes."""
+    """The hooks object that routes every event of ``hooks`` to triohooks, the routes (event,
+    the exact command or URL written), notes."""
     spec = SPECS[agent]
     problems: list[ConfigProblem] = []
     level = Level("adopt", Path(source), False)
@@ -204,21 +214,12 @@ def catch_all(
             int(timeout) if float(timeout).is_integer() else round(timeout, 3)
         )
         if use_http:
-            handler: dict[str, Any] = {
-                "type": "http",
-                "url": f"http://127.0.0.1:{port}/{agent}/v1/hook",
-                "headers": {"Authorization": f"Bearer ${{{TOKEN_VAR}}}"},
-                "allowedEnvVars": [TOKEN_VAR],
-                "timeout": timeout_value,
-            }
-            routes.append((event, "http"))
+            handler = http_handler(agent, port, timeout_value)
+            routes.append((event, f"POST {handler['url']}"))
         else:
-            handler = {
-                "type": "command",
-                "command": relay_command(agent, relay_script),
-                "timeout": timeout_value,
-            }
-            routes.append((event, "relay"))
+            command = relay_command(agent, scope, timeout_s, relay_script=relay_script)
+            handler = {"type": "command", "command": command, "timeout": timeout_value}
+            routes.append((event, command))
             if fail_closed and transport == "http" and agent == "claude":
                 notes.append(
                     f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
@@ -234,10 +235,14 @@ def plan_install(
     *,
     home: Path,
     project: Path,
-    transport: Transport = "http",
+    transport: Transport = "relay",
     port: int = DEFAULT_PORT,
     relay_script: str | None = None,
+    config_dir: Path | None = None,
 ) -> Plan:
+    """Route ``agent``'s hooks of that scope to triohooks. For Codex, also record the catch-all
+    as reviewed in ``~/.codex/config.toml`` (:mod:`.codex_review`; ``config_dir`` keeps what
+    that replaces)."""
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
     adopted_path = path.with_name(ADOPTED_NAME)
@@ -277,6 +282,7 @@ def plan_install(
         agent,
         moved_obj,
         source=str(adopted_path),
+        scope=scope,
         transport=transport,
         port=port,
         relay_script=relay_script,
@@ -287,11 +293,19 @@ def plan_install(
     changes = [FileChange(str(path), data, after)]
     if existing is None:
         changes.append(FileChange(str(adopted_path), None, moved_bytes))
-    if any(route == "http" for _, route in routes):
+    if agent == "codex":
+        changes += _codex_review(codex_review.record, home, config_dir, path, routed)
+        notes.append(
+            f"recorded the catch-all as reviewed in {codex_review.config_path(home)} (Codex "
+            "runs no hook it has not reviewed)"
+        )
+    if any(route.startswith("POST ") for _, route in routes):
         notes.append(
             f"the http hooks send Authorization: Bearer ${TOKEN_VAR}; start Claude Code with "
             f"{TOKEN_VAR} set to the content of the serve token file, and `triohooks serve` "
-            f"running on port {port} (an http hook fails open when the server is down)"
+            f"running on port {port}. Claude Code lets the call through when the server is "
+            "down or the token unset (say `--transport relay`, the default, to keep guards "
+            "closed then)"
         )
     return Plan(
         agent=agent,
@@ -300,10 +314,13 @@ def plan_install(
         changes=tuple(c for c in changes if c.before != c.after),
         routes=tuple(routes),
         notes=tuple(notes),
+        moves=existing is None,
     )
 
 
-def plan_uninstall(agent: AgentName, scope: Scope, *, home: Path, project: Path) -> Plan:
+def plan_uninstall(
+    agent: AgentName, scope: Scope, *, home: Path, project: Path, config_dir: Path | None = None
+) -> Plan:
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
     adopted_path = path.with_name(ADOPTED_NAME)
@@ -327,12 +344,28 @@ def plan_uninstall(agent: AgentName, scope: Scope, *, home: Path, project: Path)
         raise AdoptError(f"{adopted_path}: not valid JSON ({exc}); nothing changed") from None
     start, end = spans["hooks"]
     after = text[:start].encode("utf-8") + existing + text[end:].encode("utf-8")
-    return Plan(
-        agent=agent,
-        scope=scope,
-        settings=str(path),
-        changes=(FileChange(str(path), data, after), FileChange(str(adopted_path), existing, None)),
-    )
+    changes = [FileChange(str(path), data, after), FileChange(str(adopted_path), existing, None)]
+    if agent == "codex":
+        changes += _codex_review(codex_review.withdraw, home, config_dir, path, doc["hooks"])
+    return Plan(agent=agent, scope=scope, settings=str(path), changes=tuple(changes))
+
+
+def _codex_review(
+    edit: Any, home: Path, config_dir: Path | None, hooks_file: Path, hooks: Mapping[str, Any]
+) -> list[FileChange]:
+    if config_dir is None:
+        raise AdoptError("a Codex install needs triohooks' config dir (to keep Codex's reviews)")
+    saved = config_dir / codex_review.SAVED_NAME
+    for target, root in ((codex_review.config_path(home), home), (saved, config_dir)):
+        try:
+            check_write_target(target, root)
+        except UnsafeWriteError as exc:
+            raise AdoptError(str(exc)) from None
+    try:
+        edits = edit(home, config_dir, hooks_file, hooks)
+    except (codex_review.ReviewError, ValueError) as exc:
+        raise AdoptError(f"{exc}; nothing changed") from None
+    return [FileChange(str(p), before, after) for p, before, after in edits]
 
 
 def apply(plan: Plan) -> None:
@@ -344,6 +377,7 @@ def apply(plan: Plan) -> None:
         if change.after is None:
             path.unlink(missing_ok=True)
         else:
+            path.parent.mkdir(parents=True, exist_ok=True)
             write_file_atomic(
                 path, change.after, new_mode=0o600 if change.before is None else 0o666
             )

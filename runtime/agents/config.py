@@ -15,9 +15,12 @@ it (``validate``, ``list``) and go on with the other levels.
 
 from __future__ import annotations
 
+import functools
 import os
 import re
-from collections.abc import Mapping, Sequence
+import shlex
+import stat
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -25,10 +28,27 @@ import msgspec
 
 from triohooks.config.model import ArgsHandler, CommandHandler, ConfigProblem, Handler, TrustInfo
 from triohooks.config.paths import UnreadableFileError, read_regular_file
-from triohooks.config.trust import trust_inputs, trust_state
+from triohooks.config.trust import (
+    Stamp,
+    TrustSource,
+    read_store,
+    stamp,
+    trust_inputs,
+    trust_key,
+    trust_state,
+)
 from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule
 
-from .spec import ADOPTED_NAME, SPECS, AgentName, Level, levels
+from .spec import (
+    ADOPTED_NAME,
+    LOCAL_RELAY,
+    PORTABLE_RELAY,
+    SPECS,
+    AgentName,
+    Level,
+    http_handler,
+    levels,
+)
 
 #: Largest settings file read (a settings.json is a few KiB).
 MAX_SETTINGS_BYTES: Final = 1024 * 1024
@@ -65,13 +85,6 @@ _IF_KINDS: Final = {
     "Grep": "read",
     "WebFetch": "web",
 }
-#: A catch-all hook an adoption wrote: an http hook to our endpoint or the relay command.
-_OURS_URL: Final = re.compile(r"/(claude|gemini|codex)/v1/hook\b")
-_OURS_COMMAND: Final = re.compile(
-    r"(^|[\s/'\"])(triohooks-relay|triohooks\.fronts\.relay)\s+(claude|gemini|codex)\b"
-    r"|relay\.main\(\[['\"](claude|gemini|codex)['\"]\]\)"
-    r"|/fronts/relay\.sh'?\s+(claude|gemini|codex)\b"
-)
 
 
 class Matcher(msgspec.Struct, frozen=True):
@@ -171,8 +184,10 @@ class AgentTable(msgspec.Struct, frozen=True):
     problems: tuple[ConfigProblem, ...] = ()
     files: tuple[str, ...] = ()
     trust: TrustInfo | None = None
-    #: File signatures the table was built from (path, mtime_ns, size, inode), to reuse it.
-    signature: tuple[tuple[str, int, int, int], ...] = ()
+    #: What the table was built from, to reuse it while nothing changed: each settings file
+    #: (stamped before it was read; absent ones too) and each file trust hashed (stamped as it
+    #: was hashed), by :func:`triohooks.config.trust.stamp`.
+    signature: tuple[Stamp, ...] = ()
 
     def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
         return [h for h in self.hooks if h.event == event and (h.adopted or not adopted_only)]
@@ -400,22 +415,64 @@ def parse_hooks(
     return out
 
 
+_SHELL_WORD: Final = r"(?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+)"
+_NUMBER: Final = r"[0-9]+(?:\.[0-9]+)?"
+
+
+@functools.lru_cache(maxsize=16)
+def _form(template: str, agent: str) -> re.Pattern[str]:
+    """``template`` as a pattern matching exactly what it writes for ``agent``, any timeout,
+    any shell-quoted path for the python and script."""
+    marks = {"timeout": "\x00T\x00", "python": "\x00P\x00", "script": "\x00S\x00"}
+    text = re.escape(template.format(agent=agent, **marks))
+    for mark, pattern in (
+        ("\x00T\x00", _NUMBER),
+        ("\x00P\x00", _SHELL_WORD),
+        ("\x00S\x00", _SHELL_WORD),
+    ):
+        text = text.replace(re.escape(mark), pattern)
+    return re.compile(text)
+
+
 def is_ours(hook: AgentHook) -> bool:
-    """A catch-all hook an adoption wrote (it points at triohooks): never run it from here."""
-    if hook.url is not None and _OURS_URL.search(hook.url):
-        return True
-    text = hook.command if hook.command is not None else " ".join(hook.args or ())
-    return bool(text) and _OURS_COMMAND.search(text) is not None
+    """Whether ``hook`` is exactly a catch-all an install writes (for its agent): an http hook
+    to our endpoint with our header, or the relay command of either form, and nothing else on
+    it. Never a pattern found somewhere in a command (``true # triohooks-relay claude`` is not
+    ours)."""
+    if hook.if_rule is not None or hook.background or hook.fail_closed or hook.env or hook.name:
+        return False
+    if hook.type == "http":
+        expected = http_handler(hook.agent, 0, 0)
+        return (
+            hook.url is not None
+            and re.fullmatch(rf"http://127\.0\.0\.1:[0-9]{{1,5}}/{hook.agent}/v1/hook", hook.url)
+            is not None
+            and dict(hook.headers) == expected["headers"]
+            and list(hook.allowed_env_vars) == expected["allowedEnvVars"]
+        )
+    if hook.type != "command" or hook.command is None:
+        return False
+    return any(
+        _form(template, hook.agent).fullmatch(hook.command) is not None
+        for template in (PORTABLE_RELAY, LOCAL_RELAY)
+    )
 
 
-def read_json_object(path: Path, problems: list[ConfigProblem]) -> dict[str, Any] | None:
-    """A settings file as a JSON object; None when missing (silent) or broken (a problem)."""
+def read_json_object(
+    path: Path,
+    problems: list[ConfigProblem],
+    unreadable: list[tuple[str, str]] | None = None,
+) -> dict[str, Any] | None:
+    """A settings file as a JSON object; None when missing (silent) or broken (a problem; one
+    that is there but cannot be read is also added to ``unreadable``)."""
     try:
         data = read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return None
     except UnreadableFileError as exc:
         problems.append(ConfigProblem(str(path), f"{exc.reason}; skipped", severity="warning"))
+        if unreadable is not None:
+            unreadable.append((str(path), exc.reason))
         return None
     try:
         value = msgspec.json.decode(data)
@@ -450,17 +507,22 @@ def _codex_toml_hooks(home: Path, problems: list[ConfigProblem]) -> tuple[str, o
             ConfigProblem(str(path), f"not valid TOML, skipped: {exc}", severity="warning")
         )
         return None
-    return (str(path), doc["hooks"]) if "hooks" in doc else None
+    if "hooks" not in doc:
+        return None
+    hooks = doc["hooks"]
+    if not isinstance(hooks, dict):
+        return str(path), hooks  # reported by the parser
+    # ``[hooks.state."..."]`` is Codex's record of reviewed hooks, not an event.
+    return str(path), {k: v for k, v in hooks.items() if k != "state"}
 
 
-def _signature(paths: Sequence[Path]) -> tuple[tuple[str, int, int, int], ...]:
-    out = []
+def _signature(paths: Iterable[str | Path]) -> tuple[Stamp, ...]:
+    out: list[Stamp] = []
     for p in paths:
         try:
-            st = os.stat(p)
-            out.append((str(p), st.st_mtime_ns, st.st_size, st.st_ino))
+            out.append((str(p), stamp(os.stat(p))))
         except OSError:
-            out.append((str(p), 0, -1, 0))
+            out.append((str(p), (0, 0, -1, 0, 0)))
     return tuple(out)
 
 
@@ -474,6 +536,71 @@ def candidate_files(agent: AgentName, project: Path | None, home: Path) -> list[
     return files
 
 
+#: Settings keys that turn hooks off (per agent): honoured only from levels that are trusted,
+#: and part of what trust covers at the project level.
+SWITCHES: Final[dict[AgentName, tuple[str, ...]]] = {
+    "claude": ("disableAllHooks", "allowManagedHooksOnly"),
+    "gemini": ("hooksConfig",),
+    "codex": (),
+}
+
+
+class _LevelRead(msgspec.Struct):
+    level: Level
+    hooks: list[AgentHook]
+    #: What trust covers of this level: its hooks and switches, as parsed.
+    sources: list[TrustSource]
+    #: The level's switches (``disableAllHooks`` ...) as written, or absent.
+    switches: dict[str, Any]
+    #: ``(file, why)`` for this level's files that are there but cannot be read.
+    unreadable: list[tuple[str, str]] = msgspec.field(default_factory=list)
+
+
+def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
+    if agent == "codex" and path.name == "hooks.json":
+        return doc.get("hooks", doc)
+    return doc.get("hooks")
+
+
+def _covered(value: object) -> bytes:
+    """The bytes trust hashes for a parsed value: key order and layout do not count."""
+    return msgspec.json.encode(value, order="sorted")
+
+
+def _read_level(
+    agent: AgentName, level: Level, home: Path, problems: list[ConfigProblem], files: list[str]
+) -> _LevelRead:
+    """One level: its settings file and the ``triohooks-hooks.json`` beside it, each read once."""
+    out = _LevelRead(level, [], [], {})
+    doc = read_json_object(level.path, problems, out.unreadable)
+    if doc is not None:
+        files.append(str(level.path))
+        hooks_obj = _hooks_object(agent, level.path, doc)
+        out.switches = {k: doc[k] for k in SWITCHES[agent] if k in doc}
+        if hooks_obj is not None:
+            out.hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
+        if hooks_obj is not None or out.switches:
+            covered = {"hooks": hooks_obj, **out.switches}
+            out.sources.append(TrustSource(str(level.path), _covered(covered)))
+    adopted_path = level.path.with_name(ADOPTED_NAME)
+    adopted = read_json_object(adopted_path, problems, out.unreadable)
+    if adopted is not None:
+        files.append(str(adopted_path))
+        out.sources.append(TrustSource(str(adopted_path), _covered(adopted)))
+        out.hooks += parse_hooks(agent, level, str(adopted_path), adopted, problems, adopted=True)
+    if agent == "codex" and level.name == "user":
+        extra = _codex_toml_hooks(home, problems)
+        if extra is not None:
+            files.append(extra[0])
+            out.hooks += parse_hooks(agent, level, extra[0], extra[1], problems)
+    return out
+
+
+def project_variables(agent: AgentName, project: Path) -> dict[str, str]:
+    """The variables the agent sets to the project directory (``CLAUDE_PROJECT_DIR`` ...)."""
+    return {name: str(project) for name in SPECS[agent].project_env}
+
+
 def load_agent_table(
     agent: AgentName,
     *,
@@ -485,61 +612,58 @@ def load_agent_table(
 ) -> AgentTable:
     """Every hook ``agent`` would run for this project, merged as it merges them, plus problems
     and trust. Blocking file I/O: call it from a worker thread. ``trust_file`` joins the files
-    whose change makes the table stale (:func:`table_is_current`)."""
+    whose change makes the table stale (:func:`table_is_current`).
+
+    Project-level content counts only once trusted: its hooks are held back, and its switches
+    (``disableAllHooks``, Gemini's ``hooksConfig``) are ignored -- an untrusted repository can
+    neither run code nor turn the user's own guards off."""
     problems: list[ConfigProblem] = []
     watched = candidate_files(agent, project, home) + ([trust_file] if trust_file else [])
     signature = _signature(watched)
+    files: list[str] = []
+    reads = [_read_level(agent, lv, home, problems, files) for lv in levels(agent, project, home)]
+    trust: TrustInfo | None = None
+    if project is not None:
+        project_reads = [r for r in reads if r.level.project]
+        handlers = [
+            h for r in project_reads for h in (x.as_handler() for x in r.hooks) if h is not None
+        ]
+        inputs = trust_inputs(
+            [s for r in project_reads for s in r.sources],
+            handlers,
+            project,
+            variables=project_variables(agent, project),
+            hooks_dir=project / SPECS[agent].project_dir / "hooks",
+            unreadable=[u for r in project_reads for u in r.unreadable],
+        )
+        trust = trust_state(config_dir, project, inputs, dialect=agent)
+        signature += inputs.stamps
+        if trust_override and trust.state != "none":
+            trust = msgspec.structs.replace(trust, state="trusted")
+    project_runs = trust is None or trust.runs
     per_level: list[tuple[Level, list[AgentHook]]] = []
     disable_all: set[str] = set()
     managed_only = False
-    files: list[str] = []
-    for level in levels(agent, project, home):
-        hooks: list[AgentHook] = []
-        doc = read_json_object(level.path, problems)
-        if doc is not None:
-            files.append(str(level.path))
-            if agent == "codex" and level.path.name == "hooks.json":
-                hooks_obj = doc.get("hooks", doc)
-            else:
-                hooks_obj = doc.get("hooks")
-            if hooks_obj is not None:
-                hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
-            if doc.get("disableAllHooks") is True:
-                disable_all.add(level.name)
-            if level.name == "managed" and doc.get("allowManagedHooksOnly") is True:
-                managed_only = True
-            if agent == "gemini":
-                hooks = _gemini_disabled(doc, hooks)
-        adopted_path = level.path.with_name(ADOPTED_NAME)
-        adopted = read_json_object(adopted_path, problems)
-        if adopted is not None:
-            files.append(str(adopted_path))
-            hooks += parse_hooks(agent, level, str(adopted_path), adopted, problems, adopted=True)
-        if agent == "codex" and level.name == "user":
-            extra = _codex_toml_hooks(home, problems)
-            if extra is not None:
-                files.append(extra[0])
-                hooks += parse_hooks(agent, level, extra[0], extra[1], problems)
-        per_level.append((level, hooks))
+    for r in reads:
+        counts = project_runs or not r.level.project
+        hooks = r.hooks
+        if counts and r.switches.get("disableAllHooks") is True:
+            disable_all.add(r.level.name)
+        if r.level.name == "managed" and r.switches.get("allowManagedHooksOnly") is True:
+            managed_only = True
+        if counts and agent == "gemini":
+            hooks = _gemini_disabled(r.switches, hooks)
+        per_level.append((r.level, hooks))
     if "managed" in disable_all:
         per_level = []
     elif disable_all or managed_only:
         per_level = [(lv, hs) for lv, hs in per_level if lv.name == "managed"]
     trusted: list[AgentHook] = []
     held: list[AgentHook] = []
-    trust: TrustInfo | None = None
-    project_hooks = [h for lv, hs in per_level if lv.project for h in hs]
-    if project is not None:
-        project_files = [Path(f) for f in files if _under(Path(f), project, agent)]
-        handlers = [h for h in (x.as_handler() for x in project_hooks) if h is not None]
-        inputs = trust_inputs(project_files, handlers, project)
-        trust = trust_state(config_dir, project, inputs.digest, inputs.files, dialect=agent)
-        if trust_override and trust.state != "none":
-            trust = TrustInfo("trusted", trust.workspace, trust.digest, trust.files)
     seen: set[tuple[object, ...]] = set()
     for level, hooks in per_level:
         for hook in hooks:
-            if level.project and (trust is None or trust.state != "trusted"):
+            if level.project and not project_runs:
                 held.append(hook)
                 continue
             key = hook.identity()
@@ -547,14 +671,22 @@ def load_agent_table(
                 continue
             seen.add(key)
             trusted.append(hook)
+    if trust is not None:
+        unreadable = {name for r in reads for name, _ in r.unreadable}
+        for name, reason in trust.refused:
+            if name in unreadable:
+                continue  # its read problem says it already
+            problems.append(
+                ConfigProblem(
+                    name,
+                    f"{reason}; the project's {agent} hooks cannot be trusted",
+                    severity="warning",
+                )
+            )
     if held and trust is not None:
         problems.append(
             ConfigProblem(
-                held[0].source,
-                f"{len(held)} project hook(s) not run: the project's {agent} hooks are "
-                f"{trust.state}, not trusted (run `triohooks {agent} trust` or "
-                f"`triohooks {agent} install --scope project`)",
-                severity="warning",
+                held[0].source, held_back_message(trust, agent, len(held)), severity="warning"
             )
         )
     return AgentTable(
@@ -569,12 +701,74 @@ def load_agent_table(
     )
 
 
-def _under(path: Path, project: Path, agent: AgentName) -> bool:
+def held_back_message(trust: TrustInfo, agent: AgentName, count: int) -> str:
+    """Why ``count`` project hooks do not run, and what to run to review and trust them."""
+    project = trust.workspace.partition("#")[0]
+    if trust.refused:
+        why = "they cannot be trusted: " + "; ".join(f"{n}: {r}" for n, r in trust.refused[:3])
+    elif trust.state == "changed":
+        names = ", ".join(os.path.relpath(n, project) for n in trust.changed[:5]) or "its files"
+        why = f"they changed since you trusted them ({names})"
+    elif trust.state == "declined":
+        why = "you declined them"
+    else:
+        why = "they are not trusted yet"
+    return (
+        f"{count} project {agent} hook(s) of {project} held back: {why}. Review them with "
+        f"`triohooks {agent} list --workspace {shlex.quote(project)}`, then run `triohooks "
+        f"{agent} trust --workspace {shlex.quote(project)}`"
+    )
+
+
+def _owned_and_private(directory: Path) -> bool:
+    """Whether ``directory`` is the user's own: owned by them, not writable by others, and
+    writable by its group only when that group is the user's own (a user-private group)."""
     try:
-        path.relative_to(project / SPECS[agent].project_dir)
-    except ValueError:
+        st = os.stat(directory)
+    except FileNotFoundError:
+        return True  # not there: holds nothing, and the search goes on to its parent
+    except OSError:
         return False
-    return True
+    if st.st_uid != os.getuid() or st.st_mode & stat.S_IWOTH:
+        return False
+    return not (st.st_mode & stat.S_IWGRP and st.st_gid != os.getgid())
+
+
+def find_project(
+    cwd: str | os.PathLike[str] | None,
+    agent: AgentName,
+    *,
+    config_dir: Path,
+    home: Path,
+    declared: str | None = None,
+) -> Path | None:
+    """The project whose settings the agent reads, for a hook input.
+
+    ``declared`` -- the agent's own variable (``CLAUDE_PROJECT_DIR`` ...), when the caller has
+    it -- decides when it names a directory. Else from ``cwd`` up: the search never goes into
+    or above a directory the user does not own (nor one others may write, like ``/tmp``), nor
+    reaches the home directory (``~/.claude`` is user level); among the directories holding
+    the agent's marker (``.claude/``, itself the user's own), the outermost one the user has
+    trusted or declined before wins -- a nested ``.claude/`` (a vendored dependency) never hides
+    the enclosing project -- else the nearest."""
+    if declared and os.path.isabs(declared) and os.path.isdir(declared):
+        return Path(os.path.normpath(declared))
+    if not cwd:
+        return None
+    marker = SPECS[agent].project_dir
+    start = Path(os.path.abspath(cwd))
+    found: list[Path] = []
+    for directory in (start, *start.parents):
+        if directory == home or not _owned_and_private(directory):
+            break
+        if (directory / marker).is_dir() and _owned_and_private(directory / marker):
+            found.append(directory)
+    if len(found) > 1:
+        known = read_store(config_dir).workspaces
+        for directory in reversed(found):
+            if trust_key(directory, agent) in known:
+                return directory
+    return found[0] if found else None
 
 
 def _gemini_disabled(doc: Mapping[str, Any], hooks: list[AgentHook]) -> list[AgentHook]:
@@ -590,8 +784,7 @@ def _gemini_disabled(doc: Mapping[str, Any], hooks: list[AgentHook]) -> list[Age
     return hooks
 
 
-def table_is_current(table: AgentTable, home: Path, trust_file: Path | None = None) -> bool:
-    """Whether no file the table was built from changed since (one ``stat`` each)."""
-    project = Path(table.project) if table.project is not None else None
-    watched = candidate_files(table.agent, project, home) + ([trust_file] if trust_file else [])
-    return _signature(watched) == table.signature
+def table_is_current(table: AgentTable) -> bool:
+    """Whether no file the table was built from changed since (one ``stat`` each): the settings
+    files, the trust store and every file trust covers."""
+    return _signature(name for name, _ in table.signature) == table.signature

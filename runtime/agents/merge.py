@@ -40,7 +40,7 @@ _BLOCKABLE: dict[str, str] = {
     "AfterAgent": "keep the agent going",
 }
 #: Events whose plain stdout (exit 0, not JSON) is context for the model.
-_TEXT_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart", "BeforeAgent"})
+_TEXT_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
 _RANK = {"allow": 1, "ask": 2, "deny": 3}
 
 
@@ -77,7 +77,8 @@ class _Fold:
         self.suppress = False
         self.updated: dict[str, Any] | None = None
         self.updated_by: list[str] = []
-        self.tool_input_patch: dict[str, Any] = {}
+        #: Gemini: every hook's ``reason``, allow answers' too (its aggregator joins them all).
+        self.reasons: list[str] = []
         self.permission_decision: dict[str, Any] | None = None
         self.warnings: list[str] = []
 
@@ -100,6 +101,8 @@ class _Fold:
             self.warnings.append(f"hook {hook.label} failed (non-blocking): {reply.error}")
             return
         if reply.status == "block":
+            if reply.reason:
+                self.reasons.append(reply.reason)
             if self.event in ("PreToolUse", "BeforeTool"):
                 self.permit("deny", reply.reason or f"blocked by hook {hook.label}")
             elif self.event == "PermissionRequest" and not hook.fail_closed:
@@ -137,14 +140,16 @@ class _Fold:
             self.suppress = True
         decision = data.get("decision")
         reason = _text(data.get("reason"))
+        if reason:
+            self.reasons.append(reason)
         specific = data.get("hookSpecificOutput")
         specific = specific if isinstance(specific, dict) else {}
         if self.event in ("PreToolUse", "BeforeTool"):
             permission = specific.get("permissionDecision")
             if isinstance(permission, str):
                 self.permit(permission, _text(specific.get("permissionDecisionReason")) or reason)
-            elif decision in ("approve", "allow"):
-                self.permit("allow", reason)
+            elif decision in ("approve", "allow", "ask"):
+                self.permit("allow" if decision == "approve" else decision, reason)
             elif decision in ("block", "deny"):
                 self.permit("deny", reason or f"blocked by hook {hook.label}")
         elif self.event == "PermissionRequest":
@@ -157,14 +162,12 @@ class _Fold:
                 self.permission_decision = dict(chosen)
         elif decision in ("block", "deny") and self.event in _BLOCKABLE:
             self.block(reason or f"blocked by hook {hook.label}")
-        updated = specific.get("updatedInput")
+        # Claude's updatedInput and Gemini's tool_input both replace the arguments whole.
+        updated = specific.get("tool_input" if self.agent == "gemini" else "updatedInput")
         if isinstance(updated, dict):
             if self.updated is not None:
                 self.updated_by.append(hook.label)
             self.updated = updated
-        tool_input = specific.get("tool_input")
-        if self.agent == "gemini" and isinstance(tool_input, dict):
-            self.tool_input_patch.update(tool_input)
         context = _text(specific.get("additionalContext")) or _text(data.get("additionalContext"))
         if context:
             self.contexts.append(context)
@@ -248,6 +251,9 @@ def _claude(fold: _Fold) -> AgentAnswer:
 
 
 def _gemini(fold: _Fold) -> AgentAnswer:
+    """Gemini CLI's aggregation (hookAggregator.ts ``mergeWithOrDecision``): a deny or block
+    wins, else an ask; the reasons of every hook are joined; the last ``tool_input`` replaces
+    the arguments whole; contexts and system messages are joined."""
     out: dict[str, Any] = {}
     answer = AgentAnswer(output=out, warnings=fold.warnings)
     if fold.stopped:
@@ -257,18 +263,21 @@ def _gemini(fold: _Fold) -> AgentAnswer:
         answer.blocked, answer.decision, answer.reason = True, "stop", fold.stop
     if fold.system:
         out["systemMessage"] = _join(fold.system)
+    if fold.suppress:
+        out["suppressOutput"] = True
     denied = fold.permission == "deny" or fold.blocked
     if denied:
-        reason = _join(fold.permission_reason or fold.block_reasons) or "blocked by a hook"
+        reason = _join(fold.reasons) or "blocked by a hook"
         out["decision"] = "deny" if fold.event == "BeforeTool" else "block"
         out["reason"] = reason
         answer.blocked, answer.decision, answer.reason = True, out["decision"], reason
+    elif fold.permission == "ask" and fold.event == "BeforeTool":
+        out["decision"] = answer.decision = "ask"
+        if fold.reasons:
+            out["reason"] = _join(fold.reasons)
     specific: dict[str, Any] = {}
-    patch = dict(fold.tool_input_patch)
-    if fold.updated is not None:
-        patch.update(fold.updated)
-    if patch and not denied:
-        specific["tool_input"] = patch
+    if fold.updated is not None and not denied:
+        specific["tool_input"] = fold.updated
     context = _join(fold.contexts)
     if context:
         specific["additionalContext"] = context

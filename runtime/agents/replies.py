@@ -1,10 +1,14 @@
-"""How one hook's end is read, by the rules of the agent it was written for.
+"""How one hook's end is read, by the rules of the agent it was written for (docs/agents.md,
+"How a hook's end is read", cites each agent's source).
 
-Claude Code (and Codex, which copies it): exit 0 with stdout starting with ``{`` is a JSON
-reply, other stdout is plain text (context for UserPromptSubmit and SessionStart); exit 2
-blocks with stderr as the reason (JSON ignored); any other exit, a timeout or a spawn failure is
-a non-blocking error and the action proceeds. Gemini CLI: the same for 0 and 2; exit 1 with
-non-JSON output is allow with a warning; any other non-zero exit denies.
+Claude Code: exit 0 with stdout starting with ``{`` is a JSON reply, other stdout is plain
+text (context for UserPromptSubmit and SessionStart); exit 2 blocks with stderr as the reason
+(JSON ignored); any other exit, a timeout or a spawn failure is a non-blocking error and the
+action proceeds. Codex: the same, but an exit 2 that wrote no reason on stderr is a failed hook
+(the call proceeds). Gemini CLI reads the text ``stdout.trim() || stderr.trim()`` whatever the
+exit code: a JSON object there is the reply (the exit code then does not matter); plain text
+is a system message on exit 0, a warning on exit 1 and a deny on any other exit; no text at all
+is no decision; a timeout ignores whatever was printed.
 
 A hook marked ``failClosed`` (a triohooks extension) turns any failure into a block. Pure: it
 reads results, it runs nothing.
@@ -42,6 +46,8 @@ class AgentReply(msgspec.Struct, kw_only=True):
     duration_ms: float = 0.0
     error: str | None = None
     truncated: bool = False
+    #: Not run: a project hook held back (not trusted); the answer says so.
+    held_back: bool = False
 
 
 def _clip(text: str) -> str:
@@ -77,22 +83,46 @@ def read_process_reply(hook: AgentHook, result: ProcessResult) -> AgentReply:
     }
     if result.status != "exited":
         return failed(hook, result.error or result.status, **common)
+    if hook.agent == "gemini":
+        return _gemini_reply(hook, result, common)
     code = result.exit_code
     stderr = result.stderr.strip()
     if code == 0:
         json_reply, text = _stdout_reply(result.stdout)
         return AgentReply(status="ok", json=json_reply, text=text, **common)
-    if code == 2:
+    if code == 2 and (stderr or hook.agent != "codex"):
         return AgentReply(status="block", reason=_clip(stderr) or None, **common)
+    if code == 2:
+        return failed(hook, "exited 2 but wrote no blocking reason on stderr", **common)
     excerpt = stderr[:STDERR_EXCERPT]
-    why = f"exit {code}" + (f": {excerpt}" if excerpt else "")
-    if hook.agent == "gemini" and code != 1:
-        return AgentReply(status="block", reason=_clip(stderr) or why, error=why, **common)
-    if hook.agent == "gemini":
-        json_reply, _ = _stdout_reply(result.stdout)
-        if json_reply is not None:  # exit 1 with JSON: read it
-            return AgentReply(status="ok", json=json_reply, **common)
-    return failed(hook, why, **common)
+    return failed(hook, f"exit {code}" + (f": {excerpt}" if excerpt else ""), **common)
+
+
+def _gemini_reply(hook: AgentHook, result: ProcessResult, common: dict[str, Any]) -> AgentReply:
+    """Gemini CLI's ``convertPlainTextToHookOutput`` and JSON reading (hookRunner.ts)."""
+    code = result.exit_code or 0
+    text = result.stdout.strip() or result.stderr.strip()
+    if not text:
+        if code == 0:
+            return AgentReply(status="ok", **common)
+        return failed(hook, f"exit {code} with no output (no decision)", **common)
+    try:
+        value: Any = msgspec.json.decode(text)
+        if isinstance(value, str):  # Gemini parses a JSON string once more
+            value = msgspec.json.decode(value)
+    except msgspec.DecodeError:
+        value = None
+    else:
+        if isinstance(value, dict):
+            return AgentReply(status="ok", json=value, **common)
+        if code == 0:
+            return AgentReply(status="ok", **common)  # JSON but not an object: no decision
+        return failed(hook, f"exit {code}; its output is JSON but not an object", **common)
+    if code == 0:
+        return AgentReply(status="ok", json={"systemMessage": _clip(text)}, **common)
+    if code == 1:
+        return AgentReply(status="ok", json={"systemMessage": "Warning: " + _clip(text)}, **common)
+    return AgentReply(status="block", reason=_clip(text), error=f"exit {code}", **common)
 
 
 def read_http_reply(

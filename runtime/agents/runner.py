@@ -15,6 +15,7 @@ directory. Blocks and failures go to the audit like any other hook run.
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Callable, Mapping
@@ -31,15 +32,28 @@ from triohooks.handlers.judge import Judge
 from triohooks.handlers.process import ProcessSpec, Spawner
 from triohooks.match.ifrules import rule_applies
 
-from .config import MATCHER_FIELD, AgentHook, AgentTable, load_agent_table, table_is_current
+from .config import (
+    MATCHER_FIELD,
+    AgentHook,
+    AgentTable,
+    find_project,
+    held_back_message,
+    load_agent_table,
+    table_is_current,
+)
 from .merge import AgentAnswer, merge
 from .replies import AgentReply, failed, read_http_reply, read_process_reply
-from .spec import AGENTS, AgentName, find_project, home_dir, hook_environment
+from .spec import AGENTS, SPECS, AgentName, home_dir, hook_environment
+
+log = logging.getLogger("triohooks.agents")
 
 #: Output kept per stream of an agent command hook.
 OUTPUT_CAP: Final = 100 * 1024
 #: Tables kept (one per agent and project).
 MAX_TABLES: Final = 64
+#: Sessions whose project (declared by the agent's own variable) is remembered, for requests
+#: that do not carry it (Claude Code's http hooks send no environment).
+MAX_SESSIONS: Final = 4096
 
 
 class AgentPayloadError(ValueError):
@@ -81,6 +95,8 @@ def decode_payload(body: bytes) -> dict[str, Any]:
         payload = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
         raise AgentPayloadError(f"the hook input is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise AgentPayloadError("the hook input is nested too deeply to read") from None
     if not isinstance(payload, dict):
         raise AgentPayloadError("the hook input must be a JSON object")
     event = payload.get("hook_event_name")
@@ -112,6 +128,9 @@ class AgentHooks:
         self._home = home
         self._trust_override = trust_override
         self._tables: dict[tuple[str, str | None], AgentTable] = {}
+        self._sessions: dict[tuple[str, str], Path] = {}
+        #: (agent, trust key, state, digest) already logged as held back: said once.
+        self._told: set[tuple[str, str, str, str]] = set()
         self.on_result = on_result
 
     @property
@@ -127,7 +146,7 @@ class AgentHooks:
         key = (agent, str(project) if project is not None else None)
         cached = self._tables.get(key)
         trust_file = self.config_dir / "trust.json"
-        if cached is not None and table_is_current(cached, self.home, trust_file):
+        if cached is not None and table_is_current(cached):
             return cached
         table = await trio.to_thread.run_sync(
             lambda: load_agent_table(
@@ -144,31 +163,68 @@ class AgentHooks:
         self._tables[key] = table
         return table
 
-    async def handle(self, agent: str, body: bytes, *, adopted_only: bool = False) -> AgentResult:
+    def _project(
+        self, agent: AgentName, payload: Mapping[str, Any], env: Mapping[str, str] | None
+    ) -> Path | None:
+        """The agent's project for this request: the agent's own variable when the request
+        carries the session's environment (remembered for the session), else what the session
+        declared before, else found from ``cwd``."""
+        session = payload.get("session_id")
+        key = (agent, session) if isinstance(session, str) and session else None
+        declared = next(
+            (env[name] for name in SPECS[agent].project_env if env and env.get(name)), None
+        )
+        project = find_project(
+            payload.get("cwd"),
+            agent,
+            config_dir=self.config_dir,
+            home=self.home,
+            declared=declared,
+        )
+        if key is not None:
+            if declared is not None and project is not None:
+                if len(self._sessions) >= MAX_SESSIONS:
+                    self._sessions.pop(next(iter(self._sessions)))
+                self._sessions[key] = project
+            elif key in self._sessions:
+                return self._sessions[key]
+        return project
+
+    async def handle(
+        self,
+        agent: str,
+        body: bytes,
+        *,
+        adopted_only: bool = False,
+        env: Mapping[str, str] | None = None,
+    ) -> AgentResult:
         """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON) and return
         the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
 
         ``adopted_only``: only the hooks an adoption moved into ``triohooks-hooks.json`` -- for
         calls from the agent itself (the endpoint, the relay), which still runs the hooks left in
-        its settings files on its own."""
+        its settings files on its own. ``env``: the agent session's environment (the relay sends
+        it): the hooks get it instead of this process's, and the agent's project variable in it
+        names the project."""
         if agent not in AGENTS:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
         payload = decode_payload(body)
         event = payload["hook_event_name"]
-        project = find_project(payload.get("cwd"), name)
+        project = self._project(name, payload, env)
         table = await self.table(name, project)
         candidates = table.for_event(event, adopted_only=adopted_only)
         chosen = [h for h in candidates if self._applies(h, payload, project)]
         runs: list[tuple[AgentHook, AgentReply]] = []
         foreground = [h for h in chosen if h.supported and not h.background]
+        base_env = os.environ if env is None else env
         for hook in chosen:
             if hook.supported and hook.background:
-                self._background.start_soon(self._run_one, hook, payload, body, project)
+                self._background.start_soon(self._run_one, hook, payload, body, project, base_env)
         replies: list[AgentReply | None] = [None] * len(foreground)
 
         async def one(i: int, hook: AgentHook) -> None:
-            replies[i] = await self._run_one(hook, payload, body, project)
+            replies[i] = await self._run_one(hook, payload, body, project, base_env)
 
         if any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):
@@ -180,6 +236,7 @@ class AgentHooks:
         for hook, reply in zip(foreground, replies, strict=True):
             assert reply is not None
             runs.append((hook, reply))
+        runs += self._held_back(table, event, payload, project, adopted_only)
         answer = merge(name, event, runs)
         for hook in chosen:
             if not hook.supported:
@@ -201,12 +258,48 @@ class AgentHooks:
                     truncated=r.truncated,
                 )
                 for h, r in runs
+                if not r.held_back
             ],
             trust=table.trust,
         )
         if self.on_result is not None:
             self.on_result(result)
         return result
+
+    def _held_back(
+        self,
+        table: AgentTable,
+        event: str,
+        payload: Mapping[str, Any],
+        project: Path | None,
+        adopted_only: bool,
+    ) -> list[tuple[AgentHook, AgentReply]]:
+        """The project hooks that would have run for this event but are held back (not
+        trusted): each answers as a notice the user sees, and a ``failClosed`` one denies.
+        Logged once per project and trust state."""
+        held = [
+            h
+            for h in table.untrusted
+            if h.event == event
+            and (h.adopted or not adopted_only)
+            and h.supported
+            and self._applies(h, payload, project)
+        ]
+        if not held or table.trust is None:
+            return []
+        why = held_back_message(table.trust, table.agent, len(held))
+        message = "triohooks: " + why
+        told = (table.agent, table.trust.workspace, table.trust.state, table.trust.digest)
+        if told not in self._told:
+            self._told.add(told)
+            log.warning("%s", message)
+        notice = AgentReply(status="ok", json={"systemMessage": message}, held_back=True)
+        out: list[tuple[AgentHook, AgentReply]] = [(held[0], notice)]
+        for hook in held:
+            if hook.fail_closed:
+                reason = f"triohooks: the failClosed hook {hook.label} did not run: {why}"
+                out.append((hook, AgentReply(status="block", reason=reason, held_back=True)))
+        return out
 
     def _applies(self, hook: AgentHook, payload: Mapping[str, Any], project: Path | None) -> bool:
         field = MATCHER_FIELD.get(hook.event)
@@ -222,22 +315,32 @@ class AgentHooks:
         return True
 
     async def _run_one(
-        self, hook: AgentHook, payload: Mapping[str, Any], body: bytes, project: Path | None
+        self,
+        hook: AgentHook,
+        payload: Mapping[str, Any],
+        body: bytes,
+        project: Path | None,
+        base_env: Mapping[str, str],
     ) -> AgentReply:
         try:
             if hook.type == "command":
-                return await self._command(hook, payload, body, project)
+                return await self._command(hook, payload, body, project, base_env)
             if hook.type == "http":
-                return await self._post(hook, body)
+                return await self._post(hook, body, base_env)
             return await self._prompt(hook, body)
         except Exception as exc:  # our own bug: the hook failed, by its failure rule
             return failed(hook, f"internal error: {exc!r}")
 
     async def _command(
-        self, hook: AgentHook, payload: Mapping[str, Any], body: bytes, project: Path | None
+        self,
+        hook: AgentHook,
+        payload: Mapping[str, Any],
+        body: bytes,
+        project: Path | None,
+        base_env: Mapping[str, str],
     ) -> AgentReply:
         argv = hook.args if hook.args is not None else ("bash", "-c", hook.command or "")
-        env = {**os.environ, **hook_environment(hook.agent, project, payload), **dict(hook.env)}
+        env = {**base_env, **hook_environment(hook.agent, project, payload), **dict(hook.env)}
         spec = ProcessSpec(
             argv=tuple(argv),
             cwd=_hook_cwd(payload, project),
@@ -250,9 +353,9 @@ class AgentHooks:
         )
         return read_process_reply(hook, await self._spawner.run(spec))
 
-    async def _post(self, hook: AgentHook, body: bytes) -> AgentReply:
+    async def _post(self, hook: AgentHook, body: bytes, base_env: Mapping[str, str]) -> AgentReply:
         assert hook.url is not None
-        headers = expand_headers(hook.headers, hook.allowed_env_vars, os.environ)
+        headers = expand_headers(hook.headers, hook.allowed_env_vars, base_env)
         headers.setdefault("Content-Type", "application/json")
         reply = await self._http.post(
             hook.url, body=body, headers=headers, timeout_s=hook.timeout_s

@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Final, Literal
+from typing import Any, Final, Literal
 
 import msgspec
 
@@ -20,6 +20,23 @@ AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex")
 
 #: The file an adopted settings file's ``hooks`` object is moved into, beside it.
 ADOPTED_NAME: Final = "triohooks-hooks.json"
+#: The variable Claude Code's http catch-all takes its bearer token from.
+TOKEN_VAR: Final = "TRIOHOOKS_TOKEN"
+#: What a project-scope catch-all runs: the console script from PATH (nothing of this machine
+#: in a file teams commit), and when it is not installed, a block that says so (exit 2 and the
+#: reason on stderr: a block to every agent) -- never a "command not found" the agent ignores.
+PORTABLE_RELAY: Final = (
+    "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent} --timeout "
+    "{timeout}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project run "
+    "through triohooks; install it (pip install triohooks) or remove them' >&2; exit 2"
+)
+#: What a user-scope catch-all runs: this install's relay as a bare script (an interpreter
+#: without ``site`` starts three times faster), or a block that says it is gone.
+LOCAL_RELAY: Final = (
+    "[ -x {python} ] && exec {python} -I -S {script} {agent} --timeout {timeout}; echo "
+    "'triohooks is no longer installed where your {agent} hooks expect it; reinstall it, "
+    "then run triohooks {agent} install --scope user again' >&2; exit 2"
+)
 
 
 class Level(msgspec.Struct, frozen=True):
@@ -151,23 +168,6 @@ def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
     return out
 
 
-def find_project(cwd: str | os.PathLike[str] | None, agent: AgentName) -> Path | None:
-    """The nearest ancestor of ``cwd`` (itself included) holding the agent's project directory
-    (``.claude/`` ...), else None. The home directory's own ``~/.claude`` is user level, not a
-    project, so the search stops below it."""
-    if not cwd:
-        return None
-    marker = SPECS[agent].project_dir
-    start = Path(os.path.abspath(cwd))
-    home = home_dir()
-    for directory in (start, *start.parents):
-        if directory == home:
-            return None
-        if (directory / marker).is_dir():
-            return directory
-    return None
-
-
 def hook_environment(
     agent: AgentName, project: Path | None, payload: Mapping[str, object]
 ) -> dict[str, str]:
@@ -183,3 +183,14 @@ def hook_environment(
         if isinstance(session, str):
             env["GEMINI_SESSION_ID"] = session
     return env
+
+
+def http_handler(agent: AgentName, port: int, timeout: float) -> dict[str, Any]:
+    """The http catch-all (Claude Code only): ``POST`` to ``serve``'s endpoint with the token."""
+    return {
+        "type": "http",
+        "url": f"http://127.0.0.1:{port}/{agent}/v1/hook",
+        "headers": {"Authorization": f"Bearer ${{{TOKEN_VAR}}}"},
+        "allowedEnvVars": [TOKEN_VAR],
+        "timeout": timeout,
+    }

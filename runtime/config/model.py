@@ -181,13 +181,28 @@ class ConfigProblem(msgspec.Struct, frozen=True):
         return f"{self.file}: {where}: {self.message}" if where else f"{self.file}: {self.message}"
 
 
-class TrustInfo(msgspec.Struct, frozen=True):
-    """Trust state of a workspace's hooks."""
+class TrustInfo(msgspec.Struct, frozen=True, kw_only=True):
+    """Trust state of a workspace's hooks, and exactly what it covers (see
+    :mod:`triohooks.config.trust`)."""
 
     state: Literal["none", "new", "trusted", "changed", "declined"]
+    #: The trust store's key (the canonical workspace, ``#dialect`` for an agent's files).
     workspace: str
     digest: str = ""
     files: tuple[str, ...] = ()
+    #: ``(file, its own hash)`` for each covered file.
+    parts: tuple[tuple[str, str], ...] = ()
+    #: ``(file or command, why)`` for what could not be hashed or resolved: not trustable.
+    refused: tuple[tuple[str, str], ...] = ()
+    #: What trust covers instead of a command it could not follow.
+    notes: tuple[str, ...] = ()
+    #: When ``changed``: the files whose content differs from what was trusted.
+    changed: tuple[str, ...] = ()
+
+    @property
+    def runs(self) -> bool:
+        """Whether the hooks it covers may run (trusted, or nothing to trust)."""
+        return self.state in ("none", "trusted")
 
 
 class HookTable(msgspec.Struct, frozen=True):

@@ -9,7 +9,6 @@ actor calls it from a worker thread. It must not run hooks.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -34,7 +33,7 @@ from .paths import (
     workspace_config_files,
 )
 from .toml_dialect import MAX_TOML_FILE_BYTES, parse_toml_text
-from .trust import trust_inputs, trust_state
+from .trust import TrustSource, trust_inputs, trust_state
 
 
 class _ScopeFiles:
@@ -43,6 +42,10 @@ class _ScopeFiles:
         self.toml_hooks: list[Hook] = []
         self.json_files: list[JsonFile] = []
         self.read: list[str] = []
+        #: The bytes each file was parsed from: what trust hashes (one open, one look).
+        self.sources: list[TrustSource] = []
+        #: ``(file, why)`` for files that are there but could not be read.
+        self.unreadable: list[tuple[str, str]] = []
 
 
 def _read_toml(
@@ -64,11 +67,13 @@ def _read_toml(
         return
     except UnreadableFileError as exc:
         problems.append(ConfigProblem(str(path), exc.reason))
+        into.unreadable.append((str(path), exc.reason))
         return
     except UnicodeDecodeError as exc:
         problems.append(ConfigProblem(str(path), f"cannot read: {exc}"))
         return
     into.read.append(str(path))
+    into.sources.append(TrustSource(str(path), data))
     parsed = parse_toml_text(text, file=str(path), scope=scope)
     into.toml_hooks.extend(parsed.hooks)
     problems.extend(parsed.problems)
@@ -87,8 +92,10 @@ def _read_json(
         return
     except UnreadableFileError as exc:
         problems.append(ConfigProblem(str(path), f"{exc.reason}; skipped", severity="warning"))
+        into.unreadable.append((str(path), exc.reason))
         return
     into.read.append(str(path))
+    into.sources.append(TrustSource(str(path), data))
     parsed = parse_json_bytes(data, file=str(path), scope=scope)
     problems.extend(parsed.problems)
     into.json_files.append(parsed)
@@ -174,19 +181,25 @@ def load_table(
         ws_judge: dict[str, str] = {}
         ws_problems: list[ConfigProblem] = []
         ws = _read_scope(ws_files, "workspace", ws_problems, ws_judge, required=False)
-        inputs = trust_inputs(ws_files, _handlers(ws), workspace)
-        trust = trust_state(config_dir, workspace, inputs.digest, inputs.files)
+        inputs = trust_inputs(
+            ws.sources,
+            _handlers(ws),
+            workspace,
+            hooks_dir=ws_files[0].parent,
+            unreadable=ws.unreadable,
+        )
+        trust = trust_state(config_dir, workspace, inputs)
         if trust_override and trust.state != "none":
-            trust = TrustInfo("trusted", trust.workspace, trust.digest, trust.files)
+            trust = msgspec.structs.replace(trust, state="trusted")
         if trust.state == "trusted":
             problems.extend(ws_problems)  # the user's own now: as strict as their global file
         else:
             # Not trusted: nothing in it may stop the user's own hooks from running, so its
             # problems are warnings, shown but never a startup error.
             problems.extend(_untrusted_problem(p, trust.state) for p in ws_problems)
-        ws_names = {str(p) for p in ws_files} | {os.path.realpath(p) for p in ws_files}
+        unreadable = {name for name, _ in ws.unreadable}
         for name, reason in inputs.refused:
-            if name not in ws_names:  # a hook file's own read problem says it already
+            if name not in unreadable:  # a hook file's own read problem says it already
                 message = f"{reason}; the workspace hooks cannot be trusted"
                 problems.append(ConfigProblem(name, message, severity="warning"))
         if trust.state in ("none", "trusted"):

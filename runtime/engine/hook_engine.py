@@ -206,21 +206,29 @@ class HookEngine(Guards):
 
     # -- agent dialects ------------------------------------------------------------------------
     async def agent_hook(
-        self, agent: str, body: bytes, *, adopted_only: bool = False
+        self,
+        agent: str,
+        body: bytes,
+        *,
+        adopted_only: bool = False,
+        env: Mapping[str, str] | None = None,
     ) -> AgentResult:
         """Run the hooks ``agent`` (``claude``, ``gemini``, ``codex``) has configured for the
         event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim --
         and return the merged answer in that agent's output format (``result.answer.output``).
 
-        The project is found from the payload's ``cwd`` (the nearest ancestor holding
-        ``.claude/`` ...); its project-level settings run only once trusted. A checkpoint; on
-        cancel the running hooks are killed. Raises
+        The project is the one the agent's variable in ``env`` names (``CLAUDE_PROJECT_DIR``
+        ...), else found from the payload's ``cwd`` (docs/agents.md, "Which project"); its
+        project-level settings run only once trusted, and held-back hooks are said in the
+        answer. A checkpoint; on cancel the running hooks are killed. Raises
         :class:`~triohooks.agents.runner.AgentPayloadError` for a body that is no hook input.
         ``adopted_only`` runs only the hooks ``triohooks <agent> install`` moved into
         ``triohooks-hooks.json`` (the agent runs the rest itself): for calls from the agent.
+        ``env``: the agent session's environment, which the hooks then get instead of this
+        process's (the relay forwards it).
         """
         assert self._agents is not None
-        return await self._agents.handle(agent, body, adopted_only=adopted_only)
+        return await self._agents.handle(agent, body, adopted_only=adopted_only, env=env)
 
     # -- firing -------------------------------------------------------------------------------
     async def fire(

@@ -27,6 +27,9 @@ import trio
 
 from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
+from triohooks.agents.spec import TOKEN_VAR
+
+from .relay import ENV_LENGTH_HEADER
 
 log = logging.getLogger("triohooks.serve")
 
@@ -35,8 +38,11 @@ PATH: Final = re.compile(rb"/(claude|gemini|codex)/v1/hook(?:\?[^ ]*)?")
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: An idle keep-alive connection is closed after this long.
 IDLE_TIMEOUT_S: Final = 60.0
-#: The whole request (head and body) must arrive within this long.
+#: A request's head must arrive within this long of its first byte, its body within this long.
 READ_TIMEOUT_S: Final = 30.0
+#: Before a TCP connection's first request is authenticated, its head (token included) must
+#: arrive within this long: a client that says nothing useful does not hold a slot.
+PRE_AUTH_TIMEOUT_S: Final = 2.0
 
 
 class HttpError(Exception):
@@ -49,11 +55,12 @@ class Request(msgspec.Struct):
     method: str
     target: bytes
     headers: dict[str, str]
-    body: bytes
     keep_alive: bool
+    body: bytes = b""
 
 
 _REASONS: Final = {
+    102: "Processing",
     200: "OK",
     400: "Bad Request",
     401: "Unauthorized",
@@ -64,6 +71,11 @@ _REASONS: Final = {
     431: "Request Header Fields Too Large",
     503: "Service Unavailable",
 }
+#: ``102 Processing``: what the relay socket sends as soon as a request is read (the relay
+#: tells a wedged server from a slow hook by it).
+ACK: Final = b"HTTP/1.1 102 Processing\r\n\r\n"
+#: The event of a hook input that could not be decoded, for its fail-closed answer.
+_EVENT_NAME: Final = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,64})"')
 
 
 def looks_like_agent_request(head: bytes) -> bool:
@@ -106,8 +118,10 @@ class Connection:
         del self.buffer[:n]
         return out
 
-    async def next_request(self) -> Request | None:
-        """The next request, or None when the client closed an idle connection."""
+    async def next_head(self, timeout_s: float) -> Request | None:
+        """The next request's line and headers (within ``timeout_s`` of its first byte), or
+        None when the client closed an idle connection. Raises :class:`HttpError`,
+        ``trio.TooSlowError``."""
         if not self.buffer:
             with trio.move_on_after(IDLE_TIMEOUT_S):
                 data = await self.stream.receive_some(65536)
@@ -116,21 +130,25 @@ class Connection:
                 self.buffer += data
             if not self.buffer:
                 return None  # idle too long
-        with trio.fail_after(READ_TIMEOUT_S):
+        with trio.fail_after(timeout_s):
             head = await self._until(b"\r\n\r\n", MAX_HEAD_BYTES, 431)
-            lines = head.decode("latin-1").split("\r\n")
-            parts = lines[0].split(" ")
-            if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-                raise HttpError(400, "not an HTTP/1.x request line")
-            headers: dict[str, str] = {}
-            for line in lines[1:]:
-                name, sep, value = line.partition(":")
-                if not sep:
-                    raise HttpError(400, "malformed header line")
-                headers[name.strip().lower()] = value.strip()
-            body = await self._body(headers)
+        lines = head.decode("latin-1").split("\r\n")
+        parts = lines[0].split(" ")
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise HttpError(400, "not an HTTP/1.x request line")
+        headers: dict[str, str] = {}
+        for line in lines[1:]:
+            name, sep, value = line.partition(":")
+            if not sep:
+                raise HttpError(400, "malformed header line")
+            headers[name.strip().lower()] = value.strip()
         keep = headers.get("connection", "").lower() != "close" and parts[2] == "HTTP/1.1"
-        return Request(parts[0], parts[1].encode("latin-1"), headers, body, keep)
+        return Request(parts[0], parts[1].encode("latin-1"), headers, keep)
+
+    async def read_body(self, request: Request, timeout_s: float) -> None:
+        """Read the request's body (within ``timeout_s``) into ``request.body``."""
+        with trio.fail_after(timeout_s):
+            request.body = await self._body(request.headers)
 
     async def _body(self, headers: dict[str, str]) -> bytes:
         if "chunked" in headers.get("transfer-encoding", "").lower():
@@ -173,33 +191,88 @@ def response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
     return head.encode("latin-1") + body
 
 
-Handler = Callable[[str, bytes], Awaitable[AgentResult]]
+#: ``(agent, hook input, the agent session's environment or None)`` -> the answer.
+Handler = Callable[[str, bytes, "dict[str, str] | None"], Awaitable[AgentResult]]
+
+
+class Peer(msgspec.Struct):
+    """How a connection's client is known, and what the server is told of it."""
+
+    #: The bearer token every request must carry; None: the kernel vouched for the client
+    #: (the relay socket: the user's own uid), and requests carry the session's environment.
+    token: bytes | None
+    #: Called once the first request of the connection is authenticated; False: no room for
+    #: it (answered 503).
+    on_authenticated: Callable[[], bool] | None = None
+    #: Told why a request was refused (missing or wrong token, unreadable input).
+    on_refused: Callable[[str], None] | None = None
+    on_answer: Callable[[AgentResult], None] | None = None
+
+
+def split_environment(request: Request) -> dict[str, str]:
+    """The relay's request body: the session's environment (``NAME=VALUE`` entries joined by
+    NUL, its length in :data:`ENV_LENGTH_HEADER`), then the hook input; ``request.body`` keeps
+    the hook input only."""
+    size = request.headers.get(ENV_LENGTH_HEADER.lower(), "")
+    if not size.isdigit() or int(size) > len(request.body):
+        raise HttpError(400, f"a relay request needs a valid {ENV_LENGTH_HEADER}")
+    block, request.body = request.body[: int(size)], request.body[int(size) :]
+    env: dict[str, str] = {}
+    for entry in block.split(b"\0"):
+        name, sep, value = entry.partition(b"=")
+        if sep and name:
+            env[name.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+    return env
 
 
 async def serve_connection(
-    stream: trio.abc.Stream,
-    buffered: bytes,
-    *,
-    token: bytes,
-    handle: Handler,
-    max_body: int,
-    on_answer: Callable[[AgentResult], None] | None = None,
+    stream: trio.abc.Stream, buffered: bytes, *, peer: Peer, handle: Handler, max_body: int
 ) -> None:
-    """Answer requests on one connection until the client closes it (or an error)."""
+    """Answer requests on one connection until the client closes it (or an error).
+
+    With a token (the TCP endpoint): the first request's head must arrive within
+    :data:`PRE_AUTH_TIMEOUT_S` and carry the token; a request without it is answered with the
+    fail-closed answer of its event (HTTP 200: the agent reads it as a deny, not as a failed
+    hook it may ignore), told to ``on_refused`` and the connection closed. Without a token (the
+    relay socket): each request is acknowledged (``102``) as soon as it is read."""
     conn = Connection(stream, buffered, max_body)
+    authenticated = peer.token is None
     while True:
         try:
-            request = await conn.next_request()
+            request = await conn.next_head(READ_TIMEOUT_S if authenticated else PRE_AUTH_TIMEOUT_S)
+            if request is None:
+                return
+            refusal = _refusal(request, peer.token)
+            if refusal is None and not authenticated:
+                authenticated = True
+                if peer.on_authenticated is not None and not peer.on_authenticated():
+                    await reply_busy(stream)
+                    return
+            # A refused request's body is read only to name its event in the answer.
+            await conn.read_body(request, READ_TIMEOUT_S if authenticated else PRE_AUTH_TIMEOUT_S)
         except HttpError as exc:
             if not conn.eof:
                 await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
             return
         except trio.TooSlowError:
+            if peer.on_refused is not None and not authenticated:
+                peer.on_refused("the request did not arrive in time")
             await _send(stream, 400, {"error": "request not received in time"}, keep_alive=False)
             return
-        if request is None:
+        if refusal is not None:
+            if peer.on_refused is not None:
+                peer.on_refused(refusal[1])
+            await _send_raw(stream, response(*_refused(request, refusal), keep_alive=False))
             return
-        status, body = await _answer(conn, request, token, handle, on_answer)
+        env: dict[str, str] | None = None
+        if peer.token is None:
+            try:
+                env = split_environment(request)
+            except HttpError as exc:
+                await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
+                return
+            await _send_raw(stream, ACK)
+        status, body = await _answer(conn, request, env, handle, peer)
         if body is None:
             return  # the client went away; its hooks were cancelled
         await _send_raw(stream, response(status, body, keep_alive=request.keep_alive))
@@ -207,27 +280,60 @@ async def serve_connection(
             return
 
 
+def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
+    """Why the request is not answered by running hooks (status, reason), or None."""
+    if PATH.fullmatch(request.target) is None:
+        return 404, "no such path"
+    if request.method != "POST":
+        return 405, "POST only"
+    if token is None:
+        return None
+    given = request.headers.get("authorization", "")
+    scheme, _, value = given.partition(" ")
+    if scheme.lower() != "bearer" or not value.strip():
+        return 401, f"no bearer token (is {TOKEN_VAR} set in the agent's environment?)"
+    if not hmac.compare_digest(value.strip().encode(), token):
+        return 401, "wrong bearer token (the serve token changed? restart the agent)"
+    return None
+
+
+def _refused(request: Request, refusal: tuple[int, str]) -> tuple[int, bytes]:
+    """A refused hook request's answer: for a hook path, HTTP 200 with the event's fail-closed
+    answer saying why (an agent goes on after any other status); else the status."""
+    status, why = refusal
+    match = PATH.fullmatch(request.target)
+    if status != 401 or match is None:
+        return status, msgspec.json.encode({"error": why})
+    answer = _fail_closed(match.group(1).decode(), request.body, f"refused: {why}")
+    return 200, answer
+
+
+def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
+    """The fail-closed answer of the event in ``body`` (read even when the rest of the input
+    cannot be), as the agent's JSON output."""
+    found = _EVENT_NAME.search(body)
+    event = found.group(1).decode() if found else ""
+    return msgspec.json.encode(internal_error_answer(agent, event, why).output)
+
+
 async def _answer(
     conn: Connection,
     request: Request,
-    token: bytes,
+    env: dict[str, str] | None,
     handle: Handler,
-    on_answer: Callable[[AgentResult], None] | None,
+    peer: Peer,
 ) -> tuple[int, bytes | None]:
     match = PATH.fullmatch(request.target)
-    if match is None:
-        return 404, b'{"error":"no such path"}'
-    if request.method != "POST":
-        return 405, b'{"error":"POST only"}'
-    given = request.headers.get("authorization", "")
-    scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or not hmac.compare_digest(value.strip().encode(), token):
-        return 401, b'{"error":"missing or wrong bearer token"}'
+    assert match is not None
     agent = match.group(1).decode()
     try:
         payload = decode_payload(request.body)
     except AgentPayloadError as exc:
-        return 400, msgspec.json.encode({"error": str(exc)})
+        # Authenticated, but we cannot read it: the agent still gets a deny, never a status
+        # it would read as "go on".
+        if peer.on_refused is not None:
+            peer.on_refused(f"unreadable hook input: {exc}")
+        return 200, _fail_closed(agent, request.body, f"unreadable hook input: {exc}")
     result: AgentResult | None = None
     failure: str | None = None
     gone = False
@@ -236,7 +342,7 @@ async def _answer(
         async def run() -> None:
             nonlocal result, failure
             try:
-                result = await handle(agent, request.body)
+                result = await handle(agent, request.body, env)
             except Exception as exc:  # our own fault: fail closed for this event
                 log.exception("%s hook failed", agent)
                 failure = repr(exc)
@@ -259,8 +365,8 @@ async def _answer(
     if result is None:
         answer = internal_error_answer(agent, payload["hook_event_name"], failure or "cancelled")
         return 200, msgspec.json.encode(answer.output)
-    if on_answer is not None:
-        on_answer(result)
+    if peer.on_answer is not None:
+        peer.on_answer(result)
     return 200, msgspec.json.encode(result.answer.output)
 
 

@@ -18,10 +18,12 @@ from typing import Any, Literal
 import msgspec
 
 from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
-from triohooks.agents.config import AgentTable, load_agent_table
-from triohooks.agents.spec import AGENTS, AgentName, find_project, home_dir
-from triohooks.config.paths import global_config_dir
+from triohooks.agents.config import AgentTable, find_project, load_agent_table
+from triohooks.agents.spec import AGENTS, AgentName, home_dir
+from triohooks.config.paths import global_config_dir, state_dir
 from triohooks.config.trust import TrustRefusedError, record_trust
+
+from .agent_checks import check_agent
 
 
 def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
@@ -39,9 +41,10 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
     q.add_argument(
         "--transport",
         choices=("http", "relay"),
-        default="http",
-        help="http: Claude Code's http hooks to `triohooks serve` (no spawn per call); relay: a "
-        "triohooks-relay command hook per event (works with no server running)",
+        default="relay",
+        help="relay (default): a triohooks-relay command hook per event, which fails closed and "
+        "starts `triohooks serve` when none runs; http: Claude Code's http hooks to a running "
+        "`triohooks serve` (no spawn per call, but the call goes through when serve is down)",
     )
     q.add_argument("--port", type=int, default=8765, help="serve's port for http hooks")
     common(q)
@@ -78,9 +81,13 @@ def _places(args: argparse.Namespace) -> tuple[AgentName, Path, Path, Path]:
     return agent, workspace, home_dir(), config_dir
 
 
+def _project(agent: AgentName, workspace: Path, home: Path, config_dir: Path) -> Path:
+    return find_project(workspace, agent, config_dir=config_dir, home=home) or workspace
+
+
 def _table(args: argparse.Namespace) -> AgentTable:
     agent, workspace, home, config_dir = _places(args)
-    project = find_project(workspace, agent) or workspace
+    project = _project(agent, workspace, home, config_dir)
     return load_agent_table(agent, project=project, home=home, config_dir=config_dir)
 
 
@@ -107,13 +114,14 @@ def _install(args: argparse.Namespace) -> int:
         transport=args.transport,
         port=args.port,
         relay_script=str(Path(relay.__file__).resolve()),
+        config_dir=config_dir,
     )
     return _carry_out(args, plan, agent, workspace, home, config_dir, "installed")
 
 
 def _uninstall(args: argparse.Namespace) -> int:
     agent, workspace, home, config_dir = _places(args)
-    plan = plan_uninstall(agent, args.scope, home=home, project=workspace)
+    plan = plan_uninstall(agent, args.scope, home=home, project=workspace, config_dir=config_dir)
     return _carry_out(args, plan, agent, workspace, home, config_dir, "uninstalled")
 
 
@@ -139,16 +147,21 @@ def _carry_out(
         state = "removed" if change.after is None else "written"
         print(f"{state} {change.path}")
     for event, route in plan.routes:
-        target = f"POST /{agent}/v1/hook" if route == "http" else f"triohooks-relay {agent}"
-        print(f"  {event} -> {target}")
-    if verb == "installed" and plan.scope == "project":
+        print(f"  {event} -> {route}")
+    if verb == "installed" and plan.scope == "project" and not plan.moves:
+        print(
+            f"note: {Path(plan.settings).with_name('triohooks-hooks.json')} was there already and "
+            f"was not written by this install: it is not trusted on that account. Review it with "
+            f"`triohooks {agent} list`, then trust it with `triohooks {agent} trust`",
+            file=sys.stderr,
+        )
+    elif verb == "installed" and plan.scope == "project":
         table = load_agent_table(agent, project=workspace, home=home, config_dir=config_dir)
         if table.trust is not None and table.trust.state != "none":
-            record_trust(
-                config_dir, workspace, table.trust.digest, table.trust.files, dialect=agent
-            )
+            record_trust(config_dir, workspace, table.trust, dialect=agent)
             count = len(table.trust.files)
-            print(f"trusted the project's {agent} hooks as they are now ({count} file(s))")
+            print(f"trusted the project's {agent} hooks as they are now ({count} file(s)):")
+            _print_covered(table)
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -211,36 +224,53 @@ def _listing(table: AgentTable) -> dict[str, Any]:
 
 
 def _validate(args: argparse.Namespace) -> int:
-    table = _table(args)
-    problems = list(table.problems)
-    unsupported = [h for h in (*table.hooks, *table.untrusted) if not h.supported]
+    """The config's problems, then the live setup's (agent_checks): exit 1 if any."""
+    agent, workspace, home, config_dir = _places(args)
+    project = _project(agent, workspace, home, config_dir)
+    table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
+    problems = [str(p) for p in table.problems]
+    problems += [
+        f"{h.source}: {h.where}: {h.unsupported}"
+        for h in (*table.hooks, *table.untrusted)
+        if not h.supported
+    ]
+    live = check_agent(agent, project=project, home=home, config_dir=config_dir, state=state_dir())
     for problem in problems:
-        print(str(problem))
-    for hook in unsupported:
-        print(f"{hook.source}: {hook.where}: {hook.unsupported}")
-    if problems or unsupported:
-        print(
-            f"triohooks {table.agent} validate: {len(problems) + len(unsupported)} problem(s)",
-            file=sys.stderr,
-        )
+        print(problem)
+    for line in live:
+        print(("ok       " if line.ok else "PROBLEM  ") + line.text)
+    count = len(problems) + sum(not line.ok for line in live)
+    if count:
+        print(f"triohooks {table.agent} validate: {count} problem(s)", file=sys.stderr)
         return 1
-    print(f"triohooks {table.agent} validate: no problems ({len(table.hooks)} hook(s))")
+    installed = "installed" if live else "not installed (no catch-all in its settings)"
+    print(
+        f"triohooks {table.agent} validate: no problems ({len(table.hooks)} hook(s); {installed})"
+    )
     return 0
 
 
 def _trust(args: argparse.Namespace) -> int:
     agent, workspace, home, config_dir = _places(args)
-    project = find_project(workspace, agent) or workspace
+    project = _project(agent, workspace, home, config_dir)
     table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
     if table.trust is None or table.trust.state == "none":
         print(f"{project} has no project-level {agent} hooks")
         return 0
     decision: Literal["trusted", "declined"] = "declined" if args.decline else "trusted"
-    record_trust(
-        config_dir, project, table.trust.digest, table.trust.files, decision, dialect=agent
-    )
-    print(f"{project}: project {agent} hooks {decision} ({len(table.trust.files)} file(s))")
+    record_trust(config_dir, project, table.trust, decision, dialect=agent)
+    print(f"{project}: project {agent} hooks {decision} ({len(table.trust.files)} file(s)):")
+    _print_covered(table)
     return 0
+
+
+def _print_covered(table: AgentTable) -> None:
+    """Every file trust covers, and what it covers instead of a command it cannot follow."""
+    assert table.trust is not None
+    for name in table.trust.files:
+        print(f"  {name}")
+    for note in table.trust.notes:
+        print(f"  note: {note}")
 
 
 _ACTIONS = {

@@ -20,7 +20,7 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final, NoReturn
+from typing import TYPE_CHECKING, Any, Final, Literal, NoReturn
 
 import msgspec
 
@@ -39,11 +39,10 @@ from triohooks.config.paths import (
     private_dir,
     read_regular_file,
     state_dir,
-    workspace_config_files,
     write_file_atomic,
 )
 from triohooks.config.table import load_table
-from triohooks.config.trust import record_trust, trust_inputs, trust_state
+from triohooks.config.trust import TrustRefusedError, record_trust
 
 from . import fire_cache
 
@@ -156,6 +155,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "claude": (".agents_cli", "add_claude_command", "cmd_agent"),
     "gemini": (".agents_cli", "add_gemini_command", "cmd_agent"),
     "codex": (".agents_cli", "add_codex_command", "cmd_agent"),
+    "service": (".service", "add_service_command", "cmd_service"),
 }
 
 
@@ -350,30 +350,43 @@ def cmd_trust(args: argparse.Namespace) -> int:
     ws = _workspace(args)
     config_dir = args.config_dir if args.config_dir is not None else global_config_dir()
     table = load_table(workspace=ws, config_dir=config_dir, trust_override=True)
-    handlers = [h.handler for h in table.hooks if h.scope == "workspace"]
-    inputs = trust_inputs(workspace_config_files(ws), handlers, ws)
-    digest, files = inputs.digest, inputs.files
-    if not files:
+    trust = table.trust
+    if trust is None or not trust.files:
         print(f"{ws} has no workspace hooks (.agents/hooks.toml or .agents/hooks.json)")
         return EXIT_OK
-    if inputs.refused and not args.decline:
-        why = "; ".join(f"{name}: {reason}" for name, reason in inputs.refused)
-        raise CliError(f"cannot trust the workspace hooks of {ws}: {why}")
-    record_trust(config_dir, ws, digest, files, "declined" if args.decline else "trusted")
-    state = trust_state(config_dir, ws, digest, files)
+    decision: Literal["trusted", "declined"] = "declined" if args.decline else "trusted"
+    try:
+        record_trust(config_dir, ws, trust, decision)
+    except TrustRefusedError as exc:
+        raise CliError(str(exc)) from None
     print(
-        f"{state.workspace}: workspace hooks {state.state} ({len(files)} file(s), "
-        f"sha256 {digest[:16]}...)"
+        f"{trust.workspace}: workspace hooks {decision} ({len(trust.files)} file(s), "
+        f"sha256 {trust.digest[:16]}...)"
     )
-    for name in files:
+    for name in trust.files:
         print(f"  {name}")
+    for note in trust.notes:
+        print(f"  note: {note}")
     return EXIT_OK
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from triohooks.agents.config import find_project
+    from triohooks.agents.spec import AGENTS, home_dir
+
+    from .agent_checks import check_agent
     from .doctor import diagnose
 
-    lines = diagnose(_load(args))
+    table = _load(args)
+    lines = diagnose(table)
+    ws = _workspace(args)
+    config_dir = args.config_dir if args.config_dir is not None else global_config_dir()
+    home = home_dir()
+    for agent in AGENTS:  # the agents adopted here: their live setup too
+        project = find_project(ws, agent, config_dir=config_dir, home=home) or ws
+        lines += check_agent(
+            agent, project=project, home=home, config_dir=config_dir, state=state_dir()
+        )
     problems = [line for line in lines if not line.ok]
     for line in lines:
         print(("ok       " if line.ok else "PROBLEM  ") + line.text)

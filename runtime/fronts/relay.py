@@ -1,22 +1,37 @@
-"""``triohooks-relay {claude|gemini|codex}``: the per-event command for agents that must spawn one.
+"""``triohooks-relay {claude|gemini|codex}``: the per-event command an adopted agent runs.
 
 stdin: the agent's hook input JSON. stdout and exit code: that agent's reply conventions -- the
 merged answer as JSON on exit 0, which each agent reads as one hook's JSON output (so a block
 is a deny in the JSON, never an exit code the agent might read as a non-blocking error).
 
-Fast path: read ``serve.addr`` in the state dir (written by a running ``triohooks serve``: host,
-port, token file), POST the input to ``/<agent>/v1/hook`` with the server's token, print the
-body. It imports nothing but built-in modules (``_socket``; no json, no trio, nothing of
-triohooks), and the command an adoption writes runs this file as a bare script, ``python -I
--S .../triohooks/fronts/relay.py claude``: an interpreter that skips ``site`` starts in a third
-of the time (site-packages' ``.pth`` files, an editable install's finder). The console script
-``triohooks-relay`` runs the same code after the usual start-up.
+Fast path: the user's own ``triohooks serve``, over its unix socket in the private state dir
+(``serve.sock``). The relay believes only a server that is the user's: the state dir must be a
+directory of the user's that no one else can enter, the socket a socket of the user's in it,
+and (where the OS tells: ``SO_PEERCRED`` on Linux, ``LOCAL_PEERCRED`` on macOS) the process at
+the other end must run as the user. Nothing secret is sent: the kernel vouches for both ends.
+The request carries the agent session's whole environment (the hooks get it, as they would
+from the agent) and the hook input. The server acknowledges at once (``102 Processing``) and
+answers when the hooks are done.
 
-Slow path, with no server (no file, a refused connection, a wrong token, a busy server): the
-hooks run here, with the same engine code -- in this process under the console script, in a
-child interpreter with the normal import path when started bare. If that fails, the event is
-answered fail-closed: a deny for events that can block, with a reason that says why; if even
-that fails, exit 2 (a block to all three agents).
+It imports nothing but built-in modules (``posix``, ``_socket``, ``_stat``; no json, no trio,
+nothing of triohooks), and the command an adoption writes for the user runs this file as a bare
+script (``python -I -S .../triohooks/fronts/relay.py claude``): an interpreter that skips
+``site`` starts in a third of the time. The console script ``triohooks-relay`` runs the same
+code after the usual start-up (the portable form a project-scope install writes).
+
+Deadlines (``--timeout S``: the timeout the agent gives the catch-all): a server that accepted
+the connection but does not acknowledge within :data:`ACK_TIMEOUT_S` is wedged (stopped,
+Ctrl-Z): the relay runs the hooks itself. A server that acknowledged but has not answered
+:data:`DEADLINE_MARGIN_S` before the agent's timeout: the event is denied, saying so -- the
+agent would otherwise kill the relay and go on.
+
+Slow path, with no server (no socket, a refused connection, one that is not the user's): the
+relay starts the user's ``serve`` in the background (detached, per user, one for all projects;
+it exits after an idle half hour) so that only this first call pays, and runs the hooks here,
+with the same engine code -- in this process under the console script, in a child interpreter
+with the normal import path when started bare. If that fails, the event is answered
+fail-closed: a deny for events that can block, with a reason that says why; if even that
+fails, exit 2 with the reason on stderr (a block to all three agents).
 """
 
 # No ``from __future__ import annotations`` and no ``os`` here: on the fast path every import
@@ -25,13 +40,36 @@ import posix
 import sys
 
 AGENTS = ("claude", "gemini", "codex")
-#: What ``triohooks serve`` writes in the state dir while it listens: ``host port token-file``.
-ADDR_FILE = "serve.addr"
-CONNECT_TIMEOUT_S = 1.0
-#: The server enforces the hooks' own timeouts; this only bounds a server that hangs.
-REPLY_TIMEOUT_S = 900.0
+#: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
+SOCKET_NAME = "serve.sock"
+#: When the relay last started a ``serve`` (its mtime), in the state dir.
+STARTED_NAME = "serve.started"
+CONNECT_TIMEOUT_S = 0.5
+#: A server that took the request but said nothing for this long is wedged (stopped, Ctrl-Z):
+#: the hooks run here instead.
+ACK_TIMEOUT_S = 2.0
+#: Without ``--timeout``: the shortest default any of the agents gives a hook (Gemini CLI).
+DEFAULT_TIMEOUT_S = 60.0
+#: Kept between the relay's own deadline and the agent's timeout: time to print the answer.
+DEADLINE_MARGIN_S = 2.0
+#: A ``serve`` is started at most this often (a serve that cannot start is not retried per call).
+START_EVERY_S = 30.0
+#: An auto-started ``serve`` exits after this long without a request.
+IDLE_EXIT_S = 1800
+#: Set (to anything) in the agent's environment: the relay never starts a ``serve``.
+NO_START_VAR = "TRIOHOOKS_NO_AUTOSTART"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
-USAGE = "usage: triohooks-relay {claude|gemini|codex} < hook-input.json\n"
+MAX_ANSWER_BYTES = 16 * 1024 * 1024
+USAGE = "usage: triohooks-relay {claude|gemini|codex} [--timeout SECONDS] < hook-input.json\n"
+#: The one header that tells where the environment ends and the hook input begins in a body.
+ENV_LENGTH_HEADER = "X-Triohooks-Env-Length"
+#: Set in the environment of every hook a relay has run: a hook that runs the relay again
+#: (a catch-all copied into the adopted hooks) is a loop, answered as such.
+LOOP_VAR = "TRIOHOOKS_RELAY"
+
+_S_IFMT = 0o170000
+_S_IFDIR = 0o040000
+_S_IFSOCK = 0o140000
 
 
 def _getenv(name: str, environ: dict[str, str] | None = None) -> str:
@@ -44,88 +82,217 @@ def _getenv(name: str, environ: dict[str, str] | None = None) -> str:
 def state_dir(environ: dict[str, str] | None = None) -> str:
     """The same directory as :func:`triohooks.config.paths.state_dir` on Linux, without
     importing platformdirs: ``$TRIOHOOKS_STATE_DIR``, else ``$XDG_STATE_HOME/triohooks``, else
-    ``~/.local/state/triohooks`` (a test holds the two equal)."""
+    ``~/.local/state/triohooks`` (a test holds the two equal). On macOS a platformdirs state
+    dir is elsewhere (~/Library/Application Support), so :func:`main` reads it from there."""
     explicit = _getenv("TRIOHOOKS_STATE_DIR", environ)
     if explicit:
         return explicit
+    home = _getenv("HOME", environ)
+    if not home:
+        import pwd
+
+        home = pwd.getpwuid(posix.getuid()).pw_dir
+    if sys.platform == "darwin":
+        return home.rstrip("/") + "/Library/Application Support/triohooks"
     xdg = _getenv("XDG_STATE_HOME", environ)
     if xdg.strip():  # as platformdirs reads it
         return xdg.rstrip("/") + "/triohooks"
-    home = _getenv("HOME", environ)
-    if not home:
-        import os
-
-        home = os.path.expanduser("~")
     return home.rstrip("/") + "/.local/state/triohooks"
 
 
-def _read(path: str, limit: int) -> bytes:
-    fd = posix.open(path, posix.O_RDONLY | posix.O_CLOEXEC | posix.O_NONBLOCK)
+# -- whose server ------------------------------------------------------------------------------
+
+
+def private_socket(directory: str) -> "tuple[str | None, str]":
+    """``(path, "")`` of the relay socket in ``directory`` when only the user can have put it
+    there -- the directory is the user's, no one else may write in it, and its parent does not
+    let others replace it -- and it is a socket of the user's; else ``(None, why)``, why being
+    "" when there is simply no server."""
+    me = posix.getuid()
     try:
-        return posix.read(fd, limit)
-    finally:
-        posix.close(fd)
-
-
-def _server() -> tuple[str, int, str] | None:
-    """(host, port, token) of a running serve, or None."""
+        st = posix.lstat(directory)
+    except OSError:
+        return None, ""
+    if st.st_mode & _S_IFMT != _S_IFDIR or st.st_uid != me or st.st_mode & 0o022:
+        return None, f"{directory} is not a directory only you can write in"
+    parent = directory.rstrip("/").rpartition("/")[0] or "/"
     try:
-        words = _read(state_dir() + "/" + ADDR_FILE, 8192).decode().split("\n")[0]
-        host, port, token_file = words.split(" ", 2)
-        token = _read(token_file, 4096).decode().strip()
-        return (host, int(port), token) if token else None
-    except (OSError, ValueError, UnicodeDecodeError):
-        return None
+        up = posix.stat(parent)
+    except OSError:
+        return None, f"{parent} cannot be checked"
+    if (up.st_mode & 0o002 and not up.st_mode & 0o1000) or (up.st_mode & 0o020 and up.st_uid != me):
+        return None, f"{parent} lets others replace {directory}"
+    path = directory + "/" + SOCKET_NAME
+    try:
+        st = posix.lstat(path)
+    except OSError:
+        return None, ""
+    if st.st_mode & _S_IFMT != _S_IFSOCK or st.st_uid != me:
+        return None, f"{path} is not a socket of yours"
+    return path, ""
 
 
-def _post(host: str, port: int, token: str, agent: str, body: bytes) -> bytes | None:
-    """The body of a 200 answer, or None (no server there, or it did not answer 200)."""
+def peer_uid(sock: object) -> "int | None":
+    """The uid of the process at the other end of a connected unix socket, where the OS tells
+    (Linux ``SO_PEERCRED``, macOS ``LOCAL_PEERCRED``); None where it does not (then only the
+    private directory vouches for the server). Used by both ends: the relay checks the
+    server, ``serve`` checks the relay."""
     import _socket
 
-    sock = _socket.socket(_socket.AF_INET6 if ":" in host else _socket.AF_INET, _socket.SOCK_STREAM)
+    getsockopt = sock.getsockopt  # type: ignore[attr-defined]
+    peercred = getattr(_socket, "SO_PEERCRED", None)
+    if peercred is not None:  # Linux: struct ucred {pid_t pid; uid_t uid; gid_t gid}
+        data = getsockopt(_socket.SOL_SOCKET, peercred, 12)
+        return int.from_bytes(data[4:8], sys.byteorder)
+    if sys.platform == "darwin":  # struct xucred {u_int cr_version; uid_t cr_uid; ...}
+        local_peercred = getattr(_socket, "LOCAL_PEERCRED", 1)
+        data = getsockopt(0, local_peercred, 76)  # SOL_LOCAL = 0
+        return int.from_bytes(data[4:8], sys.byteorder)
+    return None
+
+
+# -- talking to serve --------------------------------------------------------------------------
+
+
+class _Wedged(Exception):
+    """The server took the request and did not acknowledge it in time."""
+
+
+class _TooLate(Exception):
+    """The server acknowledged but did not answer before the relay's deadline."""
+
+
+def _environment_block() -> bytes:
+    entries = [k + b"=" + v for k, v in posix.environ.items()]
+    return b"\0".join([*entries, LOOP_VAR.encode() + b"=1"])
+
+
+def _read_head(sock: object, data: bytes) -> "tuple[bytes, bytes]":
+    while b"\r\n\r\n" not in data:
+        chunk = sock.recv(65536)  # type: ignore[attr-defined]
+        if not chunk:
+            raise OSError("the server closed the connection")
+        data += chunk
+        if len(data) > 65536:
+            raise OSError("the server's answer head is too large")
+    head, _, rest = data.partition(b"\r\n\r\n")
+    return head, rest
+
+
+def ask_server(path: str, agent: str, body: bytes, deadline: float) -> bytes:
+    """The body of the server's 200 answer. Raises :class:`OSError` (no usable server: the
+    hooks run here), :class:`_Wedged` or :class:`_TooLate`."""
+    import _socket
+    import time
+
+    sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
         sock.settimeout(CONNECT_TIMEOUT_S)
-        sock.connect((host, port))
-        sock.settimeout(REPLY_TIMEOUT_S)
-        sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
+        sock.connect(path)
+        uid = peer_uid(sock)
+        if uid is not None and uid != posix.getuid():
+            raise PermissionError(f"{path} is served by uid {uid}, not by you")
+        env = _environment_block()
         head = (
-            f"POST /{agent}/v1/hook HTTP/1.1\r\nHost: {host}:{port}\r\n"
-            f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
-            f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
-        ).encode()  # ASCII (utf-8 is built in: no codec module to load)
-        sock.sendall(head + body)
-        data = b""
-        while b"\r\n\r\n" not in data:
-            chunk = sock.recv(65536)
-            if not chunk:
-                return None
-            data += chunk
-        head_bytes, _, rest = data.partition(b"\r\n\r\n")
-        lines = head_bytes.decode("utf-8", "replace").split("\r\n")
+            f"POST /{agent}/v1/hook HTTP/1.1\r\nHost: triohooks\r\n"
+            f"Content-Type: application/json\r\n{ENV_LENGTH_HEADER}: {len(env)}\r\n"
+            f"Content-Length: {len(env) + len(body)}\r\nConnection: close\r\n\r\n"
+        ).encode()
+        sock.settimeout(ACK_TIMEOUT_S)
+        sock.sendall(head + env + body)
+        try:
+            status_head, rest = _read_head(sock, b"")
+        except TimeoutError:
+            raise _Wedged() from None
+        if status_head.startswith(b"HTTP/1.1 102"):
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _TooLate()
+            sock.settimeout(remaining)
+            try:
+                status_head, rest = _read_head(sock, rest)
+            except TimeoutError:
+                raise _TooLate() from None
+        lines = status_head.decode("latin-1").split("\r\n")
         status = lines[0].split(" ")
         if len(status) < 2 or status[1] != "200":
-            return None
-        length = None
+            raise OSError(f"the server answered {lines[0]!r}")
+        length = -1
         for line in lines[1:]:
             name, _, value = line.partition(":")
-            if name.strip().lower() == "content-length":
+            if name.strip().lower() == "content-length" and value.strip().isdigit():
                 length = int(value.strip())
-        if length is None:
-            return None
+        if not 0 <= length <= MAX_ANSWER_BYTES:
+            raise OSError("the server's answer has no usable Content-Length")
         while len(rest) < length:
-            chunk = sock.recv(65536)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise _TooLate()
+            sock.settimeout(remaining)
+            try:
+                chunk = sock.recv(65536)
+            except TimeoutError:
+                raise _TooLate() from None
             if not chunk:
-                return None  # cut off: run the hooks here instead
+                raise OSError("the server's answer was cut off")
             rest += chunk
         return rest[:length]
-    except (OSError, ValueError):
-        return None
     finally:
         sock.close()
 
 
-def _run_here(agent: str, body: bytes) -> bytes:
-    """No server: run the hooks in this process (imports the engine; the slow path)."""
+def start_server(directory: str) -> None:
+    """Start the user's ``serve`` in the background (detached: its own session, no terminal,
+    output to ``serve.log`` in the state dir), at most every :data:`START_EVERY_S`. It serves
+    every project and exits when idle; a second one started meanwhile finds the first and
+    leaves. Best effort: the caller runs the hooks itself either way."""
+    import os
+    import subprocess
+    import time
+
+    if _getenv(NO_START_VAR):
+        return
+    marker = os.path.join(directory, STARTED_NAME)
+    try:
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        if time.time() - os.stat(marker).st_mtime < START_EVERY_S:
+            return
+    except FileNotFoundError:
+        pass
+    except OSError:
+        return
+    try:
+        fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        os.close(fd)
+        os.utime(marker)
+        log = os.open(
+            os.path.join(directory, "serve.log"),
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW,
+            0o600,
+        )
+    except OSError:
+        return
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "triohooks", "serve", "--auto", "--idle-exit", str(IDLE_EXIT_S)],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            cwd=directory,
+            start_new_session=True,
+            close_fds=True,
+        )
+    except OSError:
+        pass
+    finally:
+        os.close(log)
+
+
+# -- no server: the hooks run here ------------------------------------------------------------
+
+
+def _run_here(agent: str, body: bytes, seconds: float) -> bytes:
+    """Run the hooks in this process (imports the engine; the slow path), within ``seconds``."""
     import json
     from pathlib import Path
 
@@ -136,13 +303,23 @@ def _run_here(agent: str, body: bytes) -> bytes:
     cwd = _payload_cwd(body)
 
     async def main() -> bytes:
-        async with HookEngine.open(workspace=Path(cwd)) as engine:
-            result = await engine.agent_hook(agent, body, adopted_only=True)
-        for warning in result.answer.warnings:
-            print(f"triohooks-relay: warning: {warning}", file=sys.stderr)
-        return json.dumps(result.answer.output).encode()
+        with trio.move_on_after(seconds):
+            async with HookEngine.open(workspace=Path(cwd)) as engine:
+                env = {**posix_environ(), LOOP_VAR: "1"}
+                result = await engine.agent_hook(agent, body, adopted_only=True, env=env)
+            for warning in result.answer.warnings:
+                print(f"triohooks-relay: warning: {warning}", file=sys.stderr)
+            return json.dumps(result.answer.output).encode()
+        return _fail_closed(agent, body, f"the hooks did not finish within {seconds:g} s")
 
     return trio.run(main)
+
+
+def posix_environ() -> "dict[str, str]":
+    return {
+        k.decode("utf-8", "surrogateescape"): v.decode("utf-8", "surrogateescape")
+        for k, v in posix.environ.items()
+    }
 
 
 def _payload_cwd(body: bytes) -> str:
@@ -168,54 +345,109 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     return json.dumps(internal_error_answer(agent, str(event), why).output).encode()
 
 
-def _run_elsewhere(agent: str, body: bytes) -> tuple[bytes, int]:
+def _run_elsewhere(agent: str, body: bytes, seconds: float) -> "tuple[bytes, int]":
     """Started as a bare script: triohooks is not importable here, so the slow path runs in a
     child interpreter with the normal import path (``python -m triohooks.fronts.relay
     --here``)."""
     import subprocess
 
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks.fronts.relay", "--here", agent],
-        input=body,
-        capture_output=True,
-        check=False,
-    )
+    argv = [sys.executable, "-m", "triohooks.fronts.relay", "--here", agent]
+    argv += ["--timeout", f"{seconds + DEADLINE_MARGIN_S:.3f}"]
+    try:
+        done = subprocess.run(
+            argv, input=body, capture_output=True, check=False, timeout=seconds + 1
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{exc}".encode(), 1
     sys.stderr.buffer.write(done.stderr)
     return done.stdout.rstrip(b"\n"), done.returncode
 
 
-def main(argv: list[str] | None = None) -> int:
-    args = sys.argv[1:] if argv is None else argv
+def _parse(args: "list[str]") -> "tuple[str, float, bool] | None":
     here = bool(args) and args[0] == "--here"  # run the hooks in this process, no server
     if here:
         args = args[1:]
-    if len(args) != 1 or args[0] not in AGENTS:
+    timeout = DEFAULT_TIMEOUT_S
+    if len(args) == 3 and args[1] == "--timeout":
+        try:
+            timeout = float(args[2])
+        except ValueError:
+            return None
+        args = args[:1]
+    if len(args) != 1 or args[0] not in AGENTS or not timeout > 0:
+        return None
+    return args[0], timeout, here
+
+
+def main(argv: "list[str] | None" = None) -> int:
+    import time
+
+    started = time.monotonic()
+    parsed = _parse(sys.argv[1:] if argv is None else argv)
+    if parsed is None:
         sys.stderr.write(USAGE)
         return 1
-    agent = args[0]
+    agent, timeout, here = parsed
+    deadline = started + max(timeout - DEADLINE_MARGIN_S, 0.5)
     body = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    if _getenv(LOOP_VAR) and not here:
+        why = "a hook that triohooks runs started triohooks-relay again (a loop): remove it"
+        print(f"triohooks-relay: {why}", file=sys.stderr)
+        return _print_denial(agent, body, why)
     out: bytes | None = None
     if len(body) > MAX_INPUT_BYTES:
         body, here = b"{}", True  # answered fail-closed below, without a server round trip
-    server = None if here else _server()
-    if server is not None:
-        out = _post(*server, agent, body)
+    if not here:
+        directory = state_dir()
+        path, why = private_socket(directory)
+        if why:
+            print(f"triohooks-relay: not using the server: {why}", file=sys.stderr)
+        try:
+            if path is None:
+                raise FileNotFoundError()
+            out = ask_server(path, agent, body, deadline)
+        except _Wedged:
+            print(
+                "triohooks-relay: serve did not acknowledge; running the hooks here",
+                file=sys.stderr,
+            )
+        except _TooLate:
+            why = f"triohooks serve did not answer within {deadline - started:.0f} s"
+            print(f"triohooks-relay: {why}", file=sys.stderr)
+            return _print_denial(agent, body, why)
+        except PermissionError as exc:
+            print(f"triohooks-relay: not using the server: {exc}", file=sys.stderr)
+        except (FileNotFoundError, ConnectionRefusedError):
+            if not why:
+                start_server(directory)
+        except OSError as exc:
+            print(f"triohooks-relay: server: {exc}; running the hooks here", file=sys.stderr)
+    seconds = deadline - time.monotonic()
     if out is None and sys.flags.no_site:
-        out, code = _run_elsewhere(agent, body)
+        out, code = _run_elsewhere(agent, body, seconds)
         if code != 0 or not out:
             print("triohooks internal error: the relay could not run the hooks", file=sys.stderr)
             return 2  # a block to every agent
     if out is None:
         try:
-            out = _run_here(agent, body)
+            out = _run_here(agent, body, seconds)
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}".splitlines()[0]
             print(f"triohooks-relay: internal error: {why}", file=sys.stderr)
-            try:
-                out = _fail_closed(agent, body, why)
-            except Exception:
-                print(f"triohooks internal error: {why}", file=sys.stderr)
-                return 2
+            return _print_denial(agent, body, why)
+    sys.stdout.buffer.write(out + b"\n")
+    sys.stdout.buffer.flush()
+    return 0
+
+
+def _print_denial(agent: str, body: bytes, why: str) -> int:
+    """The fail-closed answer for the event, or exit 2 (a block to every agent) with the reason
+    on stderr when even that cannot be made (it needs triohooks importable)."""
+    try:
+        out = _fail_closed(agent, body, why)
+    except Exception:
+        print(f"triohooks internal error: {why}", file=sys.stderr)
+        return 2
     sys.stdout.buffer.write(out + b"\n")
     sys.stdout.buffer.flush()
     return 0

@@ -674,7 +674,7 @@ class HooksTools:
         trust = self._load().trust
         if trust is None or not trust.files or trust.digest.startswith(UNTRUSTABLE):
             return False
-        record_trust(self.config_dir, self.workspace, trust.digest, trust.files)
+        record_trust(self.config_dir, self.workspace, trust)
         return True
 
     async def _after_write(self) -> tuple[bool, HookTable]:

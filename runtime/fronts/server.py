@@ -35,8 +35,7 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Callable
-from functools import partial
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import parse_qs, urlsplit
@@ -64,7 +63,7 @@ from triohooks.config.paths import (
 )
 from triohooks.engine.hook_engine import HookEngine
 
-from . import agent_http, otel
+from . import agent_http, otel, relay
 from .agent_http import looks_like_agent_request
 from .wire import (
     CLOSE_INVALID_DATA,
@@ -99,10 +98,8 @@ log = logging.getLogger("triohooks.server")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
-#: In the state dir while serve listens: where ``triohooks-relay`` finds it (``serve.addr``:
-#: the same as one ``host port token-file`` line, for the relay's fast path).
+#: In the state dir while serve listens: its address, token file and pid (for ``watch``).
 SERVE_FILE: Final = "serve.json"
-ADDR_FILE: Final = "serve.addr"
 #: ``serve``'s exit status when the engine itself failed (an actor past its restart budget).
 EXIT_ENGINE_FAILED: Final = 3
 TOKEN_FILE_NAME: Final = "serve-token"
@@ -112,6 +109,13 @@ TOKEN_FILE_NAME: Final = "serve-token"
 #: 1009 as soon as it is crossed, without reading the rest.
 LIBRARY_SLACK: Final = 64 * 1024
 DEFAULT_MAX_CONNECTIONS: Final = 256
+#: TCP agent-hook connections whose first request is not yet authenticated, at most; one more
+#: evicts the oldest (so a client that holds connections without a token cannot lock others
+#: out of the authenticated ones, which have ``max_connections`` of their own).
+PRE_AUTH_SLOTS: Final = 64
+#: The relay socket's name in the state dir, and the lock its owner holds.
+SOCKET_FILE: Final = "serve.sock"
+LOCK_FILE: Final = "serve.lock"
 #: Close codes with which the websocket layer fails a connection for bad input from the client
 #: (wsproto's parse errors, trio-websocket's size cap). The client may still be sending.
 _FAIL_CODES: Final = frozenset({CLOSE_PROTOCOL_ERROR, CLOSE_INVALID_DATA, CLOSE_TOO_BIG})
@@ -165,6 +169,12 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_connections: int = DEFAULT_MAX_CONNECTIONS
     #: Largest client message (UTF-8 bytes); also bounds what a connection buffers for one.
     max_message_bytes: int = MAX_FRAME_BYTES
+    #: The unix socket relays talk to (``serve.sock`` in the private state dir), or None.
+    agent_socket: str | None = None
+    #: Serve the relay socket alone when the TCP port cannot be had (an auto-started serve).
+    tcp_optional: bool = False
+    #: Shut down after this long with no connection open and no request (auto-started serves).
+    idle_exit_s: float | None = None
 
 
 class _Record(msgspec.Struct, frozen=True):
@@ -316,8 +326,18 @@ class HookServer:
         self._reserve_fd: int | None = None
         self._slots = trio.CapacityLimiter(settings.max_connections)
         self._handshaking = 0
-        #: Connections serving agent hook requests (``POST /claude/v1/hook`` ...).
+        #: Connections serving agent hook requests (``POST /claude/v1/hook`` ..., TCP ones once
+        #: authenticated, and the relay socket's).
         self._http_connections = 0
+        #: TCP agent-hook connections not yet authenticated, oldest first (see PRE_AUTH_SLOTS).
+        self._preauth: dict[int, trio.CancelScope] = {}
+        self._last_refusal = ""
+        #: Agent-hook requests refused (no or wrong token, unreadable input, not in time) and
+        #: relay connections from another user.
+        self.refused_requests = 0
+        self._refusal_report = _LimitReport(self._refusal_message)
+        self._evict_report = _LimitReport(self._evict_message)
+        self.last_activity = time.monotonic()
 
     def _cap_message(self) -> str:
         limit = self.settings.max_connections
@@ -339,6 +359,21 @@ class HookServer:
             f"serve: {limit} agent hook connections open (as many as --max-connections "
             f"{limit}): new ones are answered HTTP 503 (the relay then runs the hooks itself)"
         )
+
+    def _refusal_message(self) -> str:
+        return f"serve: agent hook request refused: {self._last_refusal}"
+
+    def _evict_message(self) -> str:
+        return (
+            f"serve: {PRE_AUTH_SLOTS} agent hook connections are waiting to authenticate: "
+            "the oldest is closed for each new one (is something holding connections open?)"
+        )
+
+    def refused(self, why: str) -> None:
+        """An agent-hook request was refused: counted, and logged (rate-limited)."""
+        self.refused_requests += 1
+        self._last_refusal = why
+        self._refusal_report.hit()
 
     def _fd_message(self) -> str:
         limit = self.settings.max_connections
@@ -446,6 +481,19 @@ class HookServer:
         for conn in list(self._connections):  # grace over: cut off what is left
             conn.fires.cancel_scope.cancel()
 
+    async def exit_when_idle(self, idle_s: float) -> None:
+        """Shut down once no connection is open and nothing happened for ``idle_s``."""
+        while True:
+            busy = self.connections or self._http_connections or self._in_flight
+            if busy:
+                self.last_activity = time.monotonic()
+            wait = self.last_activity + idle_s - time.monotonic()
+            if wait <= 0:
+                log.warning("serve: idle for %g s: shutting down", idle_s)
+                self.shutdown()
+                return
+            await trio.sleep(min(wait, 60.0))
+
     async def wait_for_subscriber(self) -> None:
         """Return once any client has subscribed (at once if one already did). A checkpoint."""
         await self._subscribed.wait()
@@ -518,25 +566,83 @@ class HookServer:
             return head
         return None
 
-    async def _serve_agent_http(self, stream: trio.SocketStream, head: bytes) -> None:
-        """``POST /<agent>/v1/hook`` requests on this connection (see :mod:`.agent_http`)."""
+    async def _agent_hook(self, agent: str, body: bytes, env: dict[str, str] | None) -> Any:
+        self.last_activity = time.monotonic()
+        try:
+            return await self.engine.agent_hook(agent, body, adopted_only=True, env=env)
+        finally:
+            self.last_activity = time.monotonic()
+
+    def _take_http_slot(self) -> bool:
         if self._http_connections >= self.settings.max_connections:
             self._http_report.hit()
+            return False
+        self._http_connections += 1
+        return True
+
+    async def _serve_agent_http(self, stream: trio.SocketStream, head: bytes) -> None:
+        """``POST /<agent>/v1/hook`` requests on a TCP connection (see :mod:`.agent_http`):
+        in the pre-auth pool until its first request shows the token, then in its own slot."""
+        scope = trio.CancelScope()
+        key = id(scope)
+        if len(self._preauth) >= PRE_AUTH_SLOTS:
+            self._preauth.pop(next(iter(self._preauth))).cancel()
+            self._evict_report.hit()
+        self._preauth[key] = scope
+        counted = False
+
+        def authenticated() -> bool:
+            nonlocal counted
+            self._preauth.pop(key, None)
+            counted = self._take_http_slot()
+            return counted
+
+        peer = agent_http.Peer(
+            token=self._token, on_authenticated=authenticated, on_refused=self.refused
+        )
+        try:
+            with scope:
+                await agent_http.serve_connection(
+                    stream,
+                    head,
+                    peer=peer,
+                    handle=self._agent_hook,
+                    max_body=self.settings.max_message_bytes,
+                )
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("agent hook connection failed")
+        finally:
+            self._preauth.pop(key, None)
+            if counted:
+                self._http_connections -= 1
+
+    async def on_relay_stream(self, stream: trio.SocketStream) -> None:
+        """One connection on the relay socket: from the user's own uid (the kernel says, where
+        it can), each request carrying the session's environment and acknowledged at once."""
+        try:
+            uid = relay.peer_uid(stream.socket)
+        except OSError:
+            uid = None
+        if uid is not None and uid != os.getuid():
+            self.refused(f"a relay connection from uid {uid}, not ours")
+            return
+        if not self._take_http_slot():
             await agent_http.reply_busy(stream)
             return
-        self._http_connections += 1
         try:
             await agent_http.serve_connection(
                 stream,
-                head,
-                token=self._token,
-                handle=partial(self.engine.agent_hook, adopted_only=True),
+                b"",
+                peer=agent_http.Peer(token=None, on_refused=self.refused),
+                handle=self._agent_hook,
                 max_body=self.settings.max_message_bytes,
             )
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:
-            log.exception("agent hook connection failed")
+            log.exception("relay connection failed")
         finally:
             self._http_connections -= 1
 
@@ -588,6 +694,7 @@ class HookServer:
         self,
         listener: trio.SocketListener,
         handlers: trio.Nursery,
+        on_stream: Callable[[trio.SocketStream], Awaitable[None]] | None = None,
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
@@ -606,11 +713,16 @@ class HookServer:
                         raise
                     await self._accept_starved(listener, handlers, exc)
                     continue
-                handlers.start_soon(self._run_stream, stream)
+                self.last_activity = time.monotonic()
+                handlers.start_soon(self._run_stream, stream, on_stream or self.on_stream)
 
-    async def _run_stream(self, stream: trio.SocketStream) -> None:
+    async def _run_stream(
+        self,
+        stream: trio.SocketStream,
+        on_stream: Callable[[trio.SocketStream], Awaitable[None]] | None = None,
+    ) -> None:
         try:
-            await self.on_stream(stream)
+            await (on_stream or self.on_stream)(stream)
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -1057,6 +1169,55 @@ class _ServerStream(trio.abc.Stream):
             await self.stream.aclose()
 
 
+class RelaySocketError(Exception):
+    """The relay socket cannot be had; the message says why."""
+
+
+async def open_relay_listener(path: str) -> trio.SocketListener:
+    """Listen on the unix socket ``path`` (mode 0600, in a private directory of ours). A socket
+    left there by a serve that died is replaced; one a live server answers on is not (raises
+    :class:`RelaySocketError`), nor anything that is not a socket of ours."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        pass
+    else:
+        if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
+            raise RelaySocketError(f"{path} exists and is not a socket of ours")
+        probe = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+        try:
+            with trio.move_on_after(1.0):
+                await probe.connect(path)
+                raise RelaySocketError(f"another serve already listens on {path}")
+        except OSError:
+            pass  # refused: nobody there any more
+        finally:
+            probe.close()
+        os.unlink(path)
+    sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
+    try:
+        old_umask = os.umask(0o177)  # born 0600: never a moment others could connect
+        try:
+            await sock.bind(path)
+        finally:
+            os.umask(old_umask)
+        sock.listen(128)
+    except BaseException:
+        sock.close()
+        raise
+    return trio.SocketListener(sock)
+
+
+def _remove_socket(path: str) -> None:
+    """Remove the relay socket at shutdown, if it is still a socket of ours."""
+    try:
+        st = os.lstat(path)
+        if stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid():
+            os.unlink(path)
+    except OSError:
+        pass
+
+
 async def _nursery_host(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
     async with trio.open_nursery() as nursery:
         task_status.started(nursery)
@@ -1085,15 +1246,37 @@ async def serve(
             server._reserve_fd = _open_reserve_fd()
             try:
                 async with trio.open_nursery() as listening:
-                    listeners = await trio.open_tcp_listeners(settings.port, host=host)
-                    server.port = listeners[0].socket.getsockname()[1]
+                    try:
+                        listeners = await trio.open_tcp_listeners(settings.port, host=host)
+                    except OSError as exc:
+                        if not (settings.tcp_optional and settings.agent_socket):
+                            raise
+                        log.warning(
+                            "serve: cannot listen on %s port %d (%s): serving the relay "
+                            "socket only",
+                            host,
+                            settings.port,
+                            exc.strerror or exc,
+                        )
+                        listeners = []
+                    if listeners:
+                        server.port = listeners[0].socket.getsockname()[1]
                     for listener in listeners:
                         await listening.start(server.accept_loop, listener, connections)
+                    if settings.agent_socket is not None:
+                        unix = await open_relay_listener(settings.agent_socket)
+                        await listening.start(
+                            server.accept_loop, unix, connections, server.on_relay_stream
+                        )
+                    if settings.idle_exit_s is not None:
+                        listening.start_soon(server.exit_when_idle, settings.idle_exit_s)
                     task_status.started(server)
                     await server._shutdown.wait()
                     server._accepting = False
                     listening.cancel_scope.cancel()  # stop accepting
             finally:
+                if settings.agent_socket is not None:
+                    _remove_socket(settings.agent_socket)
                 if server._reserve_fd is not None:
                     os.close(server._reserve_fd)
                     server._reserve_fd = None
@@ -1138,6 +1321,19 @@ def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
     )
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
+    p.add_argument(
+        "--idle-exit",
+        type=_positive_int,
+        default=None,
+        metavar="SECONDS",
+        help="shut down after this long with no connection and no request",
+    )
+    p.add_argument(
+        "--auto",
+        action="store_true",
+        help="as started by triohooks-relay: leave at once if another serve runs, and serve the "
+        "relay socket alone if the port is taken",
+    )
 
 
 def _positive_int(text: str) -> int:
@@ -1214,8 +1410,25 @@ def settings_from_args(args: argparse.Namespace) -> tuple[ServeSettings, Path]:
         engine=engine,
         max_connections=args.max_connections,
         max_message_bytes=args.max_message_bytes,
+        tcp_optional=args.auto,
+        idle_exit_s=args.idle_exit,
     )
     return settings, token_path
+
+
+def take_relay_socket() -> tuple[int, str] | None:
+    """The lock on ``serve.lock`` in the private state dir and the relay socket's path, or None
+    when another serve holds them (one serve per user answers the relays)."""
+    import fcntl
+
+    directory = private_dir(state_dir())
+    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    return fd, str(directory / SOCKET_FILE)
 
 
 async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> int:
@@ -1244,22 +1457,20 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
 
 
 def _announce(server: HookServer, token_path: Path) -> Path | None:
-    """Write ``serve.json`` (host, port, token file, pid) in the state dir, for
-    ``triohooks-relay``; None if it cannot be written (the relay then runs hooks itself)."""
+    """Write ``serve.json`` (host, port, token file, pid, relay socket) in the state dir, for
+    ``watch`` and ``doctor``; None if it cannot be written."""
     info = {
         "host": server.host,
         "port": server.port,
         "token_file": str(token_path.resolve()),
         "pid": os.getpid(),
         "url": server.url,
+        "socket": server.settings.agent_socket,
     }
     try:
         directory = private_dir(state_dir())
         path = directory / SERVE_FILE
         write_file_atomic(path, msgspec.json.encode(info), new_mode=0o600)
-        # The relay's fast path reads this one: no JSON parser needed.
-        addr = f"{server.host} {server.port} {info['token_file']}\n".encode()
-        write_file_atomic(directory / ADDR_FILE, addr, new_mode=0o600)
     except OSError as exc:
         print(f"triohooks serve: warning: cannot write {SERVE_FILE}: {exc}", file=sys.stderr)
         return None
@@ -1273,7 +1484,6 @@ def _withdraw(path: Path | None) -> None:
     try:
         info = msgspec.json.decode(path.read_bytes())
         if isinstance(info, dict) and info.get("pid") == os.getpid():
-            path.with_name(ADDR_FILE).unlink(missing_ok=True)
             path.unlink()
     except (OSError, msgspec.DecodeError):
         pass
@@ -1297,6 +1507,19 @@ def cmd_serve(args: argparse.Namespace) -> int:
     except ServeError as exc:
         print(f"triohooks: {exc}", file=sys.stderr)
         return 1
+    held = take_relay_socket()
+    if held is None and args.auto:
+        print("triohooks serve: another serve answers the relays; leaving", flush=True)
+        return 0
+    if held is None:
+        print(
+            "triohooks serve: warning: another serve holds the relay socket; this one answers "
+            "websocket and http clients only",
+            file=sys.stderr,
+            flush=True,
+        )
+    else:
+        settings = msgspec.structs.replace(settings, agent_socket=held[1])
     try:
         return trio.run(_serve_until_signalled, settings, token_path)
     except Exception as exc:

@@ -144,8 +144,33 @@ class ParsedScript(msgspec.Struct, frozen=True, gc=False):
     reason: str = ""
 
 
+class ScriptWords(msgspec.Struct, frozen=True, gc=False):
+    """Every word a script could run with, for trust (:func:`read_words`), not for matching.
+
+    ``commands`` are the simple commands in source order, through wrappers and ``-c`` strings
+    as for :func:`parse_script`, but the reading goes on past what only makes a *match*
+    uncertain (code in another language, ``eval``, a dangerous variable): those are listed in
+    ``doubts`` instead. ``error`` is set when the script cannot be read at all.
+    """
+
+    commands: tuple[SimpleCommand, ...] = ()
+    #: The source text of each word whose value is only known at run time (``$x/y``, ``*.sh``).
+    dynamic: tuple[str, ...] = ()
+    #: Words outside any argv: each file redirect's target (``< policy.txt``) and each
+    #: variable assignment's value (``BASH_ENV=x.sh``); ``None`` when dynamic.
+    other_words: tuple[Word, ...] = ()
+    #: Why some command's own arguments could not be followed (``dynamic command name`` ...).
+    doubts: tuple[str, ...] = ()
+    #: Why the script could not be read at all ("" when it could).
+    error: str = ""
+
+
 class _Uncertain(Exception):
     """Raised inside the walker; turned into ``ParsedScript(uncertain=True)``."""
+
+
+class _TooMany(_Uncertain):
+    """More commands than :data:`MAX_COMMANDS`: the script cannot be read whole."""
 
 
 # --- tree-sitter plumbing ---------------------------------------------------------------------
@@ -862,13 +887,33 @@ _Next = tuple[tuple[Word, ...], bool] | None
 
 
 class _Walker:
-    """Collects simple commands; raises :class:`_Uncertain` at the first doubt."""
+    """Collects simple commands; raises :class:`_Uncertain` at the first doubt.
 
-    def __init__(self, source: bytes, depth: int) -> None:
+    ``lenient`` (:func:`read_words`): a doubt about what a command runs is noted in ``doubts``
+    and the walk goes on; only a script that cannot be read (a parse error, a mis-parse, a node
+    we do not know) still raises."""
+
+    def __init__(self, source: bytes, depth: int, *, lenient: bool = False) -> None:
         self.source = source
         self.depth = depth
+        self.lenient = lenient
         self.commands: list[SimpleCommand] = []
-        self.arith_trap = bool(source) and _ARITH_TRAP.search(source) is not None
+        self.dynamic: list[str] = []
+        self.other_words: list[Word] = []
+        self.doubts: list[str] = []
+        self.arith_trap = not lenient and bool(source) and _ARITH_TRAP.search(source) is not None
+
+    def _semantic(self, check: Callable[[], None]) -> None:
+        """A check of what a command would run: a doubt when lenient, else raised."""
+        if not self.lenient:
+            check()
+            return
+        try:
+            check()
+        except _TooMany:
+            raise
+        except _Uncertain as exc:
+            self.doubts.append(str(exc))
 
     def walk(self, root: tree_sitter.Node) -> None:
         # has_error covers ERROR and MISSING nodes anywhere below.
@@ -894,12 +939,14 @@ class _Walker:
                     self._command(node, children, parent)
                 elif t == "redirected_statement":
                     self._check_redirected(node)
+                    if self.lenient:
+                        self._redirect_targets(node)
                 elif t == "declaration_command":
-                    self._check_declaration(children)
+                    self._semantic(functools.partial(self._check_declaration, children))
                 named = [c for c in children if c.is_named]
             else:
                 if t == "variable_assignment":
-                    self._check_assignment(node)
+                    self._semantic(functools.partial(self._check_assignment, node))
                 named = node.named_children
             stack.extend((child, node) for child in reversed(named))
 
@@ -909,6 +956,10 @@ class _Walker:
             raise _Uncertain("a quoted a[$(...)] runs when bash evaluates it as arithmetic")
 
     def _check_assignment(self, node: tree_sitter.Node) -> None:
+        if self.lenient:
+            value = node.child_by_field_name("value")
+            if value is not None:
+                self.other_words.append(_word(value))
         name = node.child_by_field_name("name")
         if name is not None and name.type == "subscript":
             name = name.child_by_field_name("name")
@@ -950,6 +1001,12 @@ class _Walker:
         ):
             raise _Uncertain("backticks across lines (tree-sitter-bash mis-parses these)")
 
+    def _redirect_targets(self, stmt: tree_sitter.Node) -> None:
+        for child in stmt.children_by_field_name("redirect"):
+            targets = _destinations(child) if child.type == "file_redirect" else []
+            if targets:
+                self.other_words.append(_word(targets[0]))
+
     def _check_redirected(self, node: tree_sitter.Node) -> None:
         body = node.child_by_field_name("body")
         if body is not None and body.type != "command" and _extra_destinations(node):
@@ -965,13 +1022,17 @@ class _Walker:
         seen_name = False
         for index, child in enumerate(children):
             field = node.field_name_for_child(index)
-            if field == "name":
-                seen_name = True
-                words.append(_word(child))
-            elif field == "argument":
-                words.append(_word(child))
+            if field in ("name", "argument"):
+                seen_name = seen_name or field == "name"
+                word = _word(child)
+                words.append(word)
+                if word is None and self.lenient:
+                    self.dynamic.append(_text(child))
             elif child.type == "file_redirect":
-                words.extend(_word(w) for w in _destinations(child)[1:])
+                targets = _destinations(child)
+                if self.lenient and targets:
+                    self.other_words.append(_word(targets[0]))
+                words.extend(_word(w) for w in targets[1:])
         if parent is not None and parent.type == "redirected_statement":
             body = parent.child_by_field_name("body")
             if body is not None and body.id == node.id:
@@ -982,11 +1043,14 @@ class _Walker:
                 words.extend(_word(w) for w in _extra_destinations(parent))
         if not seen_name:
             return  # assignments / redirects only; their substitutions are walked anyway
+        if self.lenient:
+            self._semantic(functools.partial(self.add, tuple(words), open_tail=False))
+            return
         self.add(tuple(words), open_tail=False)
 
     def record(self, command: SimpleCommand) -> None:
         if len(self.commands) >= MAX_COMMANDS:
-            raise _Uncertain("too many commands")
+            raise _TooMany("too many commands")
         self.commands.append(command)
 
     def add(self, words: tuple[Word, ...], *, open_tail: bool) -> None:
@@ -1003,12 +1067,30 @@ class _Walker:
             handler = _handler((name.rsplit("/", 1)[-1] or name) if "/" in name else name)
             if handler is None:
                 return
-            nxt = handler(self, words, open_tail)
+            if not self.lenient:
+                nxt = handler(self, words, open_tail)
+                continue
+            try:
+                nxt = handler(self, words, open_tail)
+            except _TooMany:
+                raise
+            except _Uncertain as exc:
+                self.doubts.append(f"{name}: {exc}")
+                return
 
     def script(self, text: str) -> None:
         """A command string run by a shell: its commands, or uncertain."""
         if self.depth >= MAX_DEPTH:
             raise _Uncertain("shell -c nested too deep")
+        if self.lenient:
+            words = _read_words(text, self.depth + 1)
+            if words.error:
+                raise _Uncertain(words.error)
+            self.commands.extend(words.commands)
+            self.dynamic.extend(words.dynamic)
+            self.other_words.extend(words.other_words)
+            self.doubts.extend(words.doubts)
+            return
         inner = _parse(text, self.depth + 1)
         if inner.uncertain:
             raise _Uncertain(inner.reason)
@@ -2344,6 +2426,34 @@ def _parse(script: str, depth: int) -> ParsedScript:
     except RecursionError:
         return ParsedScript(tuple(walker.commands), uncertain=True, reason="too deep")
     return ParsedScript(tuple(walker.commands))
+
+
+@functools.lru_cache(maxsize=256)
+def _read_words(script: str, depth: int) -> ScriptWords:
+    if len(script) > MAX_SCRIPT:
+        return ScriptWords(error="script too long")
+    source = script.encode("utf-8", "surrogateescape")
+    walker = _Walker(source, depth, lenient=True)
+    try:
+        walker.walk(_parser().parse(source).root_node)
+    except _Uncertain as exc:
+        return ScriptWords(error=str(exc))
+    except RecursionError:
+        return ScriptWords(error="too deep")
+    return ScriptWords(
+        tuple(walker.commands),
+        tuple(walker.dynamic),
+        tuple(walker.other_words),
+        tuple(walker.doubts),
+    )
+
+
+def read_words(script: str) -> ScriptWords:
+    """Every word ``script`` could run with, for trust: which files a hook command names.
+    The same reading as :func:`parse_script` (the same parser, quoting, wrappers and ``-c``
+    strings), but it does not stop at a command whose effect it cannot model (see
+    :class:`ScriptWords`). Cached on the text."""
+    return _read_words(script, 0)
 
 
 def parse_script(script: str) -> ParsedScript:

@@ -1,0 +1,283 @@
+"""The live setup of an adopted agent, checked (``triohooks <agent> validate``, ``doctor``).
+
+Besides the config itself: for every catch-all an install wrote into the agent's settings, that
+what it runs is there (``triohooks-relay`` on PATH for a project's, this install's python and
+relay for the user's), that the server an http catch-all posts to is running and is the user's
+own ``serve`` (the one ``serve.json`` names, holding that port) and that the token the agent
+will send matches; whether a ``serve`` answers the relays; the project's trust; and for Codex,
+that the catch-alls are recorded as reviewed (Codex runs no other hook). Reads only: it starts
+nothing, runs no hook.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import socket
+from collections.abc import Mapping
+from pathlib import Path
+
+import msgspec
+
+from triohooks.agents.config import (
+    AgentHook,
+    held_back_message,
+    is_ours,
+    load_agent_table,
+    parse_hooks,
+    read_json_object,
+)
+from triohooks.agents.spec import ADOPTED_NAME, TOKEN_VAR, AgentName, levels
+from triohooks.config.paths import UnreadableFileError, read_regular_file
+
+from . import relay
+from .doctor import DoctorLine
+
+_PORT: re.Pattern[str] = re.compile(r"http://127\.0\.0\.1:([0-9]+)/")
+
+
+def catch_alls(agent: AgentName, project: Path | None, home: Path) -> list[AgentHook]:
+    """The catch-alls an install wrote into the agent's settings files, every level."""
+    found: list[AgentHook] = []
+    for level in levels(agent, project, home):
+        doc = read_json_object(level.path, [])
+        if doc is None:
+            continue
+        hooks = doc.get("hooks", doc) if agent == "codex" else doc.get("hooks")
+        if hooks is None:
+            continue
+        parsed = parse_hooks(agent, level, str(level.path), hooks, [], keep_ours=True)
+        found += [h for h in parsed if is_ours(h)]
+    return found
+
+
+def _server_info(state: Path) -> dict[str, object] | None:
+    try:
+        info = msgspec.json.decode(read_regular_file(state / "serve.json", 65536))
+    except (FileNotFoundError, UnreadableFileError, msgspec.DecodeError):
+        return None
+    return info if isinstance(info, dict) else None
+
+
+def _alive_and_ours(pid: object) -> bool:
+    if not isinstance(pid, int) or pid <= 0:
+        return False
+    import psutil
+
+    try:
+        return bool(psutil.Process(pid).uids().real == os.getuid())
+    except psutil.Error:
+        return False
+
+
+def _holds_port(pid: int, port: int) -> bool:
+    import psutil
+
+    try:
+        connections = psutil.Process(pid).net_connections(kind="inet")
+    except psutil.Error:
+        return False
+    return any(c.status == psutil.CONN_LISTEN and c.laddr.port == port for c in connections)
+
+
+def _relay_socket(state: Path) -> DoctorLine:
+    path, why = relay.private_socket(str(state))
+    if why:
+        return DoctorLine(False, f"serve: {why}: the relays run every hook themselves")
+    if path is None:
+        return DoctorLine(
+            True, "serve: not running; the next relay call starts it (that call runs slower)"
+        )
+    probe = socket.socket(socket.AF_UNIX)
+    probe.settimeout(1.0)
+    try:
+        probe.connect(path)
+        uid = relay.peer_uid(probe)
+    except OSError as exc:
+        return DoctorLine(
+            True, f"serve: not running ({path}: {exc.strerror or exc}); the next relay starts it"
+        )
+    finally:
+        probe.close()
+    if uid is not None and uid != os.getuid():
+        return DoctorLine(False, f"serve: {path} is served by uid {uid}, not you: not used")
+    return DoctorLine(True, f"serve: answers the relays on {path}")
+
+
+def _command_lines(hook: AgentHook, environ: Mapping[str, str]) -> list[DoctorLine]:
+    assert hook.command is not None
+    where = f"{hook.source} {hook.event}"
+    words = shlex.split(hook.command)
+    if words[:2] == ["command", "-v"]:
+        found = shutil.which("triohooks-relay", path=environ.get("PATH"))
+        if found is None:
+            return [
+                DoctorLine(
+                    False,
+                    f"{where}: triohooks-relay is not on PATH: the agent's hooks will block "
+                    "until triohooks is installed (or its bin directory is on PATH)",
+                )
+            ]
+        return [DoctorLine(True, f"{where}: runs {found}")]
+    python, script = words[2], words[9]
+    missing = [p for p in (python, script) if not os.path.exists(p)]
+    if missing:
+        return [
+            DoctorLine(
+                False,
+                f"{where}: {', '.join(missing)} no longer there: the agent's hooks block; run "
+                f"`triohooks {hook.agent} install --scope user` again",
+            )
+        ]
+    return [DoctorLine(True, f"{where}: runs {script}")]
+
+
+def _http_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> list[DoctorLine]:
+    assert hook.url is not None
+    where = f"{hook.source} {hook.event}"
+    match = _PORT.match(hook.url)
+    port = int(match.group(1)) if match else 0
+    info = _server_info(state)
+    lines: list[DoctorLine] = []
+    pid = info.get("pid") if info else None
+    if info is None or not _alive_and_ours(pid):
+        lines.append(
+            DoctorLine(
+                False,
+                f"{where}: no serve of yours is running for POST {hook.url}: the agent lets "
+                "every call through (start `triohooks serve`, or install with the relay)",
+            )
+        )
+    elif not isinstance(pid, int) or not _holds_port(pid, port):
+        lines.append(
+            DoctorLine(
+                False,
+                f"{where}: port {port} is not your serve's (pid {pid} listens elsewhere): "
+                "whatever holds it gets the calls and the token",
+            )
+        )
+    else:
+        lines.append(DoctorLine(True, f"{where}: POST {hook.url} reaches your serve (pid {pid})"))
+    token_file = info.get("token_file") if info else None
+    token = None
+    if isinstance(token_file, str):
+        try:
+            token = read_regular_file(token_file, 4096).decode().strip()
+        except (OSError, UnreadableFileError, UnicodeDecodeError):
+            token = None
+    given = environ.get(TOKEN_VAR)
+    if not given:
+        lines.append(
+            DoctorLine(
+                False,
+                f'{where}: {TOKEN_VAR} is not set here: start the agent with {TOKEN_VAR}="$(cat '
+                f'{token_file or "the serve token file"})" (else every call is denied)',
+            )
+        )
+    elif token is not None and given != token:
+        lines.append(
+            DoctorLine(False, f"{where}: {TOKEN_VAR} does not match the serve token (restarted?)")
+        )
+    return lines
+
+
+def _codex_reviewed(hooks: list[AgentHook], home: Path) -> list[DoctorLine]:
+    """Each catch-all recorded as reviewed in ``~/.codex/config.toml``, as Codex checks it."""
+    from triohooks.agents import codex_review, codex_trust
+
+    config = codex_review.config_path(home)
+    try:
+        text = read_regular_file(config, codex_review.MAX_CONFIG_BYTES).decode("utf-8")
+        import tomllib
+
+        state = tomllib.loads(text).get("hooks", {}).get("state", {})
+    except (FileNotFoundError, UnreadableFileError, UnicodeDecodeError, ValueError):
+        state = {}
+    lines: list[DoctorLine] = []
+    for source in dict.fromkeys(h.source for h in hooks):
+        doc = read_json_object(Path(source), [])
+        expected = codex_trust.hook_states(source, (doc or {}).get("hooks", doc or {}))
+        for key, digest in expected.items():
+            got = state.get(key) if isinstance(state, dict) else None
+            if isinstance(got, dict) and got.get("trusted_hash") == digest:
+                lines.append(DoctorLine(True, f"codex: {key} is recorded as reviewed"))
+                continue
+            lines.append(
+                DoctorLine(
+                    False,
+                    f"codex: {key} is not recorded as reviewed in {config}: Codex skips it "
+                    "without a word; run `triohooks codex install` again",
+                )
+            )
+    return lines
+
+
+def _agent_side_switches(agent: AgentName, project: Path | None, home: Path) -> list[DoctorLine]:
+    """Switches the *agent* honours from a project's settings, trusted or not: with them it
+    calls no hook at all, ours included (measured with Claude Code 2.1.332), so triohooks never
+    sees the calls and can only say so here."""
+    lines: list[DoctorLine] = []
+    for level in levels(agent, project, home):
+        if not level.project:
+            continue
+        doc = read_json_object(level.path, []) or {}
+        config = doc.get("hooksConfig")
+        off = (agent == "claude" and doc.get("disableAllHooks") is True) or (
+            agent == "gemini" and isinstance(config, dict) and config.get("enabled") is False
+        )
+        if off:
+            lines.append(
+                DoctorLine(
+                    False,
+                    f"{level.path} turns every hook off, and {agent} itself honours that: in "
+                    "this project it calls none of your hooks, triohooks' included",
+                )
+            )
+    return lines
+
+
+def check_agent(
+    agent: AgentName,
+    *,
+    project: Path | None,
+    home: Path,
+    config_dir: Path,
+    state: Path,
+    environ: Mapping[str, str] | None = None,
+) -> list[DoctorLine]:
+    """Every finding about ``agent``'s live setup; [] when nothing of it is installed."""
+    env = os.environ if environ is None else environ
+    hooks = catch_alls(agent, project, home)
+    if not hooks:
+        return []
+    lines: list[DoctorLine] = []
+    for hook in hooks:
+        if hook.type == "http":
+            lines += _http_lines(hook, state, env)
+        else:
+            lines += _command_lines(hook, env)
+    if any(h.type == "command" for h in hooks):
+        lines.append(_relay_socket(state))
+    if agent == "codex":
+        lines += _codex_reviewed(hooks, home)
+    lines += _agent_side_switches(agent, project, home)
+    table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
+    held = [h for h in table.untrusted if h.adopted]
+    if held and table.trust is not None:
+        lines.append(DoctorLine(False, held_back_message(table.trust, agent, len(held))))
+    elif table.trust is not None and table.trust.state == "trusted":
+        lines.append(DoctorLine(True, f"the project's {agent} hooks are trusted"))
+    adopted_missing = [
+        h.source for h in hooks if not Path(h.source).with_name(ADOPTED_NAME).exists()
+    ]
+    for source in dict.fromkeys(adopted_missing):
+        lines.append(
+            DoctorLine(
+                False,
+                f"{source}: routes to triohooks but {ADOPTED_NAME} beside it is missing: its "
+                "hooks are gone",
+            )
+        )
+    return lines
