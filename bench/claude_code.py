@@ -20,10 +20,13 @@ session left and put figures in ``session.notes``. Add one to :data:`CONFIGS`.
 Configurations ``c``..``d`` write the same kind of settings as ``b`` and hand them to triohooks
 with ``triohooks claude install`` (project scope) before the session: one ``triohooks serve``
 (started on first use, stopped when the benchmark ends) answers every session's catch-all, an
-``http`` hook (``c``, ``c2``, ``d``) or the ``triohooks-relay`` command forwarding to it
-(``c3``). ``d``'s adopted hook has an ``if`` rule the calls never match, so it measures the
-endpoint's own cost without a spawn. The goal lines under the table: (c) - (a) <= (b) - (a)
-(stretch: <= 2 ms), and (c2) - (a) <= 60 ms with no `sleep 30` left over.
+``http`` hook (``c``, ``c2``, ``d``) or the default, the ``triohooks-relay`` command talking to
+it over its unix socket (``c3``: the project-scope form, the console script from PATH; ``c4``:
+the user-scope form, this install's relay as a bare script). ``d``'s adopted hook has an ``if``
+rule the calls never match, so it measures the endpoint's own cost without a spawn. The lines
+under the table: the default transport's cost against Claude Code's own ``true`` hook, (c3) -
+(b) and (c4) - (b); (c) - (a) <= (b) - (a) (stretch: <= 2 ms); and (c2) - (a) <= 60 ms with no
+`sleep 30` left over.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import json
 import os
 import platform
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -168,12 +172,28 @@ def endpoint() -> Iterator[Endpoint]:
             yield Endpoint(tri, server)
 
 
-def adopt(session: Session, hooks: dict[str, Any], transport: str) -> None:
-    """Write ``hooks`` as the user's settings, ``triohooks claude install`` them (project scope)
-    and give the CLI what the catch-all needs (the token; the state dir the relay reads)."""
+def adopt(session: Session, hooks: dict[str, Any], transport: str, scope: str = "project") -> None:
+    """Write ``hooks`` as the settings of ``scope``, ``triohooks claude install`` them and give
+    the CLI what the catch-all needs (the token; the state dir the relay reads; PATH)."""
     ep: Endpoint = session.once("triohooks serve", endpoint)
-    session.write_hooks(hooks)
-    ep.triohooks.install(session.project.path, transport=transport, port=ep.server.port)
+    if scope == "project":
+        session.write_hooks(hooks)
+        ep.triohooks.install(session.project.path, transport=transport, port=ep.server.port)
+    else:
+        settings = session.project.home / ".claude" / "settings.json"
+        settings.parent.mkdir(parents=True, exist_ok=True)
+        settings.write_text(json.dumps({"hooks": hooks}))
+        home = ep.triohooks.env() | {"HOME": str(session.project.home)}
+        done = subprocess.run(
+            [sys.executable, "-m", "triohooks", "claude", "install", "--scope", "user"],
+            env=home,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise RuntimeError(done.stderr)
     session.env.update(ep.triohooks.claude_env())
 
 
@@ -200,8 +220,15 @@ def triohooks_http_background_sleep(session: Session) -> Iterator[None]:
 
 @contextmanager
 def triohooks_relay_true(session: Session) -> Iterator[None]:
-    """triohooks relay command (serve running), adopted `true`"""
+    """triohooks default: project relay (serve running), adopted `true`"""
     adopt(session, pre_tool_command("true"), "relay")
+    yield
+
+
+@contextmanager
+def triohooks_user_relay_true(session: Session) -> Iterator[None]:
+    """triohooks default: user-scope relay (serve running), adopted `true`"""
+    adopt(session, pre_tool_command("true"), "relay", scope="user")
     yield
 
 
@@ -234,6 +261,7 @@ CONFIGS: dict[str, Configuration] = {
     "c": triohooks_http_true,
     "c2": triohooks_http_background_sleep,
     "c3": triohooks_relay_true,
+    "c4": triohooks_user_relay_true,
     "d": triohooks_http_if_skipped,
     "e": claude_http_trivial,
 }
@@ -256,6 +284,13 @@ def goals(delta_ms: dict[str, float], survivors: dict[str, list[float | None]]) 
             f"goal: (c) - (a) = {c:+.1f} ms <= (b) - (a) = {b:+.1f} ms: {met(c <= b)}; "
             f"stretch (c) - (a) <= {STRETCH_MS:.0f} ms: {met(c <= STRETCH_MS)}"
         )
+    for name in ("c3", "c4"):
+        if name in delta_ms and "b" in delta_ms:
+            extra = delta_ms[name] - delta_ms["b"]
+            lines.append(
+                f"the default transport ({name}) against Claude Code's own `true` hook: "
+                f"({name}) - (b) = {extra:+.1f} ms per call"
+            )
     if "c2" in delta_ms:
         c2 = delta_ms["c2"]
         left = [int(x) for x in survivors.get("c2", []) if x is not None]
