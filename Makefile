@@ -38,9 +38,10 @@ pytest: $(STAMP)
 
 test: lint types pytest
 
-# The real Claude Code CLI against a local fake API (installed into .cache/interop/ on first use).
+# The real agent CLIs (Claude Code, Codex, Gemini CLI) headless against local fake model servers,
+# installed into .cache/interop/ on first use; each is skipped, saying why, when it cannot be.
 interop: $(STAMP)
-	$(BIN)/pytest -q -m interop tests/interop
+	$(BIN)/pytest -q -rs -m interop tests/interop
 
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
