@@ -26,7 +26,9 @@ from tests.interop import (
     install_claude_code,
     run_claude,
 )
+from tests.interop.codex import codex_bin, codex_project, fake_openai  # noqa: F401
 from tests.interop.fake_anthropic import FakeAnthropic
+from tests.interop.gemini import fake_gemini, gemini_bin, gemini_project  # noqa: F401
 
 __all__ = ["ClaudeProject", "ClaudeRun", "run_claude"]
 

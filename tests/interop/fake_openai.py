@@ -1,0 +1,325 @@
+"""A local fake of the OpenAI Responses API that scripts a real Codex CLI (stdlib only).
+
+Codex is pointed at it by a model provider in ``$HOME/.codex/config.toml`` with
+``base_url = "<fake.url>/v1"`` and ``wire_api = "responses"`` (see :mod:`tests.interop.codex`).
+Codex 0.169.1 only calls ``POST /v1/responses`` with ``"stream": true``; the fake answers with a
+server-sent-event stream (``response.created``, ``response.output_item.done``,
+``response.completed``) and records every request it gets, whatever the path.
+
+A *scripted turn* is a request of the main conversation: it offers Codex's shell tool,
+``exec_command`` (a function taking ``{"cmd": "<shell command>", ...}``). Its reply is decided by
+which scripted calls already have their ``function_call_output`` in ``input``: the first one
+that has none is sent as a ``function_call``; once every one has its output the reply is an
+assistant message, :data:`DONE_TEXT`. The reply depends on the request alone, so a retried
+request gets the same answer. Every other request gets the same short assistant message.
+
+    with FakeOpenAI() as fake:
+        fake.script(["echo one", "echo two"])
+        ...  # run codex exec against fake.url
+        fake.tool_outputs()  # what Codex sent back for each call, in order
+
+Timing: :meth:`FakeOpenAI.call_latencies` gives, for each scripted call, the wall time from the
+fake's last byte of the ``function_call`` reply to the arrival of the request carrying its
+``function_call_output``: Codex's whole handling of one tool call (hooks before, the command,
+hooks after, the next request).
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from tests.interop.fake_anthropic import LocalHTTPServer, RecordedRequest, Reply
+
+__all__ = [
+    "DONE_TEXT",
+    "LocalHTTPServer",
+    "SHELL_TOOL",
+    "FakeOpenAI",
+    "FunctionCall",
+    "ToolOutput",
+    "item_text",
+    "output_text",
+]
+
+#: The text of every reply that is not a scripted tool call.
+DONE_TEXT = "Done."
+#: The name of Codex 0.169.1's shell tool (unified exec), as offered in a request's ``tools``.
+SHELL_TOOL = "exec_command"
+
+
+@dataclass(frozen=True)
+class FunctionCall:
+    """One scripted ``function_call``: a tool name and its arguments."""
+
+    name: str
+    arguments: Mapping[str, Any]
+
+    @classmethod
+    def shell(cls, cmd: str, **extra: Any) -> FunctionCall:
+        """A call of Codex's shell tool; ``extra`` adds arguments (``workdir``, ``tty``,
+        ``yield_time_ms``...)."""
+        return cls(SHELL_TOOL, {"cmd": cmd, **extra})
+
+
+@dataclass(frozen=True)
+class ToolOutput:
+    """A ``function_call_output`` Codex sent back; ``text`` is its output as text."""
+
+    call_id: str
+    text: str
+    item: Mapping[str, Any]
+
+
+def output_text(output: Any) -> str:
+    """The text of a ``function_call_output``'s ``output`` (a string, or a list of content
+    items whose ``text`` parts are joined)."""
+    if isinstance(output, str):
+        return output
+    if isinstance(output, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in output
+            if isinstance(part, Mapping) and "text" in part
+        )
+    if isinstance(output, Mapping) and "content" in output:
+        return output_text(output["content"])
+    return ""
+
+
+def _tool_names(body: Any) -> set[str]:
+    tools = body.get("tools") if isinstance(body, Mapping) else None
+    if not isinstance(tools, list):
+        return set()
+    return {str(t.get("name")) for t in tools if isinstance(t, Mapping)}
+
+
+def _input_items(body: Any) -> list[Mapping[str, Any]]:
+    items = body.get("input") if isinstance(body, Mapping) else None
+    return [i for i in items if isinstance(i, Mapping)] if isinstance(items, list) else []
+
+
+def _outputs_in(body: Any) -> dict[str, Mapping[str, Any]]:
+    return {
+        str(i.get("call_id")): i
+        for i in _input_items(body)
+        if i.get("type") in ("function_call_output", "custom_tool_call_output")
+    }
+
+
+def item_text(item: Mapping[str, Any]) -> str:
+    """The text of an input item: a message's text parts, or a tool output's text."""
+    if item.get("type") in ("function_call_output", "custom_tool_call_output"):
+        return output_text(item.get("output"))
+    content = item.get("content")
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(part.get("text", ""))
+            for part in content
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+        )
+    return ""
+
+
+@dataclass
+class _Script:
+    calls: list[FunctionCall]
+    ids: list[str]
+    sent_at: dict[str, float] = field(default_factory=dict)  # last byte of function_call reply
+    result_at: dict[str, float] = field(default_factory=dict)  # its output arrived
+
+
+class FakeOpenAI(LocalHTTPServer):
+    """The fake Responses API; see the module's docstring."""
+
+    def __init__(self, *, shell_tool: str = SHELL_TOOL) -> None:
+        super().__init__()
+        self.shell_tool = shell_tool
+        self._script = _Script([], [])
+
+    def start(self) -> FakeOpenAI:
+        super().start()
+        return self
+
+    def __enter__(self) -> FakeOpenAI:
+        return self.start()
+
+    # -- scripting
+
+    def script(self, calls: Sequence[str | FunctionCall]) -> list[str]:
+        """Set the tool calls of the next session (a string is a shell command); returns the
+        ``call_id``s, fresh for every call so that sessions never mix."""
+        tag = secrets.token_hex(4)
+        parsed = [FunctionCall.shell(c) if isinstance(c, str) else c for c in calls]
+        ids = [f"call_fake{tag}_{k:03d}" for k in range(len(parsed))]
+        with self._lock:
+            self._script = _Script(parsed, ids)
+        return ids
+
+    @property
+    def call_ids(self) -> list[str]:
+        with self._lock:
+            return list(self._script.ids)
+
+    # -- reading what happened
+
+    @property
+    def responses_requests(self) -> list[RecordedRequest]:
+        return [r for r in self.requests if _is_responses(r)]
+
+    def turn_requests(self) -> list[RecordedRequest]:
+        """The scripted turns (requests that offer the shell tool), in order."""
+        return [r for r in self.responses_requests if self._is_turn(r.body)]
+
+    def side_requests(self) -> list[RecordedRequest]:
+        """Every request that was not a scripted turn."""
+        return [r for r in self.requests if not (_is_responses(r) and self._is_turn(r.body))]
+
+    def offered_tools(self) -> list[Mapping[str, Any]]:
+        """The ``tools`` of the first scripted turn (what Codex offers the model)."""
+        turns = self.turn_requests()
+        tools = turns[0].body.get("tools", []) if turns else []
+        return [t for t in tools if isinstance(t, Mapping)]
+
+    def tool_outputs(self) -> list[ToolOutput]:
+        """The ``function_call_output`` Codex sent back for each scripted call that has one,
+        in the script's order (taken from the last scripted turn, which holds the history)."""
+        turns = self.turn_requests()
+        if not turns:
+            return []
+        found = _outputs_in(turns[-1].body)
+        return [
+            ToolOutput(call_id, output_text(found[call_id].get("output")), found[call_id])
+            for call_id in self.call_ids
+            if call_id in found
+        ]
+
+    def items_after(self, k: int) -> list[Mapping[str, Any]]:
+        """The input items that follow scripted call ``k``'s ``function_call``, up to the next
+        model item (a function call or an assistant message), from the last scripted turn
+        that has it: its ``function_call_output`` and whatever Codex added around it (a
+        PreToolUse hook's ``additionalContext`` comes as a developer message *before* the
+        output, a PostToolUse one after it)."""
+        call_id = self.call_ids[k]
+        for request in reversed(self.turn_requests()):
+            items = _input_items(request.body)
+            for i, item in enumerate(items):
+                if item.get("type") == "function_call" and item.get("call_id") == call_id:
+                    following = []
+                    for later in items[i + 1 :]:
+                        if later.get("type") == "function_call" or later.get("role") == "assistant":
+                            break
+                        following.append(later)
+                    return following
+        return []
+
+    def context_after(self, k: int) -> str:
+        """All the text the model got with the result of scripted call ``k`` besides the
+        output itself (the texts of :meth:`items_after` but the output)."""
+        call_id = self.call_ids[k]
+        texts = [item_text(item) for item in self.items_after(k) if item.get("call_id") != call_id]
+        return "\n".join(t for t in texts if t)
+
+    def all_input_text(self) -> str:
+        """Every text of the last scripted turn's input (to look for something anywhere)."""
+        turns = self.turn_requests()
+        if not turns:
+            return ""
+        return "\n".join(item_text(i) for i in _input_items(turns[-1].body))
+
+    def call_latencies(self) -> list[float | None]:
+        """Per scripted call: seconds from its function_call reply's last byte to the arrival
+        of the request carrying its output (None where that never came)."""
+        with self._lock:
+            s = self._script
+            return [
+                s.result_at[i] - s.sent_at[i] if i in s.result_at and i in s.sent_at else None
+                for i in s.ids
+            ]
+
+    # -- answering
+
+    def _is_turn(self, body: Any) -> bool:
+        return self.shell_tool in _tool_names(body)
+
+    def _respond(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self._requests.append(request)
+            script = self._script
+        body = request.body if isinstance(request.body, Mapping) else {}
+        if not _is_responses(request):
+            path = request.path.split("?", 1)[0]
+            error = {"error": {"type": "invalid_request_error", "message": f"no route {path}"}}
+            return 404, {"Content-Type": "application/json"}, json.dumps(error).encode(), None
+
+        call: tuple[str, FunctionCall] | None = None
+        if self._is_turn(body):
+            outputs = _outputs_in(body)
+            with self._lock:
+                for call_id in script.ids:
+                    if call_id in outputs:
+                        script.result_at.setdefault(call_id, request.arrived)
+            pending = [
+                (i, c) for i, c in zip(script.ids, script.calls, strict=True) if i not in outputs
+            ]
+            call = pending[0] if pending else None
+
+        response_id = f"resp_fake{secrets.token_hex(8)}"
+        after_send: Callable[[float], None] | None = None
+        if call is not None:
+            call_id, tool = call
+            item: dict[str, Any] = {
+                "type": "function_call",
+                "id": f"fc_fake{secrets.token_hex(8)}",
+                "call_id": call_id,
+                "name": tool.name,
+                "arguments": json.dumps(tool.arguments),
+            }
+
+            def after_send(at: float) -> None:
+                with self._lock:
+                    script.sent_at[call_id] = at  # the last one: a retry overwrites
+
+        else:
+            item = {
+                "type": "message",
+                "id": f"msg_fake{secrets.token_hex(8)}",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": DONE_TEXT, "annotations": []}],
+            }
+        payload = _sse(response_id, item)
+        headers = {"Content-Type": "text/event-stream", "Cache-Control": "no-cache"}
+        return 200, headers, payload, after_send
+
+
+def _is_responses(request: RecordedRequest) -> bool:
+    return request.method == "POST" and request.path.split("?", 1)[0].endswith("/responses")
+
+
+_USAGE = {
+    "input_tokens": 10,
+    "input_tokens_details": {"cached_tokens": 0},
+    "output_tokens": 5,
+    "output_tokens_details": {"reasoning_tokens": 0},
+    "total_tokens": 15,
+}
+
+
+def _sse(response_id: str, item: Mapping[str, Any]) -> bytes:
+    """One response holding one output item, as the streaming Responses API sends it."""
+    events: list[dict[str, Any]] = [
+        {"type": "response.created", "response": {"id": response_id, "status": "in_progress"}},
+        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {
+            "type": "response.completed",
+            "response": {"id": response_id, "status": "completed", "usage": _USAGE},
+        },
+    ]
+    return b"".join(
+        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
+    )
