@@ -265,3 +265,53 @@ async def test_a_fail_closed_codex_hook_that_says_nothing_on_exit_2_blocks(codex
     codex.write({"hooks": {"PreToolUse": [{"hooks": [hook("exit 2", failClosed=True)]}]}})
     result = await codex.ask(codex.body("PreToolUse", tool_name="Bash", tool_input={}))
     assert result.answer.blocked and "no blocking reason" in (result.answer.reason or "")
+
+
+def _reply(**specific: Any) -> dict[str, Any]:
+    return {"hookSpecificOutput": {"hookEventName": "PreToolUse", **specific}}
+
+
+@pytest.mark.parametrize(
+    ("replies", "expected"),
+    [
+        # Codex fails a deny without a reason (and lets the call run): one is always given.
+        ([_reply(permissionDecision="deny")], {"permissionDecision": "deny"}),
+        # An allow alone is a failed hook to Codex: not sent.
+        ([_reply(permissionDecision="allow")], {}),
+        # updatedInput is ignored without allow: allow is sent with it.
+        (
+            [_reply(updatedInput={"command": "ls -la"})],
+            {"permissionDecision": "allow", "updatedInput": {"command": "ls -la"}},
+        ),
+        # continue:false makes Codex fail the whole reply on PreToolUse: the deny must survive.
+        (
+            [{"continue": False, "stopReason": "stop"}, _reply(permissionDecision="deny")],
+            {"permissionDecision": "deny"},
+        ),
+    ],
+)
+async def test_the_answer_is_one_codex_can_read(
+    codex: Setup, replies: list[dict[str, Any]], expected: dict[str, Any]
+) -> None:
+    hooks = [hook(f"echo '{json.dumps(r)}'") for r in replies]
+    codex.write({"hooks": {"PreToolUse": [{"hooks": hooks}]}})
+    result = await codex.ask(codex.body("PreToolUse", tool_name="Bash", tool_input={}))
+    out = result.answer.output
+    assert "continue" not in out and "stopReason" not in out
+    specific = {k: v for k, v in out.get("hookSpecificOutput", {}).items() if k != "hookEventName"}
+    reason = specific.pop("permissionDecisionReason", None)
+    assert specific == expected
+    if expected.get("permissionDecision") == "deny":
+        assert reason  # never empty
+
+
+@pytest.mark.parametrize(
+    ("matcher", "tool", "hit"),
+    [("Bash", "Bash", True), ("Ba", "Bash", False), ("B-sh", "B-sh", True), ("a-h", "Bash", False)],
+)
+def test_codex_matchers_are_exact_only_for_its_own_characters(
+    matcher: str, tool: str, hit: bool
+) -> None:
+    from triohooks.agents.config import compile_matcher
+
+    assert compile_matcher("codex", matcher).matches(tool) is hit

@@ -94,7 +94,7 @@ def test_install_records_the_catch_all_as_reviewed_and_uninstall_restores_the_us
     assert done.returncode == 0, done.stderr
     assert c.hooks.read_text() == original_hooks
     assert c.states()[key] == {"trusted_hash": users}
-    assert tomllib.loads(c.config.read_text())["model"] == "gpt-5"
+    assert c.config.read_text() == original_config  # byte for byte, the review in its place
     assert not (c.g / "codex-review.json").exists()
 
 

@@ -37,6 +37,9 @@ _TABLE: Final = re.compile(
     r"""[ \t]*(?:#.*)?$"""
 )
 _HEADER: Final = re.compile(r"^[ \t]*\[")
+#: The line install writes above each table of its own (so uninstall takes out exactly what
+#: install put in).
+MARK: Final = "# triohooks codex install: the catch-all, reviewed (uninstall takes this out)\n"
 
 
 class ReviewError(Exception):
@@ -71,9 +74,10 @@ def _blocks(text: str) -> tuple[list[str], dict[str, tuple[int, int]]]:
             i += 1
             continue
         end = i + 1
-        while end < len(lines) and not _HEADER.match(lines[end]):
+        while end < len(lines) and not _HEADER.match(lines[end]) and lines[end] != MARK:
             end += 1
-        found[_key_of(match.group(1))] = (i, end)
+        first = i - 1 if i > 0 and lines[i - 1] == MARK else i
+        found[_key_of(match.group(1))] = (first, end)
         i = end
     return lines, found
 
@@ -88,24 +92,37 @@ def _states(text: str, path: Path) -> dict[str, Any]:
     return states if isinstance(states, dict) else {}
 
 
-def _remove(text: str, keys: set[str]) -> tuple[str, dict[str, str]]:
-    """``text`` without the state tables of ``keys``, and each removed table's text."""
+def _replace(text: str, tables: Mapping[str, str | None]) -> tuple[str, dict[str, str]]:
+    """``text`` with the state table of each key in ``tables`` replaced in place by its new
+    text (``None``: removed; a key with no table yet: appended), and each replaced table's
+    text as it was."""
     lines, blocks = _blocks(text)
-    removed: dict[str, str] = {}
-    drop: set[int] = set()
-    for key in keys & set(blocks):
-        first, end = blocks[key]
-        removed[key] = "".join(lines[first:end])
-        drop.update(range(first, end))
-    return "".join(line for i, line in enumerate(lines) if i not in drop), removed
+    old: dict[str, str] = {}
+    out: list[str] = []
+    starts = {first: (key, end) for key, (first, end) in blocks.items() if key in tables}
+    i = 0
+    while i < len(lines):
+        if i in starts:
+            key, end = starts[i]
+            old[key] = "".join(lines[i:end])
+            new = tables[key]
+            if new is not None:
+                out.append(new)
+            i = end
+            continue
+        out.append(lines[i])
+        i += 1
+    result = "".join(out)
+    for key, new in tables.items():
+        if key not in blocks and new is not None:
+            result = _append(result, new)
+    return result, old
 
 
 def _append(text: str, block: str) -> str:
     if not block:
         return text
     if text and not text.endswith("\n"):
-        text += "\n"
-    if text and not text.endswith("\n\n"):
         text += "\n"
     return text + block
 
@@ -132,21 +149,23 @@ def record(
     home: Path, config_dir: Path, hooks_file: Path, catch_all: Mapping[str, object]
 ) -> list[tuple[Path, bytes | None, bytes | None]]:
     """The changes that record ``catch_all`` (the hooks object now in ``hooks_file``) as
-    reviewed: ``(path, before, after)`` for config.toml and the kept-aside tables."""
+    reviewed: ``(path, before, after)`` for config.toml and the kept-aside tables. A table the
+    user had for the same key is replaced in place, and kept aside."""
     path = config_path(home)
     before = _read(path)
     text = before or ""
     ours = hook_states(str(hooks_file), catch_all)
     current = _states(text, path)
-    text, removed = _remove(text, set(ours))
+    text, replaced = _replace(
+        text, {key: MARK + hook_states_toml({key: digest}) for key, digest in ours.items()}
+    )
     saved = _saved(config_dir)
     kept = dict(saved)
-    for key, table in removed.items():
+    for key, table in replaced.items():
         state = current.get(key)
         mine = isinstance(state, dict) and state.get("trusted_hash") == ours[key]
         if not mine and key not in kept:
             kept[key] = table  # the user's review of what stood there: back on uninstall
-    text = _append(text, hook_states_toml(ours))
     after_states = _states(text, path)
     for key, digest in ours.items():
         got = after_states.get(key)
@@ -161,15 +180,15 @@ def record(
         (path, None if before is None else before.encode(), text.encode())
     ]
     if kept != saved:
-        old = _encode_saved(saved) if saved else None
-        changes.append((config_dir / SAVED_NAME, old, _encode_saved(kept)))
+        changes.append((config_dir / SAVED_NAME, _encode_saved(saved), _encode_saved(kept)))
     return changes
 
 
 def withdraw(
     home: Path, config_dir: Path, hooks_file: Path, catch_all: Mapping[str, object]
 ) -> list[tuple[Path, bytes | None, bytes | None]]:
-    """The changes that take the catch-all's review out again and put back what it replaced."""
+    """The changes that take the catch-all's review out again and put back, in its place,
+    what it replaced."""
     path = config_path(home)
     before = _read(path)
     if before is None:
@@ -181,16 +200,13 @@ def withdraw(
         for key, digest in ours.items()
         if isinstance(current.get(key), dict) and current[key].get("trusted_hash") == digest
     }
-    text, _ = _remove(before, mine)
     saved = _saved(config_dir)
-    for key in sorted(mine & set(saved)):
-        text = _append(text, saved.pop(key))
+    kept = dict(saved)
+    text, _ = _replace(before, {key: kept.pop(key, None) for key in mine})
     _states(text, path)  # still valid TOML
     changes: list[tuple[Path, bytes | None, bytes | None]] = []
     if text != before:
         changes.append((path, before.encode(), text.encode()))
-    if saved != _saved(config_dir):
-        changes.append(
-            (config_dir / SAVED_NAME, _encode_saved(_saved(config_dir)), _encode_saved(saved))
-        )
+    if kept != saved:
+        changes.append((config_dir / SAVED_NAME, _encode_saved(saved), _encode_saved(kept)))
     return changes

@@ -54,6 +54,9 @@ from .spec import (
 MAX_SETTINGS_BYTES: Final = 1024 * 1024
 #: Claude: a matcher of only these characters is an exact name or a ``|``/``,`` list.
 _PLAIN_MATCHER: Final = re.compile(r"[A-Za-z0-9_\- ,|]*\Z")
+#: Codex: only these (``is_exact_matcher`` in codex-rs/hooks events/common.rs); anything else,
+#: ``-``, ``,`` and spaces included, is an unanchored regex.
+_CODEX_PLAIN_MATCHER: Final = re.compile(r"[A-Za-z0-9_|]*\Z")
 #: The event field a matcher is tested against, per (Claude-named) event; tool events use the
 #: tool name, events not listed ignore the matcher.
 MATCHER_FIELD: Final = {
@@ -194,8 +197,9 @@ class AgentTable(msgspec.Struct, frozen=True):
 
 
 def compile_matcher(agent: AgentName, text: object) -> Matcher:
-    """Claude (and Codex): absent, ``""`` or ``*`` match all; only ``[A-Za-z0-9_\\- ,|]`` is an
-    exact name or a ``|``/``,`` list; anything else an unanchored regex. Gemini: a regex.
+    """Claude: absent, ``""`` or ``*`` match all; only ``[A-Za-z0-9_\\- ,|]`` is an exact name
+    or a ``|``/``,`` list; anything else an unanchored regex. Codex: the same with only
+    ``[A-Za-z0-9_|]`` for names. Gemini: a regex.
     Raises ValueError for a matcher that is not a string or does not compile."""
     if text is None:
         return Matcher(None)
@@ -203,7 +207,8 @@ def compile_matcher(agent: AgentName, text: object) -> Matcher:
         raise ValueError("must be a string")
     if text in ("", "*"):
         return Matcher(text)
-    if agent != "gemini" and _PLAIN_MATCHER.match(text):
+    plain = _CODEX_PLAIN_MATCHER if agent == "codex" else _PLAIN_MATCHER
+    if agent != "gemini" and plain.match(text):
         names = frozenset(n.strip() for n in re.split(r"[|,]", text) if n.strip())
         return Matcher(text, names=names)
     import re2
@@ -667,7 +672,7 @@ def load_agent_table(
                 held.append(hook)
                 continue
             key = hook.identity()
-            if key in seen:
+            if key in seen and agent != "codex":  # Codex runs each copy (measured)
                 continue
             seen.add(key)
             trusted.append(hook)

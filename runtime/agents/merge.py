@@ -15,7 +15,7 @@ endpoint's body). Reasons are the hooks' own words, never their command lines. P
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Final
 
 import msgspec
 
@@ -147,7 +147,10 @@ class _Fold:
         if self.event in ("PreToolUse", "BeforeTool"):
             permission = specific.get("permissionDecision")
             if isinstance(permission, str):
-                self.permit(permission, _text(specific.get("permissionDecisionReason")) or reason)
+                said = _text(specific.get("permissionDecisionReason")) or reason
+                if permission == "deny" and not said:
+                    said = f"denied by hook {hook.label}"
+                self.permit(permission, said)
             elif decision in ("approve", "allow", "ask"):
                 self.permit("allow" if decision == "approve" else decision, reason)
             elif decision in ("block", "deny"):
@@ -190,7 +193,43 @@ def merge(
         # Codex counts an ask as a failed hook and goes on: the only safe answer is a deny.
         fold.permission = "deny"
         fold.permission_reason = [*fold.permission_reason, "(asked; Codex cannot ask: denied)"]
-    return _claude(fold)
+    answer = _claude(fold)
+    return _for_codex(answer, event) if agent == "codex" else answer
+
+
+#: Fields Codex 0.169.1 rejects per event: its output schemas allow no others, and a reply
+#: with one is a *failed* hook -- the call goes on, whatever else the reply said
+#: (codex-rs/hooks output_parser.rs, measured).
+_CODEX_REJECTS: Final = {
+    "PreToolUse": ("continue", "stopReason", "suppressOutput"),
+    "PostToolUse": ("suppressOutput",),
+}
+
+
+def _for_codex(answer: AgentAnswer, event: str) -> AgentAnswer:
+    """Claude's answer made readable by Codex: no field it would fail the reply for, a deny
+    always with a reason, an ``allow`` only with the ``updatedInput`` it goes with (Codex
+    fails ``allow`` alone, and ignores ``updatedInput`` without ``allow``)."""
+    out = answer.output
+    for name in _CODEX_REJECTS.get(event, ()):
+        if name in out:
+            del out[name]
+            answer.warnings.append(f"Codex cannot take {name} on {event}: not sent")
+    specific = out.get("hookSpecificOutput")
+    if event == "PreToolUse" and isinstance(specific, dict):
+        decision = specific.get("permissionDecision")
+        if decision == "deny" and not specific.get("permissionDecisionReason"):
+            specific["permissionDecisionReason"] = answer.reason or "denied by a hook"
+        elif "updatedInput" in specific:
+            specific["permissionDecision"] = "allow"
+        elif decision == "allow":
+            del specific["permissionDecision"]
+            specific.pop("permissionDecisionReason", None)
+    if event == "PermissionRequest" and isinstance(specific, dict):
+        chosen = specific.get("decision")
+        if isinstance(chosen, dict) and chosen.pop("updatedInput", None) is not None:
+            answer.warnings.append("Codex cannot take updatedInput on PermissionRequest")
+    return answer
 
 
 def _claude(fold: _Fold) -> AgentAnswer:

@@ -125,6 +125,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
                 "PostToolUse",
                 "UserPromptSubmit",
                 "SessionStart",
+                "SessionEnd",
                 "Stop",
                 "PreCompact",
                 "PostCompact",
