@@ -761,3 +761,25 @@ def test_with_no_serve_the_first_call_starts_one_and_the_rest_use_it(
         if pid is not None:
             os.kill(pid, signal.SIGTERM)
             psutil.Process(pid).wait(20)
+
+
+@pytest.mark.parametrize(
+    ("script", "runs"),
+    [("exit 2", False), ("echo loud >&2; exit 3", True), ("exit 3", True)],
+)
+def test_exit_codes_are_read_as_claude_code_reads_them(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    tmp_path: Path,
+    script: str,
+    runs: bool,
+) -> None:
+    # Claude Code blocks on exit 2 even with nothing on stderr; any other exit is a
+    # non-blocking error (the call goes on). Codex and Gemini read these differently: their
+    # suites hold their own readings.
+    claude_project.write_hooks(bash_hooks("PreToolUse", script))
+    with routed(tri, claude_project, "relay", tmp_path):
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
+    assert (markers(claude_project) == ["marker-0.txt"]) is runs
