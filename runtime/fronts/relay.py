@@ -56,6 +56,8 @@ DEADLINE_MARGIN_S = 2.0
 START_EVERY_S = 30.0
 #: An auto-started ``serve`` exits after this long without a request.
 IDLE_EXIT_S = 1800
+#: An auto-started serve's log (``serve.log`` in the state dir) starts afresh past this.
+MAX_LOG_BYTES = 1024 * 1024
 #: Set (to anything) in the agent's environment: the relay never starts a ``serve``.
 NO_START_VAR = "TRIOHOOKS_NO_AUTOSTART"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
@@ -265,9 +267,14 @@ def start_server(directory: str) -> None:
         fd = os.open(marker, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
         os.close(fd)
         os.utime(marker)
+        log_path = os.path.join(directory, "serve.log")
+        try:  # a log that grew past its bound starts afresh
+            fresh = os.stat(log_path).st_size > MAX_LOG_BYTES
+        except FileNotFoundError:
+            fresh = False
         log = os.open(
-            os.path.join(directory, "serve.log"),
-            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW,
+            log_path,
+            os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | (os.O_TRUNC if fresh else 0),
             0o600,
         )
     except OSError:
