@@ -20,6 +20,12 @@ Timing (for benchmarks): :meth:`FakeAnthropic.call_latencies` gives, for each sc
 the wall time from the fake's last byte of the ``tool_use`` reply to the arrival of the request
 carrying its ``tool_result``: the CLI's whole handling of one tool call (parsing the reply,
 hooks before, running the tool, hooks after, building the next request).
+
+The scripting and the timing (:meth:`~ScriptedModel.script`, :attr:`~ScriptedModel.call_ids`,
+:meth:`~ScriptedModel.call_latencies`) live in :class:`ScriptedModel`, the base that
+:class:`FakeAnthropic`, :class:`~tests.interop.fake_openai.FakeOpenAI` and
+:class:`~tests.interop.fake_gemini.FakeGemini` share; each fake adds its API's wire format.
+This module also holds :class:`LocalHTTPServer`, the small threaded HTTP server under them all.
 """
 
 from __future__ import annotations
@@ -29,16 +35,18 @@ import secrets
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from types import TracebackType
-from typing import Any
+from typing import Any, Generic, Self, TypeVar
 
 __all__ = [
     "FakeAnthropic",
     "LocalHTTPServer",
     "RecordedRequest",
+    "Script",
+    "ScriptedModel",
     "ToolCall",
     "ToolResult",
     "block_text",
@@ -217,7 +225,7 @@ class LocalHTTPServer:
         with self._lock:
             return list(self._requests)
 
-    def start(self) -> LocalHTTPServer:
+    def start(self) -> Self:
         assert self._server is None, "already started"
         server = _Server(("127.0.0.1", 0), _Handler)
         server.owner = self
@@ -247,7 +255,7 @@ class LocalHTTPServer:
         if self._thread is not None:
             self._thread.join(timeout=5)
 
-    def __enter__(self) -> LocalHTTPServer:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(
@@ -276,48 +284,118 @@ class LocalHTTPServer:
         return self._handler(request)
 
 
-# --- the fake Messages API ---------------------------------------------------------------------
+# --- a fake model API that plays a script of tool calls, the base of the three fakes -----------
+
+CallT = TypeVar("CallT")
 
 
 @dataclass
-class _Script:
-    calls: list[ToolCall]
+class Script(Generic[CallT]):
+    calls: list[CallT]
     ids: list[str]
-    sent_at: dict[str, float] = field(default_factory=dict)  # last byte of tool_use reply
-    result_at: dict[str, float] = field(default_factory=dict)  # its tool_result arrived
+    sent_at: dict[str, float] = field(default_factory=dict)  # last byte of the call's reply
+    result_at: dict[str, float] = field(default_factory=dict)  # its result arrived
 
 
-class FakeAnthropic(LocalHTTPServer):
-    """The fake Messages API; see the module's docstring."""
+class ScriptedModel(LocalHTTPServer, Generic[CallT]):
+    """What :class:`FakeAnthropic`, :class:`~tests.interop.fake_openai.FakeOpenAI` and
+    :class:`~tests.interop.fake_gemini.FakeGemini` share: the script of tool calls of the
+    next session, their ids, and when each call's reply was sent and its result came back.
 
-    def __init__(self, *, model: str | None = None) -> None:
+    A subclass says how a string becomes a call (``call_of``), how its ids begin
+    (``id_prefix``), and which results a request carries (:meth:`_result_ids`); it answers
+    in :meth:`_answer`, where :meth:`_next_call` picks the call to send.
+    """
+
+    def __init__(self, *, call_of: Callable[[str], CallT], id_prefix: str) -> None:
         super().__init__()
-        self.model = model  # None: echo the request's model
-        self._script = _Script([], [])
-
-    def start(self) -> FakeAnthropic:
-        super().start()
-        return self
-
-    def __enter__(self) -> FakeAnthropic:
-        return self.start()
+        self._call_of = call_of
+        self._id_prefix = id_prefix
+        self._script: Script[CallT] = Script([], [])
 
     # -- scripting
 
-    def script(self, calls: Sequence[str | ToolCall]) -> list[str]:
-        """Set the tool calls of the next session (a string is a ``Bash`` command); returns the
-        ``tool_use`` ids, fresh for every call so that sessions never mix."""
+    def script(self, calls: Sequence[str | CallT]) -> list[str]:
+        """Set the tool calls of the next session (a string is a shell command); returns the
+        calls' ids, fresh for every call so that sessions never mix."""
         tag = secrets.token_hex(4)
-        parsed = [ToolCall.bash(c) if isinstance(c, str) else c for c in calls]
-        ids = [f"toolu_fake{tag}_{k:03d}" for k in range(len(parsed))]
+        parsed = [self._call_of(c) if isinstance(c, str) else c for c in calls]
+        ids = [f"{self._id_prefix}{tag}_{k:03d}" for k in range(len(parsed))]
         with self._lock:
-            self._script = _Script(parsed, ids)
+            self._script = Script(parsed, ids)
         return ids
 
     @property
-    def tool_use_ids(self) -> list[str]:
+    def call_ids(self) -> list[str]:
+        """The ids of the current script's calls, in order."""
         with self._lock:
             return list(self._script.ids)
+
+    def call_latencies(self) -> list[float | None]:
+        """Per scripted call: seconds from the last byte of the reply that made the call to the
+        arrival of the request carrying its result (None where that never came)."""
+        with self._lock:
+            s = self._script
+            return [
+                s.result_at[i] - s.sent_at[i] if i in s.result_at and i in s.sent_at else None
+                for i in s.ids
+            ]
+
+    # -- answering
+
+    def _respond(self, request: RecordedRequest) -> Reply:
+        with self._lock:
+            self._requests.append(request)
+            script = self._script
+        return self._answer(request, script)
+
+    def _answer(self, request: RecordedRequest, script: Script[CallT]) -> Reply:
+        """The reply to ``request`` (already recorded), under ``script`` as it was then."""
+        raise NotImplementedError
+
+    def _result_ids(self, body: Any) -> Container[str]:
+        """The ids of the calls whose results a scripted turn's body carries."""
+        raise NotImplementedError
+
+    def _next_call(
+        self, script: Script[CallT], request: RecordedRequest
+    ) -> tuple[str, CallT, Callable[[float], None]] | None:
+        """For a scripted turn: note when each result it carries first arrived, and give the
+        first call that has no result yet, with the ``after_send`` that notes when its reply's
+        last byte went (None once every call has its result)."""
+        results = self._result_ids(request.body)
+        with self._lock:
+            for call_id in script.ids:
+                if call_id in results:
+                    script.result_at.setdefault(call_id, request.arrived)
+        pending = [
+            (i, c) for i, c in zip(script.ids, script.calls, strict=True) if i not in results
+        ]
+        if not pending:
+            return None
+        call_id, call = pending[0]
+
+        def after_send(at: float) -> None:
+            with self._lock:
+                script.sent_at[call_id] = at  # the last one: a retry overwrites
+
+        return call_id, call, after_send
+
+
+# --- the fake Messages API ---------------------------------------------------------------------
+
+
+class FakeAnthropic(ScriptedModel[ToolCall]):
+    """The fake Messages API; see the module's docstring."""
+
+    def __init__(self, *, model: str | None = None) -> None:
+        super().__init__(call_of=ToolCall.bash, id_prefix="toolu_fake")
+        self.model = model  # None: echo the request's model
+
+    @property
+    def tool_use_ids(self) -> list[str]:
+        """The ``tool_use`` ids of the current script (:attr:`call_ids`), in order."""
+        return self.call_ids
 
     # -- reading what happened
 
@@ -389,26 +467,16 @@ class FakeAnthropic(LocalHTTPServer):
                 parts.append(text)
         return "\n".join(parts)
 
-    def call_latencies(self) -> list[float | None]:
-        """Per scripted call: seconds from its tool_use reply's last byte to the arrival of the
-        request carrying its tool_result (None where that never came)."""
-        with self._lock:
-            s = self._script
-            return [
-                s.result_at[i] - s.sent_at[i] if i in s.result_at and i in s.sent_at else None
-                for i in s.ids
-            ]
-
     # -- answering
 
     @staticmethod
     def _is_turn(body: Any) -> bool:
         return "Bash" in _tool_names(body)
 
-    def _respond(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self._requests.append(request)
-            script = self._script
+    def _result_ids(self, body: Any) -> Container[str]:
+        return _tool_results_in(body)
+
+    def _answer(self, request: RecordedRequest, script: Script[ToolCall]) -> Reply:
         body = request.body if isinstance(request.body, Mapping) else {}
         path = request.path.split("?", 1)[0]
         if request.method == "POST" and path == "/v1/messages/count_tokens":
@@ -417,31 +485,15 @@ class FakeAnthropic(LocalHTTPServer):
             error = {"type": "error", "error": {"type": "not_found_error", "message": path}}
             return 404, {"Content-Type": "application/json"}, json.dumps(error).encode(), None
 
-        call: tuple[str, ToolCall] | None = None
-        if self._is_turn(body):
-            results = _tool_results_in(body)
-            with self._lock:
-                for tool_use_id in script.ids:
-                    if tool_use_id in results:
-                        script.result_at.setdefault(tool_use_id, request.arrived)
-            pending = [
-                (i, c) for i, c in zip(script.ids, script.calls, strict=True) if i not in results
-            ]
-            call = pending[0] if pending else None
-
+        call = self._next_call(script, request) if self._is_turn(body) else None
         model = self.model or str(body.get("model", "claude-fake"))
         message_id = f"msg_fake{secrets.token_hex(8)}"
         stream = bool(body.get("stream", False))
         after_send: Callable[[float], None] | None = None
         if call is not None:
-            tool_use_id, tool = call
+            tool_use_id, tool, after_send = call
             block: dict[str, Any] = {"type": "tool_use", "id": tool_use_id, "name": tool.name}
             stop_reason = "tool_use"
-
-            def after_send(at: float) -> None:
-                with self._lock:
-                    script.sent_at[tool_use_id] = at  # the last one: a retry overwrites
-
             payload = _sse_message(message_id, model, block, tool.input, stop_reason)
             if not stream:
                 payload = _json_message(

@@ -28,17 +28,20 @@ Timing (for benchmarks): :meth:`FakeGemini.call_latencies` gives, for each scrip
 wall time from the fake's last byte of the ``functionCall`` reply to the arrival of the request
 carrying its ``functionResponse``: the CLI's whole handling of one tool call (hooks before,
 running the tool, hooks after, building the next request).
+
+The scripting and the timing are :class:`~tests.interop.fake_anthropic.ScriptedModel`'s, the
+base the three fakes share; this module has what is the Gemini API's own.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from tests.interop.fake_anthropic import LocalHTTPServer, RecordedRequest, Reply
+from tests.interop.fake_anthropic import RecordedRequest, Reply, Script, ScriptedModel
 
 __all__ = [
     "DONE_TEXT",
@@ -171,45 +174,12 @@ def _response_schema(body: Any) -> Any:
     return config.get("responseJsonSchema") or config.get("responseSchema")
 
 
-@dataclass
-class _Script:
-    calls: list[FunctionCall]
-    ids: list[str]
-    sent_at: dict[str, float] = field(default_factory=dict)  # last byte of functionCall reply
-    result_at: dict[str, float] = field(default_factory=dict)  # its functionResponse arrived
-
-
-class FakeGemini(LocalHTTPServer):
+class FakeGemini(ScriptedModel[FunctionCall]):
     """The fake Gemini API; see the module's docstring."""
 
     def __init__(self, *, model_version: str | None = None) -> None:
-        super().__init__()
+        super().__init__(call_of=FunctionCall.shell, id_prefix="call_fake")
         self.model_version = model_version  # None: echo the request's model
-        self._script = _Script([], [])
-
-    def start(self) -> FakeGemini:
-        super().start()
-        return self
-
-    def __enter__(self) -> FakeGemini:
-        return self.start()
-
-    # -- scripting
-
-    def script(self, calls: Sequence[str | FunctionCall]) -> list[str]:
-        """Set the function calls of the next session (a string is a shell command); returns
-        the call ids, fresh for every call so that sessions never mix."""
-        tag = secrets.token_hex(4)
-        parsed = [FunctionCall.shell(c) if isinstance(c, str) else c for c in calls]
-        ids = [f"call_fake{tag}_{k:03d}" for k in range(len(parsed))]
-        with self._lock:
-            self._script = _Script(parsed, ids)
-        return ids
-
-    @property
-    def call_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._script.ids)
 
     # -- reading what happened
 
@@ -307,22 +277,12 @@ class FakeGemini(LocalHTTPServer):
         users = [c for c in turns[0].body.get("contents", []) if c.get("role") == "user"]
         return parts_text(users[-1]) if users else ""
 
-    def call_latencies(self) -> list[float | None]:
-        """Per scripted call: seconds from its functionCall reply's last byte to the arrival of
-        the request carrying its functionResponse (None where that never came)."""
-        with self._lock:
-            s = self._script
-            return [
-                s.result_at[i] - s.sent_at[i] if i in s.result_at and i in s.sent_at else None
-                for i in s.ids
-            ]
-
     # -- answering
 
-    def _respond(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self._requests.append(request)
-            script = self._script
+    def _result_ids(self, body: Any) -> Container[str]:
+        return _function_responses_in(body)
+
+    def _answer(self, request: RecordedRequest, script: Script[FunctionCall]) -> Reply:
         model, method = _method_of(request.path)
         body = request.body if isinstance(request.body, Mapping) else {}
         if request.method != "POST" or method is None:
@@ -335,22 +295,12 @@ class FakeGemini(LocalHTTPServer):
         after_send: Callable[[float], None] | None = None
         part: dict[str, Any]
         if self.is_turn(request):
-            responses = _function_responses_in(body)
-            with self._lock:
-                for call_id in script.ids:
-                    if call_id in responses:
-                        script.result_at.setdefault(call_id, request.arrived)
-            pending = [
-                (i, c) for i, c in zip(script.ids, script.calls, strict=True) if i not in responses
-            ]
-            if pending:
-                call_id, call = pending[0]
-                part = {"functionCall": {"id": call_id, "name": call.name, "args": call.args}}
-
-                def after_send(at: float) -> None:
-                    with self._lock:
-                        script.sent_at[call_id] = at  # the last one: a retry overwrites
-
+            call = self._next_call(script, request)
+            if call is not None:
+                call_id, function, after_send = call
+                part = {
+                    "functionCall": {"id": call_id, "name": function.name, "args": function.args}
+                }
             else:
                 part = {"text": DONE_TEXT}
         elif (schema := _response_schema(body)) is not None:

@@ -22,17 +22,26 @@ Timing: :meth:`FakeOpenAI.call_latencies` gives, for each scripted call, the wal
 fake's last byte of the ``function_call`` reply to the arrival of the request carrying its
 ``function_call_output``: Codex's whole handling of one tool call (hooks before, the command,
 hooks after, the next request).
+
+The scripting and the timing are :class:`~tests.interop.fake_anthropic.ScriptedModel`'s, the
+base the three fakes share; this module has what is the Responses API's own.
 """
 
 from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Container, Mapping
+from dataclasses import dataclass
 from typing import Any
 
-from tests.interop.fake_anthropic import LocalHTTPServer, RecordedRequest, Reply
+from tests.interop.fake_anthropic import (
+    LocalHTTPServer,
+    RecordedRequest,
+    Reply,
+    Script,
+    ScriptedModel,
+)
 
 __all__ = [
     "DONE_TEXT",
@@ -126,45 +135,12 @@ def item_text(item: Mapping[str, Any]) -> str:
     return ""
 
 
-@dataclass
-class _Script:
-    calls: list[FunctionCall]
-    ids: list[str]
-    sent_at: dict[str, float] = field(default_factory=dict)  # last byte of function_call reply
-    result_at: dict[str, float] = field(default_factory=dict)  # its output arrived
-
-
-class FakeOpenAI(LocalHTTPServer):
+class FakeOpenAI(ScriptedModel[FunctionCall]):
     """The fake Responses API; see the module's docstring."""
 
     def __init__(self, *, shell_tool: str = SHELL_TOOL) -> None:
-        super().__init__()
+        super().__init__(call_of=FunctionCall.shell, id_prefix="call_fake")
         self.shell_tool = shell_tool
-        self._script = _Script([], [])
-
-    def start(self) -> FakeOpenAI:
-        super().start()
-        return self
-
-    def __enter__(self) -> FakeOpenAI:
-        return self.start()
-
-    # -- scripting
-
-    def script(self, calls: Sequence[str | FunctionCall]) -> list[str]:
-        """Set the tool calls of the next session (a string is a shell command); returns the
-        ``call_id``s, fresh for every call so that sessions never mix."""
-        tag = secrets.token_hex(4)
-        parsed = [FunctionCall.shell(c) if isinstance(c, str) else c for c in calls]
-        ids = [f"call_fake{tag}_{k:03d}" for k in range(len(parsed))]
-        with self._lock:
-            self._script = _Script(parsed, ids)
-        return ids
-
-    @property
-    def call_ids(self) -> list[str]:
-        with self._lock:
-            return list(self._script.ids)
 
     # -- reading what happened
 
@@ -232,47 +208,26 @@ class FakeOpenAI(LocalHTTPServer):
             return ""
         return "\n".join(item_text(i) for i in _input_items(turns[-1].body))
 
-    def call_latencies(self) -> list[float | None]:
-        """Per scripted call: seconds from its function_call reply's last byte to the arrival
-        of the request carrying its output (None where that never came)."""
-        with self._lock:
-            s = self._script
-            return [
-                s.result_at[i] - s.sent_at[i] if i in s.result_at and i in s.sent_at else None
-                for i in s.ids
-            ]
-
     # -- answering
 
     def _is_turn(self, body: Any) -> bool:
         return self.shell_tool in _tool_names(body)
 
-    def _respond(self, request: RecordedRequest) -> Reply:
-        with self._lock:
-            self._requests.append(request)
-            script = self._script
+    def _result_ids(self, body: Any) -> Container[str]:
+        return _outputs_in(body)
+
+    def _answer(self, request: RecordedRequest, script: Script[FunctionCall]) -> Reply:
         body = request.body if isinstance(request.body, Mapping) else {}
         if not _is_responses(request):
             path = request.path.split("?", 1)[0]
             error = {"error": {"type": "invalid_request_error", "message": f"no route {path}"}}
             return 404, {"Content-Type": "application/json"}, json.dumps(error).encode(), None
 
-        call: tuple[str, FunctionCall] | None = None
-        if self._is_turn(body):
-            outputs = _outputs_in(body)
-            with self._lock:
-                for call_id in script.ids:
-                    if call_id in outputs:
-                        script.result_at.setdefault(call_id, request.arrived)
-            pending = [
-                (i, c) for i, c in zip(script.ids, script.calls, strict=True) if i not in outputs
-            ]
-            call = pending[0] if pending else None
-
+        call = self._next_call(script, request) if self._is_turn(body) else None
         response_id = f"resp_fake{secrets.token_hex(8)}"
         after_send: Callable[[float], None] | None = None
         if call is not None:
-            call_id, tool = call
+            call_id, tool, after_send = call
             item: dict[str, Any] = {
                 "type": "function_call",
                 "id": f"fc_fake{secrets.token_hex(8)}",
@@ -280,11 +235,6 @@ class FakeOpenAI(LocalHTTPServer):
                 "name": tool.name,
                 "arguments": json.dumps(tool.arguments),
             }
-
-            def after_send(at: float) -> None:
-                with self._lock:
-                    script.sent_at[call_id] = at  # the last one: a retry overwrites
-
         else:
             item = {
                 "type": "message",
