@@ -1,4 +1,4 @@
-"""``triohooks serve``: one engine behind one websocket endpoint (docs/protocol.md, issue 7).
+"""``triohooks serve``: one engine behind one websocket endpoint (docs/protocol.md).
 
 Owns the service around a :class:`~triohooks.engine.hook_engine.HookEngine`: the listener (loopback
 unless ``--allow-remote``), bearer-token auth at the handshake (HTTP 401 before any message is read,
@@ -9,13 +9,20 @@ subscriber's socket that has room, else queued in its ring for its sender task, 
 client loses its oldest records and is told ``lagged`` while nobody else waits), and the
 graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the
 post queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0. And
-the limits on what clients can make it hold (issue 13): at most ``max_connections`` websockets
+the limits on what clients can make it hold: at most ``max_connections`` websockets
 (one more authenticated handshake gets HTTP 503) and as many handshakes in progress, messages of
 at most ``max_message_bytes`` (1009 beyond), and a close frame with 1002 / 1007 / 1009 when the
-websocket layer fails a connection (see :class:`_ServerStream`). And the process's own limits
-(the fleet issue): the soft file descriptor limit raised to what ``max_connections`` needs, a
-connection past the descriptors answered HTTP 503 on one kept in reserve, every limit logged
-once when hit (:class:`_LimitReport`).
+websocket layer fails a connection (see :class:`_ServerStream`). And the process's own limits:
+the soft file descriptor limit raised to what ``max_connections`` needs, a connection past the
+descriptors answered HTTP 503 on one kept in reserve, every limit logged once when hit
+(:class:`_LimitReport`).
+
+The agents' requests (:mod:`.agent_http`) come two ways: ``POST /<agent>/v1/hook`` on the same
+TCP port (the http transport: a token, a pre-auth pool of :data:`PRE_AUTH_SLOTS` with a 2 s
+deadline, every refusal answered with the event's deny, counted and logged), and the relay
+socket ``serve.sock`` in the private state dir (the default: one serve per user holds it,
+under ``serve.lock``; the peer's uid is checked; each request carries the agent session's
+environment and is acknowledged at once). ``--idle-exit`` shuts an auto-started serve down.
 
 It must not contain decision logic or run hooks (the engine does), nor define message shapes
 (``_wire`` does). A failure in one connection is contained and logged; the server goes on.
