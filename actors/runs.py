@@ -1,10 +1,14 @@
-"""Running one hook, observed: the one path every hook run takes, synchronous or background.
+"""Running one hook, observed: the one path every hook run takes, synchronous or background,
+native or an agent's.
 
 :class:`HookRuns` wraps the handlers' :class:`~triohooks.handlers.runner.Runners` with what the
 engine sees of a run: the OpenTelemetry span ``hook <event>``, the ``hook_started`` /
 ``hook_finished`` events for listeners, and the audit record of a run that blocks, allows or
 fails (the mapping is :func:`~triohooks.combine.outcome.audit_decision`). The dispatcher calls it
-for synchronous hooks and the post worker for background ones; neither calls the other.
+for synchronous hooks and the post worker for background ones; neither calls the other. An
+agent dialect's runs (:mod:`triohooks.agents.runner`) go through the same
+:meth:`HookRuns.observe`, so ``watch``, metrics and OTLP export see Claude Code's traffic
+exactly as they see native events.
 
 Not an actor: it holds no task and no state but its counters' owners (the audit sink, the
 listeners), and every call is a direct call from the task that runs the hook.
@@ -13,9 +17,11 @@ listeners), and every call is a direct call from the task that runs the hook.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
+
+import msgspec
 
 from triohooks.combine.outcome import audit_decision
 from triohooks.config.model import Hook
@@ -31,6 +37,18 @@ if TYPE_CHECKING:
 log = logging.getLogger("triohooks.runs")
 
 Listener = Callable[[str, dict[str, Any]], None]
+T = TypeVar("T")
+
+
+class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
+    """What is observed of a finished run, whatever ran it."""
+
+    outcome: str
+    exit_code: int | None
+    duration_ms: float
+    output_bytes: int
+    #: The run's audit record, when it is audited.
+    record: AuditRecord | None = None
 
 
 class RecordSink(Protocol):
@@ -97,36 +115,71 @@ class HookRuns:
     async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
         """Run ``hook`` through its runner. A checkpoint; on cancel the run is stopped (its
         process group killed) and ``Cancelled`` propagates, unaudited."""
-        event = hook_input.event
-        listeners = self.listeners
-        if listeners:
-            listeners.emit("hook_started", event=event, hook=hook.name, hook_id=hook.id)
-        with hook_span(event, hook.id, hook.dialect, session=hook_input.session_id) as span:
-            result = await self.runners.run(hook, hook_input)
-            end_run(
-                span,
+
+        def summary(result: RunResult) -> RunSummary:
+            return RunSummary(
                 outcome=result.outcome,
+                exit_code=result.exit_code,
                 duration_ms=result.duration_ms,
                 output_bytes=result.stdout_bytes + result.stderr_bytes,
+                record=self._audit_record(hook, hook_input, result),
             )
-            record = self._audit_record(hook, hook_input, result)
-            if record is not None and self.audit is not None:
-                # Inside the span: an exported audit record (an OTLP log record) carries its
-                # trace and span id, so a collector links the two.
-                self.audit.submit(record)
+
+        return await self.observe(
+            lambda: self.runners.run(hook, hook_input),
+            summary,
+            event=hook_input.event,
+            hook_id=hook.id,
+            name=hook.name,
+            dialect=hook.dialect,
+            session=hook_input.session_id,
+        )
+
+    async def observe(
+        self,
+        run: Callable[[], Awaitable[T]],
+        summary: Callable[[T], RunSummary],
+        *,
+        event: str,
+        hook_id: str,
+        name: str,
+        dialect: str,
+        session: str | None,
+    ) -> T:
+        """``await run()`` observed: ``hook_started``, the span ``hook <event>`` around it, the
+        outcome on the span, the audit record (inside the span: an exported record carries its
+        trace), ``hook_finished``. Cancellation propagates, unaudited."""
+        listeners = self.listeners
+        if listeners:
+            listeners.emit("hook_started", event=event, hook=name, hook_id=hook_id)
+        with hook_span(event, hook_id, dialect, session=session) as span:
+            result = await run()
+            seen = summary(result)
+            end_run(
+                span,
+                outcome=seen.outcome,
+                duration_ms=seen.duration_ms,
+                output_bytes=seen.output_bytes,
+            )
+            if seen.record is not None and self.audit is not None:
+                self.audit.submit(seen.record)
         if listeners:
             listeners.emit(
                 "hook_finished",
                 event=event,
-                hook=hook.name,
-                hook_id=hook.id,
-                outcome=result.outcome,
-                exit_code=result.exit_code,
-                duration_ms=result.duration_ms,
+                hook=name,
+                hook_id=hook_id,
+                outcome=seen.outcome,
+                exit_code=seen.exit_code,
+                duration_ms=seen.duration_ms,
             )
-            if record is not None:
-                listeners.emit("audit", record=record)
+            if seen.record is not None:
+                listeners.emit("audit", record=seen.record)
         return result
+
+    def wants_records(self) -> bool:
+        """Whether anyone takes audit records (the sink, or a listener)."""
+        return self.audit is not None or bool(self.listeners)
 
     def record(self, record: AuditRecord) -> None:
         """Send one audit record to the sink (never waits) and to the listeners."""
@@ -139,7 +192,7 @@ class HookRuns:
         self, hook: Hook, hook_input: HookInput, result: RunResult
     ) -> AuditRecord | None:
         """The audit record of this run, if it is audited and anyone takes records."""
-        if self.audit is None and not self.listeners:
+        if not self.wants_records():
             return None
         decision = audit_decision(hook_input.event, result)
         if decision is None:

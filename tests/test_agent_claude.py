@@ -433,3 +433,28 @@ async def test_permission_request_follows_decision_behavior_not_exit_2(s: Setup)
         "message": "nope",
     }
     assert result.answer.blocked
+
+
+async def test_agent_traffic_is_ordinary_traffic_to_listeners(s: Setup) -> None:
+    s.settings({"PreToolUse": [group(cmd("echo no >&2; exit 2")), group(cmd("true"))]})
+    seen: list[tuple[str, dict[str, Any]]] = []
+    with trio.fail_after(20):
+        async with s.engine() as e:
+            e.add_listener(lambda kind, fields: seen.append((kind, fields)))
+            result = await e.agent_hook("claude", s.bash("rm -rf /"))
+    assert result.answer.blocked
+    seen = [(k, f) for k, f in seen if k != "closed"]  # the engine's own close report
+    kinds = [k for k, _ in seen]
+    assert kinds[0] == "fired" and kinds[-1] == "outcome"
+    assert kinds.count("hook_started") == kinds.count("hook_finished") == 2
+    fired = seen[0][1]
+    assert fired["event"] == "pre_tool" and fired["hooks"] == 2 and fired["session"] == "s1"
+    finished = {f["hook_id"]: f["outcome"] for k, f in seen if k == "hook_finished"}
+    assert finished == {
+        "claude:user:PreToolUse[0].hooks[0]": "block",
+        "claude:user:PreToolUse[1].hooks[0]": "ok",
+    }
+    (record,) = [f["record"] for k, f in seen if k == "audit"]
+    assert record.event == "pre_tool" and record.decision == "block" and record.session == "s1"
+    outcome = seen[-1][1]["outcome"]
+    assert outcome.blocked and outcome.agent == "claude" and len(outcome.runs) == 2

@@ -66,6 +66,8 @@ SESSION = "sess-otlp-1"
 #: Payload content that must never reach the collector (tool arguments, prompts).
 CONTENT = "rm -rf /srv/precious"
 TIMEOUT_S = 60
+#: The relay as a user-scope install runs it (a bare script).
+RELAY = Path(__file__).resolve().parent.parent / "runtime" / "fronts" / "relay.py"
 
 # -- the receiver ---------------------------------------------------------------------------------
 
@@ -991,3 +993,57 @@ async def test_the_audit_sink_hands_its_redacted_records_to_exporters(tmp_path: 
     assert msgspec.to_builtins(got) == line
     assert SECRET not in (got.error or "") and got.time
     assert sink.submit(record) is False and len(seen) == 1  # closed: neither written nor exported
+
+
+def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
+    tmp_path: Path, receiver: Receiver
+) -> None:
+    """An agent's hooks, adopted and reached through the relay, are ordinary traffic: the
+    same span, audit log record and metrics a native event gets (an operator exporting from
+    serve used to see none of them)."""
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    guard = {"PreToolUse": [{"hooks": [{"type": "command", "command": "echo no >&2; exit 2"}]}]}
+    (home / ".claude" / "triohooks-hooks.json").write_text(json.dumps(guard))
+    (tmp_path / "state").mkdir(mode=0o700)
+    env = cli_env(tmp_path, receiver.endpoint, HOME=str(home))
+    body = json.dumps(
+        {
+            "session_id": "claude-sess",
+            "cwd": str(tmp_path),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": CONTENT},
+        }
+    )
+    with serving(tmp_path, env) as (proc, _):
+        deadline = time.monotonic() + TIMEOUT_S
+        while not (tmp_path / "state" / "serve.sock").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        relay = subprocess.run(
+            [sys.executable, "-I", "-S", str(RELAY), "claude"],
+            input=body,
+            capture_output=True,
+            text=True,
+            env={**env, "TRIOHOOKS_NO_AUTOSTART": "1"},
+            timeout=TIMEOUT_S,
+            check=False,
+        )
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=TIMEOUT_S)
+    answer = json.loads(relay.stdout)["hookSpecificOutput"]
+    assert answer["permissionDecision"] == "deny", relay.stderr
+    assert proc.returncode == 0, err
+    ((resource, span),) = receiver.got.spans
+    assert span.name == "hook pre_tool" and resource["triohooks.front"] == "serve"
+    got = attrs(span.attributes)
+    assert got["triohooks.hook.dialect"] == "claude"
+    assert got["triohooks.hook.id"] == "claude:user:PreToolUse[0].hooks[0]"
+    assert got["gen_ai.conversation.id"] == "claude-sess" and got["triohooks.outcome"] == "block"
+    (view,) = [log_view(r) for _, r in receiver.got.logs if "worker" not in str(r)]
+    assert view["triohooks.audit.decision"] == "block"
+    events = receiver.metric("triohooks.events")
+    assert sum_points(events[-1:], triohooks__event="pre_tool") == 1
+    assert sum_points(receiver.metric("triohooks.blocks")[-1:], triohooks__event="pre_tool") == 1
+    assert CONTENT not in all_strings(span)

@@ -8,23 +8,30 @@ session and group, nothing left behind, timeouts enforced), http hooks through t
 client, prompt hooks through the judge -- waits for all (as the agent does), and merges their
 replies into the agent's answer. ``async`` hooks run in the background and are not waited for.
 
-Each hook gets the input JSON byte for byte on stdin, the agent's environment variables
-(``CLAUDE_PROJECT_DIR``, ``CLAUDECODE`` ...) and the project directory as its working
-directory. Blocks and failures go to the audit like any other hook run.
+Each hook gets the input JSON byte for byte on stdin, the agent session's environment (when
+the caller has it) and the agent's variables (``CLAUDE_PROJECT_DIR``, ``CLAUDECODE`` ...), and
+the payload's ``cwd`` as its working directory. Every run goes through the engine's run
+observer (:meth:`triohooks.actors.runs.HookRuns.observe`): the same span, ``hook_started`` /
+``hook_finished``, metrics and audit record as a native run; the request as a whole is a
+``fired`` and an ``outcome`` to listeners, under the triohooks event it is (``pre_tool``).
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 import trio
 
+from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.runs import HookRuns, RunSummary
 from triohooks.config.model import TrustInfo
 from triohooks.config.paths import global_config_dir
 from triohooks.handlers.http import HttpHookClient, expand_headers
@@ -56,6 +63,31 @@ MAX_TABLES: Final = 64
 MAX_SESSIONS: Final = 4096
 
 
+#: An agent reply's status as a run outcome (``ok``/``block`` as native runs have them).
+_OUTCOMES: dict[str, str] = {"ok": "ok", "block": "block", "error": "error"}
+
+
+def _audit_record(
+    event: str, session: str, hook_id: str, reply: AgentReply, project: Path | None
+) -> AuditRecord | None:
+    """An agent hook run's audit record, as a native run's: one that blocks, fails or was cut
+    short (truncated output); None for a plain answer."""
+    if reply.status == "ok" and not reply.truncated:
+        return None
+    return AuditRecord(
+        time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        session=session,
+        kind="hook",
+        event=event,
+        hook=hook_id,
+        decision={"block": "block", "error": "error"}.get(reply.status),
+        error=reply.error if reply.status == "error" else reply.reason,
+        duration_ms=round(reply.duration_ms, 3),
+        workspace=str(project) if project is not None else "",
+        truncated=reply.truncated,
+    )
+
+
 class AgentPayloadError(ValueError):
     """The request is not an agent hook input (not a JSON object, no ``hook_event_name``)."""
 
@@ -70,6 +102,19 @@ class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
     duration_ms: float
     error: str | None
     truncated: bool
+
+
+class AgentOutcome(msgspec.Struct, frozen=True, kw_only=True):
+    """What listeners (``watch``, metrics) are told of an answered agent event: the
+    ``outcome`` of a native event's shape, as far as it applies."""
+
+    event: str
+    agent: AgentName
+    blocked: bool
+    decision: str | None
+    reason: str | None
+    runs: list[AgentRun]
+    queued: bool = False
 
 
 class AgentResult(msgspec.Struct, kw_only=True):
@@ -118,7 +163,7 @@ class AgentHooks:
         config_dir: Path | None = None,
         home: Path | None = None,
         trust_override: bool = False,
-        on_result: Callable[[AgentResult], None] | None = None,
+        observer: HookRuns | None = None,
     ) -> None:
         self._spawner = spawner
         self._http = http
@@ -131,7 +176,9 @@ class AgentHooks:
         self._sessions: dict[tuple[str, str], Path] = {}
         #: (agent, trust key, state, digest) already logged as held back: said once.
         self._told: set[tuple[str, str, str, str]] = set()
-        self.on_result = on_result
+        #: The engine's run observer: every agent hook run gets the span, listener events and
+        #: audit record a native run gets.
+        self._observer = observer
 
     @property
     def home(self) -> Path:
@@ -218,13 +265,22 @@ class AgentHooks:
         runs: list[tuple[AgentHook, AgentReply]] = []
         foreground = [h for h in chosen if h.supported and not h.background]
         base_env = os.environ if env is None else env
+        seen_as = self._seen_as(name, event)
+        session = str(payload.get("session_id") or "")
+        listeners = self._observer.listeners if self._observer is not None else None
+        if listeners:
+            listeners.emit("fired", event=seen_as, session=session, hooks=len(chosen))
         for hook in chosen:
             if hook.supported and hook.background:
-                self._background.start_soon(self._run_one, hook, payload, body, project, base_env)
+                self._background.start_soon(
+                    self._observed, hook, seen_as, session, payload, body, project, base_env
+                )
         replies: list[AgentReply | None] = [None] * len(foreground)
 
         async def one(i: int, hook: AgentHook) -> None:
-            replies[i] = await self._run_one(hook, payload, body, project, base_env)
+            replies[i] = await self._observed(
+                hook, seen_as, session, payload, body, project, base_env
+            )
 
         if any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):
@@ -262,9 +318,64 @@ class AgentHooks:
             ],
             trust=table.trust,
         )
-        if self.on_result is not None:
-            self.on_result(result)
+        if listeners:
+            listeners.emit(
+                "outcome",
+                event=seen_as,
+                outcome=AgentOutcome(
+                    event=seen_as,
+                    agent=name,
+                    blocked=answer.blocked,
+                    decision=answer.decision,
+                    reason=answer.reason,
+                    runs=result.runs,
+                ),
+            )
         return result
+
+    @staticmethod
+    def _seen_as(agent: AgentName, event: str) -> str:
+        """The event's name in spans, listener events and audit records: the triohooks event it
+        is (``pre_tool``), else the agent's own name for it; the dialect says whose."""
+        return SPECS[agent].events.get(event, event)
+
+    async def _observed(
+        self,
+        hook: AgentHook,
+        seen_as: str,
+        session: str,
+        payload: Mapping[str, Any],
+        body: bytes,
+        project: Path | None,
+        base_env: Mapping[str, str],
+    ) -> AgentReply:
+        """One hook run through the engine's observer (span, listener events, audit)."""
+        run = functools.partial(self._run_one, hook, payload, body, project, base_env)
+        if self._observer is None:
+            return await run()
+        observer = self._observer
+        hook_id = f"{hook.agent}:{hook.label}"
+
+        def summary(reply: AgentReply) -> RunSummary:
+            return RunSummary(
+                outcome=_OUTCOMES.get(reply.status, reply.status),
+                exit_code=reply.exit_code,
+                duration_ms=reply.duration_ms,
+                output_bytes=0,
+                record=_audit_record(seen_as, session, hook_id, reply, project)
+                if observer.wants_records()
+                else None,
+            )
+
+        return await observer.observe(
+            run,
+            summary,
+            event=seen_as,
+            hook_id=hook_id,
+            name=hook.label,
+            dialect=hook.agent,
+            session=session or None,
+        )
 
     def _held_back(
         self,

@@ -12,7 +12,6 @@ import logging
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from functools import partial
 from typing import Any, Unpack
 
 import msgspec
@@ -150,7 +149,7 @@ class HookEngine(Guards):
                         background=events,
                         config_dir=settings.config_dir,
                         trust_override=settings.trust,
-                        on_result=partial(_audit_agent_result, runs),
+                        observer=runs,
                     )
                     await Supervisor(events).start("dispatcher", dispatcher.serve)
                     try:
@@ -394,27 +393,6 @@ class HookEngine(Guards):
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
-
-
-def _audit_agent_result(runs: HookRuns, result: AgentResult) -> None:
-    """Agent-dialect runs are audited like our own: a block, a failure, a permission answer."""
-    for run in result.runs:
-        if run.status == "ok" and not run.truncated:
-            continue
-        decision = {"block": "block", "error": "error"}.get(run.status)
-        runs.record(
-            AuditRecord(
-                session=result.session,
-                kind="hook",
-                event=f"{result.agent}:{result.event}",
-                hook=run.hook,
-                decision=decision,
-                error=run.error,
-                duration_ms=run.duration_ms,
-                workspace=result.project or "",
-                truncated=run.truncated,
-            )
-        )
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
