@@ -847,7 +847,7 @@ command = "cat >> $OUT/log.jsonl; echo >> $OUT/log.jsonl"
 
 [[hooks.post_tool]]
 match = "slow"
-command = "sleep 0.15"
+command = "sleep 5"
 
 [[hooks.session_end]]
 command = "cat > $OUT/session_end.json"
