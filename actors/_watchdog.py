@@ -93,7 +93,8 @@ FRAME = struct.Struct("<I")
 MAX_FDS = 8
 _CMSG_SPACE = socket.CMSG_SPACE(MAX_FDS * 4)
 # Plain ints: the socket module's flags are IntFlags, and their ``|`` and ``&`` run in Python.
-_CMSG_CLOEXEC = int(socket.MSG_CMSG_CLOEXEC)
+# (Linux; the module is also imported where it lacks, for the marker scan: 0 is never used.)
+_CMSG_CLOEXEC = int(getattr(socket, "MSG_CMSG_CLOEXEC", 0))
 _CTRUNC = int(socket.MSG_CTRUNC)
 READ_CHUNK = 65536
 #: The most stdin a spawn request carries (a pipe holds 64 KiB unless the system is short).
@@ -276,6 +277,16 @@ def kill_marked(engine_id: str, spare: Callable[[int], bool] | None = None) -> i
 
 def _kill_verified(pid: int, prefix: str, spare: Callable[[int], bool] | None) -> bool:
     psutil = _psutil()
+    if not hasattr(os, "pidfd_open"):  # (macOS): psutil checks the pid's start time instead
+        try:
+            proc = psutil.Process(pid)
+            run = _run_of(proc, prefix)
+            if run is None or (spare is not None and spare(run)):
+                return False
+            proc.send_signal(signal.SIGKILL)
+            return True
+        except (psutil.Error, OSError):
+            return False
     try:
         pidfd = os.pidfd_open(pid)
     except OSError:

@@ -31,7 +31,8 @@ How nothing survives a run (with the watchdog helper, the default):
   the group *and* dropped the marker is not found, and nothing is killed if this process dies.
 - What can still escape with the helper: see :mod:`triohooks.actors._watchdog`.
 
-Linux only: pidfds (5.3+), /proc, prctl.
+The linux backend of the process guard (:mod:`triohooks.actors.guard` chooses it where pidfds
+(5.3+), /proc and prctl are there; :mod:`triohooks.actors.posix_guard` elsewhere).
 """
 
 from __future__ import annotations
@@ -49,10 +50,9 @@ from contextlib import asynccontextmanager, suppress
 from functools import partial
 from typing import Final, cast
 
-import msgspec
 import trio
 
-from triohooks.handlers.process import ProcessResult, ProcessSpec, ProcessStatus
+from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 from ._subreaper import HelperGone, HostEnvironment, WatchdogHelper
 from ._watchdog import (
@@ -63,6 +63,7 @@ from ._watchdog import (
     run_marker,
     write_private_file,
 )
+from .guard import Backend, Capture, GuardStats, process_result, unfinished
 from .supervisor import Supervisor
 from .workers import Workers
 
@@ -81,41 +82,6 @@ PAYLOAD_FILE_INLINE: Final = 256 * 1024
 SWEEP_INTERVAL_S: Final = 0.25
 READ_CHUNK: Final = 65536
 _RUN_VAR_BYTES: Final = RUN_VAR.encode()
-
-
-class ReaperStats(msgspec.Struct, frozen=True, kw_only=True):
-    spawned: int
-    spawn_failures: int
-    #: Groups we killed: timeouts, overflows, cancels and close.
-    killed: int
-    timeouts: int
-    overflows: int
-    #: Processes found by their marker after leaving their group.
-    escapees_killed: int
-    live: int
-
-
-class _Capture:
-    """One output stream: the first ``cap`` bytes kept, every byte counted."""
-
-    __slots__ = ("cap", "chunks", "kept", "total")
-
-    def __init__(self, cap: int) -> None:
-        self.cap = cap
-        self.chunks: list[bytes] = []
-        self.kept = 0
-        self.total = 0
-
-    def add(self, chunk: bytes | bytearray) -> None:
-        self.total += len(chunk)
-        room = self.cap - self.kept
-        if room > 0:
-            piece = bytes(chunk[:room])
-            self.chunks.append(piece)
-            self.kept += len(piece)
-
-    def text(self) -> str:
-        return b"".join(self.chunks).decode("utf-8", errors="replace")
 
 
 class _HelperChild:
@@ -369,8 +335,8 @@ class _Plumbing:
 
     def __init__(self, run: _Run, spec: ProcessSpec) -> None:
         self.run = run
-        self.out = _Capture(spec.output_cap)
-        self.err = _Capture(spec.output_cap)
+        self.out = Capture(spec.output_cap)
+        self.err = Capture(spec.output_cap)
         self.limit = spec.output_cap if spec.overflow == "error" else None
         self.exited = False
         self.overflowed = False
@@ -441,7 +407,7 @@ class _Plumbing:
             elif self._read(fd, self.out if fd == run.stdout else self.err):
                 self.poller.unregister(fd)
 
-    def _read(self, fd: int, capture: _Capture) -> bool:
+    def _read(self, fd: int, capture: Capture) -> bool:
         """Read what is there; True at EOF (counted in ``open_outputs``)."""
         for _ in range(self.READS_PER_WAKEUP):
             try:
@@ -572,18 +538,6 @@ def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
     return f"cannot start {program!r}: {exc}"
 
 
-def _unfinished(top: int, live: frozenset[int], run_no: int) -> bool:
-    """Whether a run was spawning, running, or not yet numbered when the sweep began."""
-    return run_no > top or run_no in live
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
 class Reaper:
     """Spawns, guards, kills and reaps hook processes. Create with :func:`open_reaper`."""
 
@@ -610,6 +564,10 @@ class Reaper:
         self._workers = Workers(self)
 
     @property
+    def backend(self) -> Backend:
+        return "linux"
+
+    @property
     def live(self) -> int:
         """Hook processes (groups) running now."""
         return len(self._runs)
@@ -618,9 +576,9 @@ class Reaper:
     def watchdog_pid(self) -> int | None:
         return self._helper.pid if self._helper is not None else None
 
-    def stats(self) -> ReaperStats:
+    def stats(self) -> GuardStats:
         helper = self._helper
-        return ReaperStats(
+        return GuardStats(
             spawned=self._spawned,
             spawn_failures=self._spawn_failures,
             killed=self._killed,
@@ -833,40 +791,21 @@ class Reaper:
         self, run: _Run, spec: ProcessSpec, pipes: _Plumbing, started: float, *, timed_out: bool
     ) -> ProcessResult:
         """The ProcessResult of a run whose child is reaped (or given up on)."""
-        out, err = pipes.out, pipes.err
-        returncode = run.child.returncode
-        status: ProcessStatus = "killed"
-        exit_code = signum = error = None
-        if pipes.overflowed:
-            self._overflows += 1
-            status, error = "overflow", f"hook output exceeded {spec.output_cap} bytes"
-        elif timed_out and not run.closed:
-            self._timeouts += 1
-            status, error = "timeout", f"timed out after {spec.timeout_s:g} s"
-        elif run.lost:
-            error = "hook exit status lost (the watchdog helper is gone)"
-        elif returncode is None:  # stuck in the kernel past our budget
-            error = "hook did not die after SIGKILL"
-        elif returncode >= 0:
-            status, exit_code = "exited", returncode
-        elif run.closed:
-            error = "killed: reaper closed"
-        else:
-            signum = -returncode
-            status, error = "signaled", f"killed by {_signal_name(signum)}"
-        return ProcessResult(
-            status=status,
-            exit_code=exit_code,
-            signal=signum,
+        result = process_result(
+            spec,
+            returncode=run.child.returncode,
+            out=pipes.out,
+            err=pipes.err,
             duration_ms=(time.perf_counter() - started) * 1000,
-            stdout=out.text(),
-            stderr=err.text(),
-            stdout_bytes=out.total,
-            stderr_bytes=err.total,
-            truncated=out.total > out.cap or err.total > err.cap,
-            error=error,
             pid=run.pid,
+            overflowed=pipes.overflowed,
+            timed_out=timed_out,
+            closed=run.closed,
+            lost=run.lost,
         )
+        self._overflows += result.status == "overflow"
+        self._timeouts += result.status == "timeout"
+        return result
 
     async def _stop(self, run: _Run) -> None:
         """SIGTERM the group, grace, SIGKILL the group, kill the run's escapees: through the
@@ -1043,7 +982,7 @@ class Reaper:
             self._sweep_wanted = trio.Event()
             # Runs started after this snapshot, or live in it, are spared: their processes are
             # legitimately alive. Any other marked process belongs to a finished run.
-            spare = partial(_unfinished, self._last_no, frozenset(self._unfinished))
+            spare = partial(unfinished, self._last_no, frozenset(self._unfinished))
             try:
                 self._escapees_killed += await trio.to_thread.run_sync(
                     kill_marked, self.engine_id, spare

@@ -67,13 +67,13 @@ READ_CHUNK: Final = 65536
 REPLY_POLL_S: Final = 0.0001
 
 
-class _Reply(msgspec.Struct):
+class Reply(msgspec.Struct):
     exit: int
     stdout: str = ""
     stderr: str = ""
 
 
-_decode_reply: Final = msgspec.json.Decoder(_Reply).decode
+_decode_reply: Final = msgspec.json.Decoder(Reply).decode
 
 PoolKey = tuple[str, tuple[str, ...], str, tuple[tuple[str, str], ...] | None]
 
@@ -321,21 +321,13 @@ class Workers:
             raise
         if waiting.cancelled_caught:
             broken = f"timed out after {spec.timeout_s:g} s"
-        reply: _Reply | None = None
-        if broken is None:
-            try:
-                reply = _decode_reply(line)
-            except msgspec.DecodeError as exc:
-                broken = f'its reply is not {{"exit": N, "stdout": "...", "stderr": "..."}}: {exc}'
-            else:
-                if not 0 <= reply.exit <= 255:
-                    broken = f"its reply's exit is not 0..255: {reply.exit}"
-        if broken is not None or reply is None:
-            return await self._failed(pool, worker, spec, started, broken or "no reply")
+        read = read_reply(line) if broken is None else broken
+        if isinstance(read, str):
+            return await self._failed(pool, worker, spec, started, read)
         worker.served += 1
         pool.failures.clear()
         self._release(pool, worker)
-        return _result(spec, reply, started, worker.pid)
+        return reply_result(spec, read, started, worker.pid)
 
     async def _failed(
         self, pool: _Pool, worker: _Worker, spec: ProcessSpec, started: float, why: str
@@ -444,7 +436,18 @@ def reaper_budget() -> float:
     return TERM_GRACE_S + REAP_BUDGET_S
 
 
-def _result(spec: ProcessSpec, reply: _Reply, started: float, pid: int) -> ProcessResult:
+def read_reply(line: bytes) -> Reply | str:
+    """A worker's reply line read, or why it is not one (the worker broke the protocol)."""
+    try:
+        reply = _decode_reply(line)
+    except msgspec.DecodeError as exc:
+        return f'its reply is not {{"exit": N, "stdout": "...", "stderr": "..."}}: {exc}'
+    if not 0 <= reply.exit <= 255:
+        return f"its reply's exit is not 0..255: {reply.exit}"
+    return reply
+
+
+def reply_result(spec: ProcessSpec, reply: Reply, started: float, pid: int) -> ProcessResult:
     """The reply as the one-shot run it stands for: caps and overflow as the spec says."""
     out = reply.stdout.encode("utf-8", errors="surrogatepass")
     err = reply.stderr.encode("utf-8", errors="surrogatepass")

@@ -3,7 +3,7 @@
 Both are timed interleaved (ours, bare, ours, bare, ...) so drift in machine load hits both
 alike. Prints p50/p99 of each and their ratio; the target is ours/bare <= 1.10 at p50.
 
-    .venv/bin/python -m bench.spawn_overhead [-n 600] [--via reaper|engine] [--no-watchdog]
+    .venv/bin/python -m bench.spawn_overhead [-n 600] [--via reaper|posix|engine] [--no-watchdog]
         [--rounds 3] [--baseline run|io]
 
 "Our stack" is either the process guard alone plus TOML-dialect reading (:func:`via_reaper`) or
@@ -27,9 +27,11 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
 import trio
 
+from triohooks.actors.posix_guard import open_posix_guard
 from triohooks.actors.reaper import open_reaper
 from triohooks.engine.hook_engine import HookEngine
 from triohooks.handlers.process import ProcessSpec
@@ -44,8 +46,21 @@ TARGET = 1.10
 
 @asynccontextmanager
 async def via_reaper(*, watchdog: bool = True) -> AsyncIterator[HookRunner]:
-    """One TOML-dialect command hook: spawned, guarded, reaped and read."""
-    async with open_reaper(watchdog=watchdog) as reaper:
+    """One TOML-dialect command hook: spawned, guarded, reaped and read (linux backend)."""
+    async with _guarded(open_reaper(watchdog=watchdog)) as run_once:
+        yield run_once
+
+
+@asynccontextmanager
+async def via_posix(*, watchdog: bool = True) -> AsyncIterator[HookRunner]:
+    """The same through the posix backend (what macOS gets), here on Linux."""
+    async with _guarded(open_posix_guard(watchdog=watchdog)) as run_once:
+        yield run_once
+
+
+@asynccontextmanager
+async def _guarded(opened: Any) -> AsyncIterator[HookRunner]:
+    async with opened as reaper:
         spec = ProcessSpec(
             argv=tuple(ARGV),
             cwd=os.getcwd(),
@@ -134,7 +149,7 @@ def report(label: str, ours: list[float], bare: list[float]) -> tuple[float, flo
 
 
 async def main(n: int, via: str, watchdog: bool, rounds: int = 1, baseline: str = "run") -> None:
-    runner = via_engine if via == "engine" else via_reaper
+    runner = {"engine": via_engine, "reaper": via_reaper, "posix": via_posix}[via]
     bare = BASELINES[baseline]
     label = via if baseline == "run" else f"{via}, baseline {baseline}"
     results = []
@@ -153,7 +168,7 @@ async def main(n: int, via: str, watchdog: bool, rounds: int = 1, baseline: str 
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=600)
-    parser.add_argument("--via", choices=["reaper", "engine"], default="reaper")
+    parser.add_argument("--via", choices=["reaper", "posix", "engine"], default="reaper")
     parser.add_argument("--no-watchdog", action="store_true")
     parser.add_argument("--rounds", type=int, default=1)
     parser.add_argument("--baseline", choices=sorted(BASELINES), default="run")

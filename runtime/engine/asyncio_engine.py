@@ -43,6 +43,7 @@ import msgspec
 import trio
 
 from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.guard import ProcessGuard
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.actors.reaper import HostedRun, Reaper
@@ -310,14 +311,17 @@ class _LoopSpawner:
     loop cannot settle (a timeout, an overflow, a close, a cancel) is finished in Trio, by
     the reaper's own code (:class:`~triohooks.actors.reaper.HostedRun`)."""
 
-    def __init__(self, reaper: Reaper, guest: _GuestRun) -> None:
+    def __init__(self, reaper: ProcessGuard, guest: _GuestRun) -> None:
         self._reaper = reaper
         self._guest = guest
 
     async def run(self, spec: ProcessSpec) -> ProcessResult:
-        if not self._reaper.hosts(spec):  # a worker, or a payload file and no helper to write it
-            return await self._guest.call(lambda: self._reaper.run(spec))
-        hosted = self._reaper.start_hosted(spec)
+        reaper = self._reaper
+        # A worker, a payload file and no helper to write it, or the posix backend (no pidfd
+        # for the loop to wait on): the run is Trio's.
+        if not isinstance(reaper, Reaper) or not reaper.hosts(spec):
+            return await self._guest.call(lambda: reaper.run(spec))
+        hosted = reaper.start_hosted(spec)
         if isinstance(hosted, ProcessResult):
             await asyncio.sleep(0)  # a checkpoint, as the reaper's run is
             return hosted

@@ -20,9 +20,9 @@ import trio
 from triohooks.actors.audit import AuditSink
 from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.dispatcher import Dispatcher
+from triohooks.actors.guard import ProcessGuard, open_guard
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
-from triohooks.actors.reaper import Reaper, open_reaper
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
 from triohooks.agents.runner import AgentHooks, AgentResult
@@ -55,7 +55,7 @@ class HookEngine(Guards):
         self,
         dispatcher: Dispatcher,
         loader: Loader,
-        reaper: Reaper,
+        reaper: ProcessGuard,
         audit: AuditSink | None,
         judge_warning: str | None,
         agents: AgentHooks | None = None,
@@ -122,7 +122,7 @@ class HookEngine(Guards):
             await supervisor.start("loader", loader.serve)
             if sink is not None:
                 await supervisor.start("audit", sink.serve)
-            async with open_reaper(watchdog=settings.watchdog) as reaper:
+            async with open_guard(watchdog=settings.watchdog) as reaper:
                 loader.on_swap.append(reaper.retire_workers)
                 runners = builtin_runners(
                     spawner=reaper,
@@ -160,7 +160,7 @@ class HookEngine(Guards):
                         with trio.CancelScope(shield=True):
                             engine.close_report = await dispatcher.post_worker.close()
                         events.cancel_scope.cancel()
-                # Leaving open_reaper kills every group still alive and stops the watchdog.
+                # Leaving open_guard kills every group still alive and stops the watchdog.
             if sink is not None:
                 with trio.CancelScope(shield=True):
                     engine._audit_close_report()

@@ -371,14 +371,20 @@ def cmd_trust(args: argparse.Namespace) -> int:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from triohooks.actors.guard import GuardUnavailable, backend, describe
     from triohooks.agents.config import find_project
     from triohooks.agents.spec import AGENTS, home_dir
 
     from .agent_checks import check_agent
-    from .doctor import diagnose
+    from .doctor import DoctorLine, diagnose
 
     table = _load(args)
     lines = diagnose(table)
+    try:
+        backend()
+        lines.insert(0, DoctorLine(True, describe()))
+    except GuardUnavailable:
+        lines.insert(0, DoctorLine(False, describe()))
     ws = _workspace(args)
     config_dir = args.config_dir if args.config_dir is not None else global_config_dir()
     home = home_dir()

@@ -1,0 +1,231 @@
+"""The process guard's one interface, and which backend stands behind it.
+
+Two backends keep the same promises as far as their OS lets them (docs/platforms.md):
+
+- ``linux`` (:mod:`triohooks.actors.reaper`): a child-subreaper watchdog helper spawns every
+  hook, pidfds watch them; no escapee survives, even a double fork that drops its marker.
+- ``posix`` (:mod:`triohooks.actors.posix_guard`): what macOS and the BSDs offer -- trio's own
+  process API (kqueue on macOS), each hook in its own session and group, group kills, the
+  run-marker sweep, and a small host-death watchdog process; an escapee that left the group
+  *and* dropped the marker is not found.
+
+:func:`backend` picks ``linux`` when every API it needs is there (``os.pidfd_open``,
+``os.waitid``, ``signal.pidfd_send_signal``, ``socket.MSG_CMSG_CLOEXEC``, ``select.epoll``),
+else ``posix``; ``TRIOHOOKS_PROCESS_GUARD=linux|posix`` forces one. Windows has neither: the
+engine refuses to open, saying so.
+
+Also here, shared by both: :class:`Capture` (an output stream kept up to its cap, every byte
+counted) and :func:`process_result` (how a finished run becomes its
+:class:`~triohooks.handlers.process.ProcessResult`: the one rule for statuses).
+"""
+
+from __future__ import annotations
+
+import os
+import select
+import signal
+import socket
+import sys
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from typing import Final, Literal, Protocol
+
+import msgspec
+
+from triohooks.handlers.process import ProcessResult, ProcessSpec, ProcessStatus
+
+Backend = Literal["linux", "posix"]
+BACKENDS: Final[tuple[Backend, ...]] = ("linux", "posix")
+#: Forces a backend (``linux`` or ``posix``) instead of the one the OS offers.
+BACKEND_VAR: Final = "TRIOHOOKS_PROCESS_GUARD"
+#: What the linux backend needs that macOS and the BSDs lack.
+LINUX_APIS: Final = (
+    (os, "pidfd_open"),
+    (os, "waitid"),
+    (signal, "pidfd_send_signal"),
+    (socket, "MSG_CMSG_CLOEXEC"),
+    (select, "epoll"),
+)
+
+
+class GuardUnavailable(RuntimeError):
+    """No process guard can run here (Windows; a forced backend whose APIs are missing)."""
+
+
+def missing_linux_apis() -> list[str]:
+    return [f"{m.__name__}.{name}" for m, name in LINUX_APIS if not hasattr(m, name)]
+
+
+def backend(environ: Mapping[str, str] | None = None) -> Backend:
+    """The backend this process uses: forced by :data:`BACKEND_VAR`, else linux when its APIs
+    are all there, else posix. Raises :class:`GuardUnavailable` where neither can run."""
+    env = os.environ if environ is None else environ
+    if os.name != "posix":
+        raise GuardUnavailable(
+            f"triohooks cannot guard hook processes on {sys.platform}: it needs process groups "
+            "and sessions (Linux, macOS, the BSDs); Windows would need a Job Object backend"
+        )
+    forced = env.get(BACKEND_VAR, "").strip()
+    if forced and forced not in BACKENDS:
+        raise GuardUnavailable(f"{BACKEND_VAR}={forced!r}: expected one of {', '.join(BACKENDS)}")
+    missing = missing_linux_apis()
+    if forced == "linux" and missing:
+        raise GuardUnavailable(f"{BACKEND_VAR}=linux, but this Python lacks {', '.join(missing)}")
+    if forced:
+        return forced
+    return "posix" if missing else "linux"
+
+
+def describe(environ: Mapping[str, str] | None = None) -> str:
+    """One line for ``doctor``: the active backend and why."""
+    try:
+        chosen = backend(environ)
+    except GuardUnavailable as exc:
+        return f"process guard: none ({exc})"
+    env = os.environ if environ is None else environ
+    why = f"forced by {BACKEND_VAR}" if env.get(BACKEND_VAR, "").strip() else "what this OS offers"
+    if chosen == "linux":
+        return f"process guard: linux (subreaper watchdog helper, pidfds; {why})"
+    missing = missing_linux_apis()
+    lacks = f"; no {', '.join(missing)}" if missing else ""
+    return f"process guard: posix (process groups, marker sweep, host-death watchdog; {why}{lacks})"
+
+
+class GuardStats(msgspec.Struct, frozen=True, kw_only=True):
+    spawned: int
+    spawn_failures: int
+    #: Groups we killed: timeouts, overflows, cancels and close.
+    killed: int
+    timeouts: int
+    overflows: int
+    #: Processes found by their marker after leaving their group.
+    escapees_killed: int
+    live: int
+
+
+class ProcessGuard(Protocol):
+    """What the engine needs of a process guard (both backends provide it)."""
+
+    @property
+    def backend(self) -> Backend: ...
+
+    @property
+    def live(self) -> int: ...
+
+    @property
+    def watchdog_pid(self) -> int | None: ...
+
+    def stats(self) -> GuardStats: ...
+
+    async def run(self, spec: ProcessSpec) -> ProcessResult: ...
+
+    async def write_payload(self, path: str, data: bytes) -> None: ...
+
+    async def remove_payload(self, path: str, *, wait: bool = False) -> None: ...
+
+    def hosts(self, spec: ProcessSpec) -> bool: ...
+
+    def retire_workers(self) -> None: ...
+
+    async def kill_all(self) -> int: ...
+
+
+@asynccontextmanager
+async def open_guard(*, watchdog: bool = True) -> AsyncIterator[ProcessGuard]:
+    """The process guard of this OS (:func:`backend`), open until the block ends: then every
+    group still alive is killed and the watchdog stopped (see each backend)."""
+    chosen = backend()
+    if chosen == "linux":
+        from .reaper import open_reaper
+
+        async with open_reaper(watchdog=watchdog) as reaper:
+            yield reaper
+    else:
+        from .posix_guard import open_posix_guard
+
+        async with open_posix_guard(watchdog=watchdog) as guard:
+            yield guard
+
+
+class Capture:
+    """One output stream: the first ``cap`` bytes kept, every byte counted."""
+
+    __slots__ = ("cap", "chunks", "kept", "total")
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self.chunks: list[bytes] = []
+        self.kept = 0
+        self.total = 0
+
+    def add(self, chunk: bytes | bytearray) -> None:
+        self.total += len(chunk)
+        room = self.cap - self.kept
+        if room > 0:
+            piece = bytes(chunk[:room])
+            self.chunks.append(piece)
+            self.kept += len(piece)
+
+    def text(self) -> str:
+        return b"".join(self.chunks).decode("utf-8", errors="replace")
+
+
+def unfinished(top: int, live: frozenset[int], run_no: int) -> bool:
+    """Whether a run was spawning, running, or not yet numbered when a marker sweep began
+    (``top``: the last run number then; ``live``: the runs then live): its processes are
+    spared."""
+    return run_no > top or run_no in live
+
+
+def signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+def process_result(
+    spec: ProcessSpec,
+    *,
+    returncode: int | None,
+    out: Capture,
+    err: Capture,
+    duration_ms: float,
+    pid: int | None,
+    overflowed: bool = False,
+    timed_out: bool = False,
+    closed: bool = False,
+    lost: bool = False,
+) -> ProcessResult:
+    """The ProcessResult of a finished (or given up) run: overflow, then timeout, then a lost
+    status, then the exit. ``returncode`` as Popen has it (negative: the signal)."""
+    status: ProcessStatus = "killed"
+    exit_code = signum = error = None
+    if overflowed:
+        status, error = "overflow", f"hook output exceeded {spec.output_cap} bytes"
+    elif timed_out and not closed:
+        status, error = "timeout", f"timed out after {spec.timeout_s:g} s"
+    elif lost:
+        error = "hook exit status lost (the watchdog helper is gone)"
+    elif returncode is None:  # stuck in the kernel past our budget
+        error = "hook did not die after SIGKILL"
+    elif returncode >= 0:
+        status, exit_code = "exited", returncode
+    elif closed:
+        error = "killed: reaper closed"
+    else:
+        signum = -returncode
+        status, error = "signaled", f"killed by {signal_name(signum)}"
+    return ProcessResult(
+        status=status,
+        exit_code=exit_code,
+        signal=signum,
+        duration_ms=duration_ms,
+        stdout=out.text(),
+        stderr=err.text(),
+        stdout_bytes=out.total,
+        stderr_bytes=err.total,
+        truncated=out.total > out.cap or err.total > err.cap,
+        error=error,
+        pid=pid,
+    )

@@ -1,0 +1,465 @@
+"""The posix process guard: hooks run, watched, killed and reaped with what macOS and the BSDs
+offer (docs/platforms.md says what holds where).
+
+Owns, for this backend: spawning each hook with trio's own process API (kqueue on macOS) in its
+own session and process group, with three pipes we read ourselves (caps, overflow), the run
+marker ``TRIOHOOKS_RUN`` in its environment; the timeout (SIGTERM to the group, a short grace,
+SIGKILL); after every run, a SIGKILL to what is left of its group, and a marker sweep for what
+left it; the engine's close (every group, then every marked process); payload files written and
+removed in worker threads; and the host-death watchdog (:mod:`triohooks.actors._posix_watchdog`),
+told of every live group and payload file, which kills and removes them if this process dies.
+
+Warm workers (``spec.worker``) keep their protocol -- one request line in, one reply line out,
+read by the same rule (:func:`triohooks.actors.workers.read_reply`) -- but a worker process serves
+one request here: it gets the line and EOF, and is reaped like any run. (Keeping workers alive
+needs the linux backend's pidfd watch; a worker written to the protocol works on both.)
+
+What does not hold here that holds on linux: a process that leaves its group (``setsid``) *and*
+drops the marker (``env -i``) is not found; after a run exits normally, its group is killed once
+its leader is reaped (trio's process API reaps), so a group whose members all left before that
+instant is not signalled at all. Must not: use blocking calls on the event loop, ``preexec_fn``
+or process-wide SIGCHLD handling.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.util
+import logging
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Final
+
+import trio
+
+from triohooks.handlers.process import ProcessResult, ProcessSpec
+
+from ._watchdog import RUN_VAR, kill_marked, remove_file, run_marker, write_private_file
+from .guard import Backend, Capture, GuardStats, process_result, unfinished
+from .workers import MAX_REPLY_LINE, WORKER_VAR, read_reply, reply_result
+
+log = logging.getLogger("triohooks.posix_guard")
+
+#: Between SIGTERM and SIGKILL to a hook's group.
+TERM_GRACE_S: Final = 0.1
+#: How long pipes may stay open after the direct child exited and its group was killed.
+EOF_GRACE_S: Final = 0.05
+#: Upper bound on shielded cleanup (kill + reap) of one run.
+REAP_BUDGET_S: Final = 2.0
+READ_CHUNK: Final = 65536
+#: The marker sweep after runs end runs at most this often.
+SWEEP_INTERVAL_S: Final = 0.25
+SCRIPT: Final = Path(__file__).with_name("_posix_watchdog.py")
+
+
+def _signal_group(pgid: int, sig: int) -> None:
+    try:
+        os.killpg(pgid, sig)
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _psutil_path() -> list[str]:
+    spec = importlib.util.find_spec("psutil")
+    if spec is None or spec.origin is None:
+        return []
+    return [str(Path(spec.origin).parent.parent)]
+
+
+def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
+    program = spec.argv[0]
+    if isinstance(exc, OSError) and exc.filename == spec.cwd:
+        return f"cannot start {program!r}: working directory {spec.cwd!r}: {exc.strerror}"
+    if isinstance(exc, FileNotFoundError):
+        return f"cannot start {program!r}: program not found"
+    if isinstance(exc, OSError):
+        return f"cannot start {program!r}: {exc.strerror or exc}"
+    return f"cannot start {program!r}: {exc}"
+
+
+class _Watchdog:
+    """The host-death watchdog process and the lines we owe it (written by one task, so the
+    loop never blocks on its pipe)."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.pending: list[bytes] = []
+        self.wake = trio.Event()
+
+    def say(self, line: bytes) -> None:
+        self.pending.append(line)
+        self.wake.set()
+
+    async def writer(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        stdin = self.process.stdin
+        assert stdin is not None
+        task_status.started()
+        while True:
+            await self.wake.wait()
+            self.wake = trio.Event()
+            lines, self.pending = self.pending, []
+            try:
+                await stdin.send_all(b"".join(lines))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                log.warning("the host-death watchdog is gone; hooks are still killed on close")
+                return
+
+
+class PosixGuard:
+    """Spawns, guards, kills and reaps hook processes on any POSIX system. Create with
+    :func:`open_posix_guard`."""
+
+    def __init__(self, *, engine_id: str | None = None) -> None:
+        self.engine_id = engine_id or uuid.uuid4().hex
+        #: Live runs: run number -> the process (its pid is its pgid).
+        self._live: dict[int, trio.Process] = {}
+        self._last_no = 0
+        self._closing = False
+        self._watchdog: _Watchdog | None = None
+        self._spawned = 0
+        self._spawn_failures = 0
+        self._killed = 0
+        self._timeouts = 0
+        self._overflows = 0
+        self._escapees_killed = 0
+        self._sweep_wanted = trio.Event()
+
+    @property
+    def backend(self) -> Backend:
+        return "posix"
+
+    @property
+    def live(self) -> int:
+        return len(self._live)
+
+    @property
+    def watchdog_pid(self) -> int | None:
+        return self._watchdog.process.pid if self._watchdog is not None else None
+
+    def stats(self) -> GuardStats:
+        return GuardStats(
+            spawned=self._spawned,
+            spawn_failures=self._spawn_failures,
+            killed=self._killed,
+            timeouts=self._timeouts,
+            overflows=self._overflows,
+            escapees_killed=self._escapees_killed,
+            live=len(self._live),
+        )
+
+    def hosts(self, spec: ProcessSpec) -> bool:
+        return False  # every run is waited for in Trio
+
+    def retire_workers(self) -> None:
+        """Nothing to retire: a worker serves one request here."""
+
+    def _say(self, line: str) -> None:
+        if self._watchdog is not None:
+            self._watchdog.say(line.encode() + b"\n")
+
+    # -- payload files ---------------------------------------------------------------------
+    async def write_payload(self, path: str, data: bytes) -> None:
+        """Create a payload file (0600, exclusively, not through a symlink) in a worker thread,
+        told to the watchdog first. Raises the OSError of the write."""
+        self._say("f" + os.fsencode(path).hex())
+        try:
+            await trio.to_thread.run_sync(write_private_file, path, data)
+        except BaseException:
+            self._say("F" + os.fsencode(path).hex())
+            raise
+
+    async def remove_payload(self, path: str, *, wait: bool = False) -> None:
+        """Remove a file :meth:`write_payload` made (shielded; a failure is logged)."""
+        with trio.CancelScope(shield=True):
+            try:
+                await trio.to_thread.run_sync(remove_file, path)
+            except OSError as exc:
+                log.warning("cannot remove payload file %s: %s", path, exc.strerror or exc)
+        self._say("F" + os.fsencode(path).hex())
+
+    # -- runs ------------------------------------------------------------------------------
+    async def run(self, spec: ProcessSpec) -> ProcessResult:
+        """Run one hook process to its end and return its one result. A checkpoint. On cancel
+        the group gets SIGTERM, a short grace, then SIGKILL, marked escapees are killed and the
+        child is reaped (shielded, bounded); then ``Cancelled`` is re-raised."""
+        started = time.perf_counter()
+        await trio.lowlevel.checkpoint_if_cancelled()
+        if self._closing:
+            return ProcessResult(status="killed", error="killed: reaper closed")
+        if not spec.argv:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error="empty command")
+        if spec.payload_file is not None:
+            try:
+                await self.write_payload(*spec.payload_file)
+            except OSError as exc:
+                self._spawn_failures += 1
+                path = spec.payload_file[0]
+                return ProcessResult(
+                    status="spawn_failed",
+                    error=f"cannot write the payload file {path!r}: {exc.strerror or exc}",
+                    duration_ms=(time.perf_counter() - started) * 1000,
+                )
+        try:
+            if spec.worker:
+                return await self._serve_once(spec, started)
+            return await self._run(spec, started)
+        finally:
+            if spec.payload_file is not None:
+                await self.remove_payload(spec.payload_file[0], wait=True)
+
+    def _env(self, spec: ProcessSpec, no: int, extra: dict[str, str]) -> dict[str, str]:
+        env = dict(os.environ if spec.env is None else spec.env)
+        env[RUN_VAR] = run_marker(self.engine_id, no)
+        env.update(extra)
+        return env
+
+    async def _start(
+        self, spec: ProcessSpec, extra: dict[str, str]
+    ) -> tuple[int, trio.Process] | ProcessResult:
+        self._last_no += 1
+        no = self._last_no
+        try:
+            process = await trio.lowlevel.open_process(
+                list(spec.argv),
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                cwd=spec.cwd,
+                env=self._env(spec, no, extra),
+                start_new_session=True,
+            )
+        except (OSError, ValueError) as exc:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+        self._spawned += 1
+        self._live[no] = process
+        self._say(f"+{process.pid}")
+        return no, process
+
+    async def _run(
+        self, spec: ProcessSpec, started: float, extra: dict[str, str] | None = None
+    ) -> ProcessResult:
+        launched = await self._start(spec, extra or {})
+        if isinstance(launched, ProcessResult):
+            return launched
+        no, process = launched
+        out, err = Capture(spec.output_cap), Capture(spec.output_cap)
+        overflowed = False
+        waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
+
+        async def read(stream: trio.abc.ReceiveStream | None, capture: Capture) -> None:
+            nonlocal overflowed
+            if stream is None:
+                return
+            while data := await stream.receive_some(READ_CHUNK):
+                capture.add(data)
+                if capture.total > capture.cap and spec.overflow == "error":
+                    overflowed = True
+                    waiting.cancel()
+
+        async def feed() -> None:
+            stdin = process.stdin
+            if stdin is None:
+                return
+            try:
+                if spec.stdin:
+                    await stdin.send_all(spec.stdin)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                pass  # the hook did not read it all: its business
+            finally:
+                await stdin.aclose()
+
+        try:
+            async with trio.open_nursery() as outputs:
+                outputs.start_soon(read, process.stdout, out)
+                outputs.start_soon(read, process.stderr, err)
+                with waiting:
+                    async with trio.open_nursery() as feeding:
+                        feeding.start_soon(feed)
+                        await process.wait()
+                        feeding.cancel_scope.cancel()
+                if process.returncode is None:  # timeout, overflow or close
+                    with trio.CancelScope(shield=True):
+                        await self._stop(no, process)
+                else:
+                    _signal_group(process.pid, signal.SIGKILL)  # what is left of its group
+                # A descendant may hold a pipe: it gets the grace, then we stop reading.
+                outputs.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
+        except BaseException:
+            with trio.move_on_after(REAP_BUDGET_S, shield=True):
+                await self._stop(no, process)
+            raise
+        finally:
+            with trio.CancelScope(shield=True):
+                for stream in (process.stdin, process.stdout, process.stderr):
+                    if stream is not None:
+                        await stream.aclose()
+            self._forget(no, process)
+        self._sweep(no)
+        result = process_result(
+            spec,
+            returncode=process.returncode,
+            out=out,
+            err=err,
+            duration_ms=(time.perf_counter() - started) * 1000,
+            pid=process.pid,
+            overflowed=overflowed,
+            timed_out=waiting.cancelled_caught and not overflowed,
+            closed=self._closing,
+        )
+        self._overflows += result.status == "overflow"
+        self._timeouts += result.status == "timeout"
+        return result
+
+    async def _serve_once(self, spec: ProcessSpec, started: float) -> ProcessResult:
+        """A warm worker's one request: its line and EOF in, its reply line out, read by the
+        workers' rule; the process is then reaped like any run's."""
+        line_spec = ProcessSpec(
+            argv=spec.argv,
+            cwd=spec.cwd,
+            env=spec.env,
+            stdin=spec.stdin.rstrip(b"\n") + b"\n",
+            timeout_s=spec.timeout_s,
+            output_cap=max(MAX_REPLY_LINE, 4 * spec.output_cap),
+            overflow="error",
+            label=spec.label,
+        )
+        ran = await self._run(line_spec, started, {WORKER_VAR: "1"})
+        if ran.status != "exited":
+            return ProcessResult(
+                status="timeout" if ran.status == "timeout" else "worker_error",
+                error=ran.error or f"the worker ended: {ran.status}",
+                duration_ms=ran.duration_ms,
+                pid=ran.pid,
+            )
+        line, _, rest = ran.stdout.encode("utf-8", "surrogateescape").partition(b"\n")
+        reply = read_reply(line)
+        if isinstance(reply, str):
+            return ProcessResult(
+                status="worker_error", error=reply, duration_ms=ran.duration_ms, pid=ran.pid
+            )
+        if rest.strip():
+            return ProcessResult(
+                status="worker_error",
+                error="it wrote more than one line",
+                duration_ms=ran.duration_ms,
+                pid=ran.pid,
+            )
+        return reply_result(spec, reply, started, ran.pid or 0)
+
+    async def _stop(self, no: int, process: trio.Process) -> None:
+        """SIGTERM the group, grace, SIGKILL the group, reap; kill the run's marked escapees.
+        A checkpoint; call it shielded."""
+        self._killed += 1
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGTERM)
+            with trio.move_on_after(TERM_GRACE_S):
+                await process.wait()
+        if process.returncode is None:
+            _signal_group(process.pid, signal.SIGKILL)
+            with trio.move_on_after(REAP_BUDGET_S):
+                await process.wait()
+        else:
+            _signal_group(process.pid, signal.SIGKILL)
+        self._escapees_killed += await trio.to_thread.run_sync(
+            kill_marked, self.engine_id, lambda other: other != no
+        )
+
+    def _forget(self, no: int, process: trio.Process) -> None:
+        if self._live.pop(no, None) is not None:
+            self._say(f"-{process.pid}")
+
+    def _sweep(self, no: int) -> None:
+        """A run ended: its marked processes that left the group are killed by the sweeper,
+        at most every :data:`SWEEP_INTERVAL_S` (one scan of the process table serves every run
+        that ended meanwhile)."""
+        self._sweep_wanted.set()
+
+    async def _sweeper(
+        self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
+    ) -> None:
+        task_status.started()
+        while True:
+            await self._sweep_wanted.wait()
+            self._sweep_wanted = trio.Event()
+            await trio.sleep(SWEEP_INTERVAL_S)
+            spared = functools.partial(unfinished, self._last_no, frozenset(self._live))
+            self._escapees_killed += await trio.to_thread.run_sync(
+                kill_marked, self.engine_id, spared
+            )
+
+    async def kill_all(self) -> int:
+        """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then kill
+        every process still carrying this engine's marker. Returns how many groups were live.
+        Call it shielded."""
+        self._closing = True
+        live = list(self._live.values())
+        for process in live:
+            _signal_group(process.pid, signal.SIGTERM)
+        self._killed += len(live)
+        with trio.move_on_after(TERM_GRACE_S):
+            for process in live:
+                await process.wait()
+        for process in live:
+            if process.returncode is None:
+                _signal_group(process.pid, signal.SIGKILL)
+        self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
+        with trio.move_on_after(REAP_BUDGET_S):
+            for process in live:
+                await process.wait()
+        return len(live)
+
+    async def _start_watchdog(self, nursery: trio.Nursery) -> None:
+        env = {k: v for k, v in os.environ.items() if k != RUN_VAR}
+        process = await trio.lowlevel.open_process(
+            [sys.executable, "-I", "-S", str(SCRIPT), self.engine_id, *_psutil_path()],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,
+        )
+        self._watchdog = _Watchdog(process)
+        await nursery.start(self._watchdog.writer)
+
+    async def _stop_watchdog(self) -> None:
+        watchdog = self._watchdog
+        if watchdog is None:
+            return
+        with trio.move_on_after(REAP_BUDGET_S, shield=True):
+            if watchdog.process.stdin is not None:
+                await watchdog.process.stdin.aclose()  # EOF: it cleans up what is left, exits
+            await watchdog.process.wait()
+        if watchdog.process.returncode is None:
+            watchdog.process.kill()
+            with trio.CancelScope(shield=True):
+                await watchdog.process.wait()
+
+
+@asynccontextmanager
+async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard]:
+    """A posix guard with its host-death watchdog (unless ``watchdog=False``). On exit, even on
+    cancel: :meth:`PosixGuard.kill_all`, then the watchdog is stopped, shielded and bounded."""
+    guard = PosixGuard()
+    try:
+        async with trio.open_nursery() as nursery:
+            if watchdog:
+                await guard._start_watchdog(nursery)
+            await nursery.start(guard._sweeper)
+            try:
+                yield guard
+            finally:
+                with trio.move_on_after(TERM_GRACE_S + 2 * REAP_BUDGET_S, shield=True):
+                    await guard.kill_all()
+                nursery.cancel_scope.cancel()
+    finally:
+        await guard._stop_watchdog()

@@ -1,0 +1,354 @@
+"""The posix process guard (what macOS and the BSDs get), run here on Linux: forced with
+``TRIOHOOKS_PROCESS_GUARD=posix``, and chosen by itself in a process whose Linux-only APIs are
+gone. Every hook kind works through it; timeouts, cancels and close leave no process of the
+hook's group nor any that kept the run marker; the host-death watchdog kills them when the host
+is SIGKILLed. Real processes, real clock."""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import psutil
+import pytest
+import trio
+
+from tests.helpers import write_json_hooks, write_toml_hooks
+from triohooks import HookEngine
+from triohooks.actors.guard import BACKEND_VAR, GuardUnavailable, backend, describe
+
+pytestmark = pytest.mark.slow
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+@pytest.fixture
+def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv(BACKEND_VAR, "posix")
+    (tmp_path / "ws").mkdir()
+    return tmp_path / "ws"
+
+
+def unique_sleep() -> tuple[str, list[str]]:
+    seconds = f"300.{random.randrange(10**8, 10**9)}"
+    return f"sleep {seconds}", ["sleep", seconds]
+
+
+def running(argv: list[str]) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found
+
+
+@pytest.fixture
+def sleeps() -> Iterator[list[list[str]]]:
+    """argvs of processes a test starts; any still running at the end is killed (and fails
+    the test where it asserts)."""
+    made: list[list[str]] = []
+    yield made
+    for argv in made:
+        for proc in running(argv):
+            proc.kill()
+
+
+def engine(ws: Path, **kw: Any) -> Any:
+    return HookEngine.open(
+        workspace=ws, config_dir=ws.parent / "g", state_dir=ws.parent / "state", trust=True, **kw
+    )
+
+
+def test_the_backend_is_chosen_by_what_the_os_offers_or_forced() -> None:
+    assert backend({}) in ("linux", "posix")
+    assert backend({BACKEND_VAR: "posix"}) == "posix"
+    with pytest.raises(GuardUnavailable, match="expected one of linux, posix"):
+        backend({BACKEND_VAR: "windows"})
+    assert "posix" in describe({BACKEND_VAR: "posix"})
+
+
+async def test_every_hook_kind_runs(ws: Path, tmp_path: Path) -> None:
+    """TOML command and args hooks, a JSON-dialect executor with its payload file, warm
+    workers of both dialects, an in-process hook and an agent's hook."""
+    seen = tmp_path / "payload-seen"
+    write_toml_hooks(
+        ws / ".agents",
+        textwrap.dedent(
+            f"""
+            [[hooks.pre_tool]]
+            id = "no-push"
+            command = "grep -q 'git push' && {{ echo 'no pushing' >&2; exit 2; }}; exit 0"
+            [[hooks.pre_tool]]
+            id = "args"
+            args = ["bash", "-c", "echo args-ran >> {tmp_path / "args"}"]
+            [[hooks.pre_tool]]
+            id = "worker"
+            worker = true
+            command = "while read -r line; do echo '{{\\"exit\\": 0, \\"stdout\\": \\"\\", \\"stderr\\": \\"\\"}}'; done"
+            """
+        ),
+    )
+    write_json_hooks(
+        ws / ".agents",
+        [
+            {
+                "id": "json-file",
+                "event": "pre_tool_use",
+                "executor": {
+                    "type": "bash",
+                    "command": f'cat "$EVERRUNS_HOOK_PAYLOAD_PATH" > {seen}; '
+                    f'echo "$EVERRUNS_HOOK_PAYLOAD_PATH" > {tmp_path / "payload-path"}; '
+                    'echo \'{"decision":"allow"}\'',
+                },
+            },
+        ],
+    )
+    with trio.fail_after(30):
+        async with engine(ws) as e:
+            assert e._reaper.backend == "posix" and e._reaper.watchdog_pid is not None
+
+            async def python_hook(fields: dict[str, Any]) -> None:
+                return None
+
+            e.add_hook("pre_tool", python_hook, name="py")
+            blocked = await e.pre_tool("bash", {"command": "git push"})
+            allowed = await e.pre_tool("bash", {"command": "ls"})
+            again = await e.pre_tool("bash", {"command": "ls -la"})
+            (ws / ".claude").mkdir()
+            (ws / ".claude" / "settings.json").write_text(
+                json.dumps(
+                    {
+                        "hooks": {
+                            "PreToolUse": [
+                                {
+                                    "hooks": [
+                                        {"type": "command", "command": "echo agent-no >&2; exit 2"}
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                )
+            )
+            body = json.dumps(
+                {
+                    "session_id": "s",
+                    "cwd": str(ws),
+                    "hook_event_name": "PreToolUse",
+                    "tool_name": "Bash",
+                    "tool_input": {"command": "x"},
+                }
+            ).encode()
+            agent = await e.agent_hook(
+                "claude", body, env={**os.environ, "CLAUDE_PROJECT_DIR": str(ws)}
+            )
+    assert blocked.blocked and blocked.reason == "no pushing"
+    assert not allowed.blocked and not again.blocked
+    outcomes = {r.hook: r.outcome for r in allowed.runs}
+    assert outcomes == {
+        "py": "ok",
+        "no-push": "ok",
+        "args": "ok",
+        "worker": "ok",
+        "user:json-file": "ok",
+    }
+    assert (tmp_path / "args").read_text() == "args-ran\nargs-ran\n"
+    assert json.loads(seen.read_text())["data"]["arguments"] == {"command": "ls -la"}
+    path = Path((tmp_path / "payload-path").read_text().strip())
+    assert path.name.startswith("triohooks-payload-") and not path.exists()  # removed after
+    assert agent.answer.blocked and agent.answer.reason == "agent-no"
+
+
+async def test_a_timeout_kills_the_group_and_marked_escapees(
+    ws: Path, sleeps: list[list[str]]
+) -> None:
+    in_group, in_group_argv = unique_sleep()
+    escaped, escaped_argv = unique_sleep()
+    sleeps += [in_group_argv, escaped_argv]
+    write_toml_hooks(
+        ws / ".agents",
+        f'[[hooks.pre_tool]]\nid = "slow"\nfail_closed = true\ntimeout_seconds = 1\n'
+        f'command = "{in_group} & setsid {escaped} & sleep 30"\n',
+    )
+    with trio.fail_after(30):
+        async with engine(ws) as e:
+            started = time.monotonic()
+            outcome = await e.pre_tool("bash", {"command": "ls"})
+            took = time.monotonic() - started
+            await trio.sleep(0.3)  # the after-run sweep is in the background
+            assert running(in_group_argv) == [] and running(escaped_argv) == []
+    assert outcome.blocked and "fail_closed" in (outcome.reason or "")
+    assert [r.outcome for r in outcome.runs] == ["timeout"]
+    assert took < 3
+
+
+async def test_a_cancel_and_the_close_leave_nothing(ws: Path, sleeps: list[list[str]]) -> None:
+    first, first_argv = unique_sleep()
+    sleeps.append(first_argv)
+    write_toml_hooks(ws / ".agents", f'[[hooks.pre_tool]]\nid = "slow"\ncommand = "{first}"\n')
+    with trio.fail_after(30):
+        async with engine(ws) as e:
+            with trio.move_on_after(0.5):
+                await e.pre_tool("bash", {"command": "ls"})
+            assert running(first_argv) == []
+            assert e._reaper.live == 0
+    assert running(first_argv) == []
+
+
+def test_the_watchdog_kills_the_hooks_of_a_host_killed_by_sigkill(
+    ws: Path, sleeps: list[list[str]]
+) -> None:
+    in_group, in_group_argv = unique_sleep()
+    escaped, escaped_argv = unique_sleep()
+    sleeps += [in_group_argv, escaped_argv]
+    write_toml_hooks(
+        ws / ".agents",
+        f'[[hooks.pre_tool]]\nid = "slow"\ncommand = "{in_group} & setsid {escaped} & wait"\n',
+    )
+    host = textwrap.dedent(
+        f"""
+        import trio
+        from pathlib import Path
+        from triohooks import HookEngine
+        async def main():
+            ws = Path({str(ws)!r})
+            async with HookEngine.open(workspace=ws, config_dir=ws.parent / "g",
+                                       state_dir=ws.parent / "state", trust=True) as e:
+                await e.pre_tool("bash", {{"command": "ls"}})
+        trio.run(main)
+        """
+    )
+    proc = subprocess.Popen([sys.executable, "-c", host], env={**os.environ, BACKEND_VAR: "posix"})
+    try:
+        deadline = time.monotonic() + 20
+        while not (running(in_group_argv) and running(escaped_argv)):
+            assert time.monotonic() < deadline and proc.poll() is None
+            time.sleep(0.05)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        deadline = time.monotonic() + 5
+        while running(in_group_argv) or running(escaped_argv):
+            assert time.monotonic() < deadline, "the watchdog left hooks behind"
+            time.sleep(0.05)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
+NO_LINUX = textwrap.dedent(
+    """
+    import sys, time, trio
+    from pathlib import Path
+
+    async def main():
+        import os, select, signal, socket
+        for module, name in ((os, "pidfd_open"), (os, "waitid"), (signal, "pidfd_send_signal"),
+                             (socket, "MSG_CMSG_CLOEXEC"), (select, "epoll")):
+            delattr(module, name)
+        from triohooks import HookEngine
+        ws = Path(sys.argv[1])
+        async with HookEngine.open(workspace=ws, config_dir=ws.parent / "g",
+                                   state_dir=ws.parent / "state", trust=True) as e:
+            print("backend", e._reaper.backend)
+            guard = await e.pre_tool("bash", {"command": "git push"})
+            print("guard", guard.blocked, guard.reason)
+            slow = await e.pre_tool("bash", {"command": "slow"})
+            print("slow", slow.blocked, [r.outcome for r in slow.runs])
+        print("live after close", e._reaper.live)
+
+    trio.run(main)
+    """
+)
+
+
+def test_with_the_linux_apis_gone_the_posix_guard_keeps_every_promise(
+    tmp_path: Path, sleeps: list[list[str]]
+) -> None:
+    ws = tmp_path / "ws"
+    child, child_argv = unique_sleep()
+    sleeps.append(child_argv)
+    write_toml_hooks(
+        ws / ".agents",
+        textwrap.dedent(
+            f"""
+            [[hooks.pre_tool]]
+            id = "no-push"
+            command = "grep -q 'git push' && {{ echo 'no pushing' >&2; exit 2; }}; exit 0"
+            [[hooks.pre_tool]]
+            id = "slow"
+            match = "bash"
+            if = "shell(slow)"
+            fail_closed = true
+            timeout_seconds = 0.5
+            command = "{child} & wait"
+            """
+        ),
+    )
+    env = {k: v for k, v in os.environ.items() if k != BACKEND_VAR}
+    done = subprocess.run(
+        [sys.executable, "-c", NO_LINUX, str(ws)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == "backend posix"
+    assert lines[1] == "guard True no pushing"
+    assert lines[2] == "slow True ['ok', 'timeout']"
+    assert lines[3] == "live after close 0"
+    assert running(child_argv) == []
+
+
+async def test_after_a_normal_exit_the_sweep_kills_what_left_the_group(
+    ws: Path, sleeps: list[list[str]]
+) -> None:
+    escaped, escaped_argv = unique_sleep()
+    sleeps.append(escaped_argv)
+    # It waits for the escapee to be in its own session before it exits.
+    write_toml_hooks(
+        ws / ".agents",
+        f'[[hooks.pre_tool]]\nid = "leaves"\ncommand = "setsid {escaped} > /dev/null 2>&1 & '
+        'sleep 0.5"\n',
+    )
+    with trio.fail_after(30):
+        async with engine(ws) as e:
+            outcome = await e.pre_tool("bash", {"command": "ls"})
+            assert [r.outcome for r in outcome.runs] == ["ok"]
+            with trio.move_on_after(2):
+                while running(escaped_argv) or not e._reaper.stats().escapees_killed:
+                    await trio.sleep(0.05)
+            assert running(escaped_argv) == [] and e._reaper.stats().escapees_killed >= 1
+
+
+@pytest.mark.parametrize(
+    ("forced", "line"),
+    [
+        ("posix", "ok       process guard: posix"),
+        ("bogus", "PROBLEM  process guard: none (TRIOHOOKS_PROCESS_GUARD='bogus'"),
+    ],
+)
+def test_doctor_names_the_active_backend(tmp_path: Path, forced: str, line: str) -> None:
+    env = {**os.environ, BACKEND_VAR: forced, "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g")}
+    done = subprocess.run(
+        [sys.executable, "-m", "triohooks", "doctor", "--workspace", str(tmp_path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        check=False,
+    )
+    assert done.stdout.splitlines()[0].startswith(line), done.stdout
+    assert "Traceback" not in done.stderr
