@@ -458,3 +458,19 @@ async def test_agent_traffic_is_ordinary_traffic_to_listeners(s: Setup) -> None:
     assert record.event == "pre_tool" and record.decision == "block" and record.session == "s1"
     outcome = seen[-1][1]["outcome"]
     assert outcome.blocked and outcome.agent == "claude" and len(outcome.runs) == 2
+
+
+async def test_a_bug_running_an_agent_hook_denies_instead_of_letting_the_call_through(
+    s: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    s.settings({"PreToolUse": [group(cmd("exit 0"))]})  # not failClosed
+
+    async def broken(self: Any, *args: Any) -> Any:
+        raise RuntimeError("a bug in the agent runner")
+
+    monkeypatch.setattr("triohooks.agents.runner.AgentHooks._command", broken)
+    result = await ask(s, s.bash("rm -rf /"))
+    out = result.answer.output["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "triohooks internal error" in out["permissionDecisionReason"]
+    assert "a bug in the agent runner" in out["permissionDecisionReason"]

@@ -117,7 +117,7 @@ async def test_a_runner_bug_fails_that_hook_only() -> None:
     table = Runners()
     table.register(PythonHandler, Broken())
     result = await table.run(hook(PythonHandler(buggy)), HookInput("pre_tool", "s", fields={}))
-    assert result.outcome == "error"
+    assert result.outcome == "error" and result.internal
     assert result.error == "internal error: KeyError('bug')"
 
 

@@ -59,6 +59,30 @@ async def test_a_bug_in_the_audit_path_blocks_instead_of_allowing(dirs, monkeypa
     assert not perm.blocked
 
 
+async def test_a_bug_in_a_runner_blocks_a_guard_that_is_not_fail_closed(dirs, monkeypatch) -> None:
+    """A TOML guard without fail_closed fails open when *it* fails -- but a bug in our own
+    runner or process guard is not the hook failing: it blocks, saying so."""
+    write_toml_hooks(
+        dirs[1],
+        '[[hooks.pre_tool]]\nid = "guard"\ncommand = "exit 0"\n'
+        '[[hooks.session_start]]\nid = "ctx"\ncommand = "echo hi"\n',
+    )
+
+    async def broken_run(self: Any, hook: Any, hook_input: Any) -> Any:
+        raise RuntimeError("a bug in the command runner")
+
+    monkeypatch.setattr("triohooks.handlers.command.CommandRunner.run", broken_run)
+    with trio.fail_after(10):
+        async with engine(dirs) as e:
+            out = await e.pre_tool("bash", {"command": "rm -rf /"})
+            start = await e.session_start()
+    assert out.blocked and out.reason is not None
+    assert out.reason.startswith("triohooks internal error running hook guard")
+    assert "a bug in the command runner" in out.reason
+    assert not start.blocked  # an event that cannot block: a warning instead
+    assert any("a bug in the command runner" in w for w in start.warnings)
+
+
 async def test_an_internal_error_on_an_advisory_event_only_warns(dirs, monkeypatch) -> None:
     write_toml_hooks(dirs[1], '[[hooks.session_start]]\ncommand = "echo context"\n')
 

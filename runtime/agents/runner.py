@@ -439,8 +439,10 @@ class AgentHooks:
             if hook.type == "http":
                 return await self._post(hook, body, base_env)
             return await self._prompt(hook, body)
-        except Exception as exc:  # our own bug: the hook failed, by its failure rule
-            return failed(hook, f"internal error: {exc!r}")
+        except Exception as exc:  # our own bug, not the hook's: the guard stays closed
+            log.exception("internal error running %s hook %s", hook.agent, hook.label)
+            why = f"triohooks internal error running hook {hook.label}: {exc!r}"
+            return AgentReply(status="block", reason=why, error=why)
 
     async def _command(
         self,

@@ -148,6 +148,9 @@ class Combiner:
 
     def _failed(self, hook: Hook, result: RunResult) -> None:
         why = failure_text(result)
+        if result.internal:  # our bug, not the hook's: the guard stays closed
+            self._block(hook, f"triohooks internal error running hook {hook.name}: {why}", None)
+            return
         if hook.dialect == "json":
             if hook.on_error == "block":
                 self._block(hook, f"hook {hook.name} failed: {why}", None)

@@ -68,6 +68,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     #: prompt hooks: the judge's token counts, when it reports them.
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: The failure is ours (a bug in a runner or the process guard), not the hook's: it fails
+    #: closed whatever the hook's own failure rule (``triohooks.combine``).
+    internal: bool = False
 
 
 class _TomlReply(msgspec.Struct):

@@ -85,8 +85,10 @@ class Runner(Protocol):
 class Runners:
     """Picks the runner of each hook: by ``(dialect, handler type)``, else by handler type.
 
-    :meth:`run` is a :class:`Runner` itself; a bug in a runner fails that one hook (outcome
-    ``error``, "internal error: ...") and never the event.
+    :meth:`run` is a :class:`Runner` itself; a bug in a runner (or the process guard under it)
+    fails that one hook as an *internal* error (outcome ``error``, "internal error: ...",
+    ``internal``): the combining blocks a blocking event for it, whatever the hook's own
+    failure rule, and warns on one that cannot block. It never raises into the event.
     """
 
     def __init__(self) -> None:
@@ -109,6 +111,6 @@ class Runners:
     async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
         try:
             return await self.for_hook(hook).run(hook, hook_input)
-        except Exception as exc:  # a bug in our own running code fails this hook only
+        except Exception as exc:  # a bug in our own running code: fails closed (combine)
             log.exception("internal error running hook %s", hook.name)
-            return RunResult(outcome="error", error=f"internal error: {exc!r}")
+            return RunResult(outcome="error", error=f"internal error: {exc!r}", internal=True)
