@@ -1,5 +1,5 @@
 """The watchdog helper: parent and child subreaper of every hook process, and the host-death
-watchdog (DESIGN §4); plus the run-marker scan it shares with the reaper.
+watchdog (docs/design.md §4); plus the run-marker scan it shares with the reaper.
 
 One small helper process per engine, started by :mod:`triohooks.actors._subreaper` as
 ``python -I -S _watchdog.py <engine-id> <psutil's directory>`` with one end of a Unix stream

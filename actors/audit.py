@@ -1,6 +1,6 @@
 """The audit sink: audit JSONL per UTC day, hook-run spans, and the last failures of each hook.
 
-This module owns the audit trail of DESIGN §8 (blitz HK-22, HK-66): records arrive over a
+This module owns the audit trail of docs/design.md §8 (blitz HK-22, HK-66): records arrive over a
 bounded channel from a synchronous :meth:`AuditSink.submit` (never blocks the dispatcher; when
 the writer can't keep up, records are dropped and counted), are stamped, redacted and written
 append-only to ``<state dir>/audit/audit-YYYY-MM-DD.jsonl`` (dir 0700, files 0600, fsync at

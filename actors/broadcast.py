@@ -1,6 +1,6 @@
 """The broadcast fan-out: one publisher, many subscribers, and a publisher that never waits.
 
-Owns the per-subscriber bounded ring buffers behind the websocket event stream (issue 7). The
+Owns the per-subscriber bounded ring buffers behind the websocket event stream. The
 publisher calls :meth:`Broadcaster.publish` synchronously (from an engine listener, which must
 not block); each subscriber has its own ring of ``capacity`` items. When a subscriber's ring is
 full the oldest item is overwritten and counted; the subscriber's next receive raises
@@ -29,7 +29,7 @@ import trio
 
 T = TypeVar("T")
 
-#: Items kept per subscriber before the oldest are overwritten (issue 7: "e.g. 1024").
+#: Items kept per subscriber before the oldest are overwritten.
 DEFAULT_CAPACITY: Final = 1024
 
 

@@ -1,4 +1,5 @@
-"""The ordered background worker: the 256-event queue of DESIGN §6 (blitz HK-30..HK-33, HK-52).
+"""The ordered background worker: the 256-event queue of docs/design.md §6 (blitz HK-30..HK-33,
+HK-52).
 
 This module owns the queue of background events (post_tool, post_tool_failure, session_end,
 subagent_start/stop, pre_compact/post_compact, notification), its one in-order consumer, the

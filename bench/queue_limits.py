@@ -1,4 +1,4 @@
-"""Queue-limits benchmark for the ordered background worker (DESIGN §6, blitz HK-30..HK-33).
+"""Queue-limits benchmark for the ordered background worker (docs/design.md §6, blitz HK-30..HK-33).
 
 Offers background events at several rates (1k, 10k, 100k per second, and one burst of 10 000)
 to a :class:`triohooks.actors.post_worker.PostWorker` whose hooks cost nothing (in-process no-op),

@@ -1,4 +1,4 @@
-"""Memory of the stop-continue counts in a long-running engine (issue 13, item 10).
+"""Memory of the stop-continue counts in a long-running engine.
 
 One engine, one in-process stop hook that always asks to continue; ``--prompts`` prompts, each
 firing one ``stop``, spread over sessions of ``--per-session`` prompts. With ``--end-sessions``

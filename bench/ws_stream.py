@@ -1,4 +1,4 @@
-"""Websocket event-stream benchmark for ``triohooks serve`` (issue 7).
+"""Websocket event-stream benchmark for ``triohooks serve``.
 
 Runs the real server (:func:`triohooks.fronts.server.serve`: engine, listener, broadcaster,
 senders) in this process and its subscribers in a separate client process (``--client`` mode, real

@@ -75,7 +75,7 @@ def bash_hook(
     return spec
 
 
-#: The Outcome fields of DESIGN §7, and those of each entry of its ``runs``.
+#: The Outcome fields of docs/design.md §7, and those of each entry of its ``runs``.
 OUTCOME_KEYS = frozenset(
     {
         "event",

@@ -1,4 +1,4 @@
-"""Supervised actors really restart (issue 13, item 7).
+"""Supervised actors really restart.
 
 Each test crashes one real actor of a real engine once — a bug injected where the actor's own
 containment does not reach — and checks the engine still answers and still blocks a guarded

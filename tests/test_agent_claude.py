@@ -1,6 +1,6 @@
 """The claude dialect: Claude Code's own settings files and hooks, run by a real engine with real
 bash hooks, answered in Claude Code's output format (contract from its documentation,
-``shared/interop/README.md``)."""
+summed up in ``docs/agents.md``)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The gemini and codex dialects, from their documented contracts (``shared/interop/README.md``):
+"""The gemini and codex dialects, from their documented contracts (summed up in ``docs/agents.md``):
 their settings files, matchers, timeout units, exit codes and output formats, with real bash
 hooks through a real engine. (Their CLIs need a model service; these are contract tests.)"""
 

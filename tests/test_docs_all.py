@@ -1,4 +1,4 @@
-"""Every fenced code block of every docs/*.md is checked against the code (issue 9).
+"""Every fenced code block of every docs/*.md is checked against the code.
 
 A fence's info string says what its block is, and so how it is checked. A fence this module
 does not know fails :func:`test_every_fence_is_checked`, so a new example cannot slip in

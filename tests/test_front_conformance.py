@@ -1,4 +1,4 @@
-"""Conformance of the other fronts, used the way an outside tester would (issues 7, 8, 9).
+"""Conformance of the other fronts, used the way an outside tester would.
 
 - ``triohooks serve`` as a real subprocess (``python -m runtime serve --port 0``) driven by raw
   websocket frames exactly as docs/protocol.md shows them, plus an in-process server for the

@@ -1,4 +1,4 @@
-"""Hostile config (issue 13): an untrusted workspace file cannot switch off the user's guards;
+"""Hostile config: an untrusted workspace file cannot switch off the user's guards;
 every file read is bounded and never blocks; self-configuration writes never leave their scope;
 ``validate`` catches what a run would trip on; ``list`` / ``hooks get`` mask secrets.
 

@@ -25,7 +25,7 @@ SHELL_TABLE: list[tuple[str, str, bool]] = [
     # plain word patterns
     ("shell(git log)", "git log --oneline", True),
     ("shell(git log)", "git log", True),
-    ("shell(git log)", "git logs", True),  # not a git command: may be an alias (issue 13)
+    ("shell(git log)", "git logs", True),  # not a git command: may be an alias
     ("shell(git log)", "git shortlog", False),
     ("shell(git log)", "git status", False),
     ("shell(git push)", "git commit -m 'push it' && git status", False),
@@ -132,7 +132,7 @@ SHELL_TABLE: list[tuple[str, str, bool]] = [
     ("shell(rm)", "cat <<EOF\n$(rm x)\nEOF", True),
     ("shell(rm)", "cat <<EOF | grep a\nbody\nEOF\nrm x", True),
     ("shell(rm)", "cat <<'EOF'\nrm x\nEOF", False),
-    # python reading its program from a here-doc: code we cannot see (issue 13)
+    # python reading its program from a here-doc: code we cannot see
     ("shell(rm)", "python3 - <<'PY'\nimport os\nos.remove('x')\nPY", True),
     ("shell(rm)", "cat - <<'PY'\nimport os\nos.remove('x')\nPY", False),
     # argument-sensitive patterns and dynamic arguments
@@ -146,7 +146,7 @@ SHELL_TABLE: list[tuple[str, str, bool]] = [
     # globs over the whole command
     ("shell(git push *)", "git push", True),
     ("shell(git push *)", "git push origin main", True),
-    ("shell(git push *)", "git pushx", True),  # not a git command: may be an alias (issue 13)
+    ("shell(git push *)", "git pushx", True),  # not a git command: may be an alias
     ("shell(git rev *)", "git rev-parse HEAD", False),
     ("shell(git * --force)", "git push origin --force", True),
     ("shell(git * --force)", "git push origin", False),

@@ -1,4 +1,4 @@
-"""``if = "shell(...)"`` against commands written to dodge a guard (issue 13, item 11).
+"""``if = "shell(...)"`` against commands written to dodge a guard.
 
 A ``shell(...)`` rule is a speed filter: it may skip a hook only when the call surely cannot
 run what the rule names. Each row is (rule, command, must_run). ``True`` rows are commands that

@@ -1,4 +1,4 @@
-"""docs/protocol.md's Node.js client runs as the doc says (issue 16).
+"""docs/protocol.md's Node.js client runs as the doc says.
 
 The ```js block of the section "From another language (Node.js)" is examples/node-client.mjs,
 character for character. That code runs with ``node`` against a real ``triohooks serve --config

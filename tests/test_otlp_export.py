@@ -1,4 +1,4 @@
-"""OTLP export from the CLI fronts (DESIGN §9, docs/observability.md), against a real receiver.
+"""OTLP export from the CLI fronts (docs/design.md §9, docs/observability.md), against a real receiver.
 
 The receiver is a loopback HTTP server (a thread, 127.0.0.1 port 0) that answers OTLP/HTTP as a
 collector does and decodes every body with the official ``opentelemetry-proto`` messages, so

@@ -1,4 +1,4 @@
-"""The safety contract under our own faults and bad input (issue 13, items 6, 8, 9, 10, 12, 16).
+"""The safety contract under our own faults and bad input.
 
 Real engines with real bash hooks; faults are injected into our own code with monkeypatch.
 """

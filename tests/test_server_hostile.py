@@ -1,4 +1,4 @@
-"""``triohooks serve`` against hostile clients (issue 13, item 14): the real server on 127.0.0.1
+"""``triohooks serve`` against hostile clients: the real server on 127.0.0.1
 port 0, real trio-websocket clients, and raw clients that build their frames by hand over a trio
 TCP stream (wsproto only for the handshake and for reading the server's frames)."""
 

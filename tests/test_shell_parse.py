@@ -136,7 +136,7 @@ def test_commands(script: str, commands: list[str]) -> None:
         # tree-sitter-bash #316: statements swallowed into a single-bracket test
         ("[ 2 -lt 3 ]\necho >1\n[ ]", "mis-parse"),
         ("x" * 100_001, "too long"),
-        # issue 13: strings run as code, in a shell or another language
+        # strings run as code, in a shell or another language
         ("ssh h", "remote shell reading stdin"),
         ("ssh -o ProxyCommand='rm x' h ls", "...Command runs a command"),
         ('ssh h "$CMD"', "dynamic ssh"),

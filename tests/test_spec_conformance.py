@@ -1,6 +1,6 @@
 """Conformance with the written specs, checked the way an outsider would check them.
 
-Every test here is derived from a sentence of DESIGN.md or one of the two seeds (blitz
+Every test here is derived from a sentence of docs/design.md or one of the two seeds (blitz
 ``spec_hooks_010`` and the yolop hooks spec), not from the implementation: the real CLI in a
 subprocess (``TRIOHOOKS_CONFIG_DIR`` / ``TRIOHOOKS_STATE_DIR`` pointed at temp dirs), real bash
 hooks, and the public ``runtime.HookEngine``. Checks are batched into few engine / CLI runs so the
@@ -134,7 +134,7 @@ def audit_lines(state: Path) -> list[dict[str, Any]]:
 
 
 # --------------------------------------------------------------------------------------------
-# CLI: TOML dialect, pre_tool (DESIGN §4, §5, §7; blitz HK-10, HK-20, HK-21, HK-23, HK-60)
+# CLI: TOML dialect, pre_tool (docs/design.md §4, §5, §7; blitz HK-10, HK-20, HK-21, HK-23, HK-60)
 
 
 def test_cli_toml_pre_tool_block_and_outcome_shape(env: Env) -> None:
@@ -190,7 +190,7 @@ command = 'echo "{\\"decision\\": \\"block\\"}"'
     assert isinstance(run["duration_ms"], int | float)
     assert not (env.out / "never").exists()
     assert not (env.out / "after_block").exists()
-    # HK-10 / DESIGN §2: the event as JSON on stdin, with the common fields; cwd = workspace
+    # HK-10 / docs/design.md §2: the event as JSON on stdin, with the common fields; cwd = workspace
     seen = json.loads((env.out / "stdin.json").read_text())
     assert seen["event"] == "pre_tool"
     for key in (
@@ -278,7 +278,7 @@ command = "true"
     code, out, _ = env.fire("pre_tool", {"session_id": "S", "tool": "e", "args": {}})
     assert code == 0 and len(out["runs"]) == 1
 
-    # DESIGN §8: audit JSONL per UTC day, dir 0700, file 0600, one record per failing/blocking run
+    # docs/design.md §8: audit JSONL per UTC day, dir 0700, file 0600, one record per failing/blocking run
     audit = env.state / "audit"
     day_file = audit / f"audit-{datetime.now(UTC).date().isoformat()}.jsonl"
     assert day_file.exists(), list(audit.iterdir()) if audit.exists() else None
@@ -348,7 +348,7 @@ command = "cat > $OUT/post_tool_failure.json"
 command = "exit 2"
 """
     )
-    # HK-24 / DESIGN §7: prompt_submit block -> exit 4
+    # HK-24 / docs/design.md §7: prompt_submit block -> exit 4
     code, out, _ = env.fire("prompt_submit", {"prompt": "hello"})
     assert code == 4
     assert out["blocked"] is True and out["reason"] == "not that"
@@ -466,7 +466,7 @@ command = "definitely-not-a-program-xyz --flag"
 
 
 # --------------------------------------------------------------------------------------------
-# CLI: JSON dialect (DESIGN §3, §4; yolop "Executor Contract", "Merge")
+# CLI: JSON dialect (docs/design.md §3, §4; yolop "Executor Contract", "Merge")
 
 ENV_DUMP = (
     "env | grep '^EVERRUNS_HOOK_' | sort > $OUT/env_$EVERRUNS_HOOK_EVENT; "
@@ -834,7 +834,7 @@ async def test_engine_strict_config_error_at_open(env: Env) -> None:
 
 
 # --------------------------------------------------------------------------------------------
-# Background delivery (DESIGN §6; blitz HK-30..HK-33, HK-52)
+# Background delivery (docs/design.md §6; blitz HK-30..HK-33, HK-52)
 
 
 async def test_engine_background_snapshot_order_and_limits(env: Env) -> None:
@@ -889,7 +889,7 @@ command = "cat > $OUT/session_end.json"
 
 
 # --------------------------------------------------------------------------------------------
-# http and prompt hooks (DESIGN §4; blitz HK-62, HK-63)
+# http and prompt hooks (docs/design.md §4; blitz HK-62, HK-63)
 
 
 class _Server:
@@ -1007,7 +1007,7 @@ timeout_seconds = 2
 
 
 # --------------------------------------------------------------------------------------------
-# More of DESIGN §3/§4 and the seeds: run order across scopes and dialects, --config, match rules
+# More of docs/design.md §3/§4 and the seeds: run order across scopes and dialects, --config, match rules
 
 
 def test_cli_run_order_config_files_and_match_rules(env: Env) -> None:
@@ -1132,7 +1132,7 @@ async def test_engine_json_env_absent_fields_output_cap_and_grandchild(env: Env)
 
 
 def test_cli_stop_cap_holds_across_one_shot_runs(env: Env) -> None:
-    """HK-51 / DESIGN §2: at most 5 continues per prompt, stop_hook_active after the first --
+    """HK-51 / docs/design.md §2: at most 5 continues per prompt, stop_hook_active after the first --
     also when every stop is a separate `triohooks fire stop` process."""
     env.global_toml(
         """

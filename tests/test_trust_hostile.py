@@ -1,4 +1,4 @@
-"""Trust covers everything it claims to (issue 13 item 4): the content a hook will execute,
+"""Trust covers everything it claims to: the content a hook will execute,
 through symlinks and whatever its size; files that cannot be hashed (a FIFO, a device, a file
 over the hashing limit) make the workspace untrustable, with a message, and never block."""
 

@@ -1,7 +1,7 @@
 """What differs between the three agents' hook contracts, as data (see ``docs/agents.md``).
 
-Facts from the agents' documentation and source (``shared/interop``): where each keeps its
-settings, its event names and their triohooks equivalents, timeout units and defaults, the
+Facts from the agents' own documentation and source (summed up in ``docs/agents.md``): where each
+keeps its settings, its event names and their triohooks equivalents, timeout units and defaults, the
 handler types it runs, the environment a hook gets, and the tool names its ``if`` rules use.
 Pure data and small pure functions: no I/O.
 """

@@ -1,4 +1,4 @@
-"""The Outcome of one event, and how the hooks' replies combine into it (DESIGN §5, §7).
+"""The Outcome of one event, and how the hooks' replies combine into it (docs/design.md §5, §7).
 
 Owns the decision rules: the first block wins and stops the chain; the first ``decision`` and
 any ``continue`` count; contexts join with newlines; every ``system_message`` is kept; rewrites
@@ -261,9 +261,9 @@ class Combiner:
 
 
 def audit_decision(event: str, result: RunResult) -> str | None:
-    """What the audit trail records for one run (DESIGN §8): ``error`` for a failure, ``block``
-    (``hook-deny`` on a permission request) for a block or deny, ``hook-allow`` for an allow of a
-    tool call or permission; None: the run is not audited."""
+    """What the audit trail records for one run (docs/design.md §8): ``error`` for a failure,
+    ``block`` (``hook-deny`` on a permission request) for a block or deny, ``hook-allow`` for an
+    allow of a tool call or permission; None: the run is not audited."""
     if result.outcome in _FAILED:
         return "error"
     if result.outcome == "block" or result.decision in ("block", "deny"):
@@ -350,7 +350,7 @@ class StopContinues:
 
 
 def internal_error_outcome(event: str, ev: Any, why: str) -> Outcome:
-    """The Outcome when our own code failed while handling ``ev`` (DESIGN: fail closed at
+    """The Outcome when our own code failed while handling ``ev`` (docs/design.md §7: fail closed at
     boundaries). An event that can block is blocked, with a reason that says it was an internal
     error, so a fail-closed guard is never silently bypassed; ``stop`` (whose "block" would force
     the agent to go on) and the advisory events only get the warning."""

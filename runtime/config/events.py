@@ -28,7 +28,7 @@ EventName = Literal[
 
 
 class EventInfo(msgspec.Struct, frozen=True):
-    """Static facts about one canonical event (DESIGN §2)."""
+    """Static facts about one canonical event (docs/design.md §2)."""
 
     name: str
     #: The agent waits for TOML-dialect hooks of this event.
@@ -105,7 +105,7 @@ def canonical_event(name: str) -> str:
 
 
 # ---------------------------------------------------------------------------------------------
-# Payload Structs. Every event carries the common fields; each adds its own (DESIGN §2).
+# Payload Structs. Every event carries the common fields; each adds its own (docs/design.md §2).
 
 
 class EventBase(msgspec.Struct, kw_only=True, tag_field="event", forbid_unknown_fields=False):
@@ -238,7 +238,7 @@ class PayloadError(ValueError):
 def event_from_payload(event: str, payload: dict[str, Any] | None) -> Event:
     """Build the event Struct for ``event`` from a loosely typed payload dict.
 
-    Accepts the canonical field names of DESIGN §2 and the JSON dialect's ``tool_name`` /
+    Accepts the canonical field names of docs/design.md §2 and the JSON dialect's ``tool_name`` /
     ``arguments`` (and ``message`` for a prompt). Raises :class:`UnknownEventError` or
     :class:`PayloadError` with a message naming the bad field.
     """

@@ -1,5 +1,5 @@
-"""Where config, trust records, tokens and audit logs live (DESIGN §3, §8); how a file there is
-read (bounded, never blocking, regular files only: :func:`read_regular_file`) and how a small
+"""Where config, trust records, tokens and audit logs live (docs/design.md §3, §8); how a file there
+is read (bounded, never blocking, regular files only: :func:`read_regular_file`) and how a small
 file is replaced without ever leaving it half written (:func:`write_file_atomic`), or leaving
 the directory tree it belongs to (``confine_to``)."""
 

@@ -1,8 +1,8 @@
 """Building the hook table: finding the config files of every scope, reading each in its
 dialect, applying trust, and putting the hooks in run order.
 
-Run order (DESIGN §3, §5): global scope, then ``--config`` files, then the workspace; within a
-scope the TOML file's hooks before the JSON file's, file order within. JSON-dialect hooks are
+Run order (docs/design.md §3, §5): global scope, then ``--config`` files, then the workspace; within
+a scope the TOML file's hooks before the JSON file's, file order within. JSON-dialect hooks are
 merged across scopes the yolop way first. This module reads files synchronously; the loader
 actor calls it from a worker thread. It must not run hooks.
 """

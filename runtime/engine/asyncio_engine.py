@@ -498,7 +498,7 @@ class AsyncioHookEngine(Guards):
     async def _run(self, method: Callable[P, Awaitable[T]], *args: P.args, **kwargs: P.kwargs) -> T:
         if self._closed:
             raise RuntimeError("the engine is closed")
-        # Snapshot the caller's dicts now: the Trio task starts a tick later (DESIGN §6).
+        # Snapshot the caller's dicts now: the Trio task starts a tick later (docs/design.md §6).
         args_copy, kwargs_copy = copy.deepcopy((args, kwargs))
         return await self._guest.call(lambda: method(*args_copy, **kwargs_copy))
 

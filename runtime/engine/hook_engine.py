@@ -235,7 +235,7 @@ class HookEngine(Guards):
     ) -> Outcome:
         """Fire ``event`` (canonical name or JSON-dialect alias) and return its Outcome.
 
-        ``payload`` is a dict of the event's fields (DESIGN §2) or an event Struct; keyword
+        ``payload`` is a dict of the event's fields (docs/design.md §2) or an event Struct; keyword
         arguments add fields. A checkpoint. On cancel the event's running hooks are killed.
         Raises :class:`~runtime.UnknownEventError` / :class:`~runtime.PayloadError` for bad input.
         """
@@ -416,8 +416,8 @@ def _args(event: str, args: object) -> dict[str, Any]:
 
 
 def _default_places(fields: dict[str, Any], workspace: str) -> None:
-    """Every event carries ``workspace`` and ``cwd`` (DESIGN §2, blitz HK-50): when the agent
-    sends neither, the engine's workspace stands in for both (hooks run there too)."""
+    """Every event carries ``workspace`` and ``cwd`` (docs/design.md §2, blitz HK-50): when the
+    agent sends neither, the engine's workspace stands in for both (hooks run there too)."""
     if not fields.get("workspace"):
         fields["workspace"] = workspace
     if not fields.get("cwd"):

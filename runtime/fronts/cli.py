@@ -440,7 +440,8 @@ def cmd_fire(args: argparse.Namespace) -> int:
     payload = _read_payload()
     ws = _workspace(args)
     payload.setdefault("workspace", str(ws))
-    if not payload.get("cwd"):  # every event carries a cwd (DESIGN §2): the workspace by default
+    # Every event carries a cwd (docs/design.md §2): the workspace by default.
+    if not payload.get("cwd"):
         payload["cwd"] = payload["workspace"]
     ev = event_from_payload(event, payload)  # a bad payload fails here, before anything starts
     outcome = None if os.environ.get(FIRE_VIA_ENGINE_VAR) else _fire_nothing_runs(args, ws, ev)

@@ -1,4 +1,5 @@
-"""OTLP export for the CLI fronts (``serve``, ``fire``, ``demo``): DESIGN §9, docs/observability.md.
+"""OTLP export for the CLI fronts (``serve``, ``fire``, ``demo``): docs/design.md §9,
+docs/observability.md.
 
 When ``OTEL_EXPORTER_OTLP_ENDPOINT`` (or a per-signal ``OTEL_EXPORTER_OTLP_{TRACES,LOGS,METRICS}
 _ENDPOINT``) is set and the ``otel`` extra is installed, :func:`start` sets up the OpenTelemetry

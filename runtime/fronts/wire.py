@@ -14,10 +14,10 @@ import msgspec
 
 from triohooks.combine.outcome import Outcome
 
-#: Largest client frame the server reads by default (issue 7; ``ServeSettings.max_message_bytes``,
+#: Largest client frame the server reads by default (``ServeSettings.max_message_bytes``,
 #: ``--max-message-bytes``). Bigger ones get ``too_big`` and close 1009.
 MAX_FRAME_BYTES: Final = 1024 * 1024
-#: Deepest JSON nesting a client frame may have; the frame's own object is level 1 (issue 13).
+#: Deepest JSON nesting a client frame may have; the frame's own object is level 1.
 #: Deeper frames are refused with ``invalid_json`` whatever the stack depth of the decoder.
 MAX_DEPTH: Final = 128
 CLOSE_NORMAL: Final = 1000

@@ -33,8 +33,8 @@ class HookInput:
     ``{**fields, "event": event}``, each made once, on first use, from the other.
 
     A synchronous event gives ``fields`` (the arguments as rewritten so far); a background event
-    gives ``payload``, the bytes encoded when it was fired (DESIGN §6), so a command hook is fed
-    them as they are and only a runner that needs a dict decodes them. Treat both as read-only.
+    gives ``payload``, the bytes encoded when it was fired (docs/design.md §6), so a command hook is
+    fed them as they are and only a runner that needs a dict decodes them. Treat both as read-only.
     """
 
     __slots__ = ("_fields", "_payload", "event", "session_id")
