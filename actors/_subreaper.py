@@ -1,37 +1,37 @@
 """The engine's end of the watchdog helper (:mod:`triohooks.actors._watchdog`): start it, have it
-spawn hook processes, read the exit statuses it pushes, have it signal hook groups, tell it about
-stopped runs, engine close and payload files, and stop it.
+spawn hook processes and write payload files, have it signal hook groups, tell it about stopped
+runs, engine close and payload files, and stop it.
 
-Every call but :meth:`WatchdogHelper.start` and :meth:`WatchdogHelper.stop` is synchronous, like
-the in-process spawn it replaces: one send (and for a spawn one reply) on a blocking Unix
-socket with kernel timeouts, under a lock (payload files are registered from worker threads).
-A helper that does not answer within ``REPLY_TIMEOUT_S``, answers nonsense or is gone makes
-the call raise :class:`HelperGone` (or, for messages without a reply, just be dropped); from
-then on the helper is not used -- the reaper spawns in this process, with marker sweeps and no
-host-death protection -- and its socket is closed, so it kills what it still guards.
+Fully asynchronous: the socket is non-blocking and nothing here blocks the event loop. A
+message is queued (sent at once when the socket takes it, else by :meth:`WatchdogHelper.serve`'s
+writer when it can); a request (a spawn, a file write) is a message whose reply the caller awaits,
+replies coming back in request order, read by :meth:`WatchdogHelper.serve`'s reader, which also
+keeps the escapee count the helper pushes. A hook's exit is not a message: the helper writes
+the wait status into the run's own status pipe, which the run polls with its outputs (one
+observation of each exit). A helper that takes no message for ``REPLY_TIMEOUT_S``, answers no
+request within it, answers nonsense or is gone is given up (:class:`HelperGone` to whoever
+waits): from then on it is not used -- the reaper spawns in this process, with marker sweeps
+and no host-death protection, until the keeper starts a fresh helper -- and its socket is
+closed, so it kills what it still guards. Only the caller of a request waits for the helper;
+every other task runs on.
 
 Owns: the protocol's engine side. Must not: signal hook processes itself (they are the
-helper's children: only it knows whether a group id is still theirs), or block the loop longer
-than one reply.
+helper's children: only it knows whether a group id is still theirs), or block the loop.
 """
 
 from __future__ import annotations
 
-import array
 import errno
 import importlib.util
 import logging
 import marshal
 import os
 import socket
-import struct
 import subprocess
 import sys
-import threading
-import time
-from collections.abc import Callable, Mapping, Sequence
+from collections import deque
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from socket import SCM_RIGHTS, SOL_SOCKET
 from typing import Final, NamedTuple
 
 import trio
@@ -41,13 +41,17 @@ from . import _watchdog as wire
 log = logging.getLogger("triohooks.reaper")
 
 SCRIPT: Final = Path(wire.__file__)
-#: The longest one request may block the loop before the helper counts as broken.
+#: The longest the helper may take to answer a request, or to take a message, before it counts
+#: as broken.
 REPLY_TIMEOUT_S: Final = 5.0
 #: How long the helper may take to start.
 START_TIMEOUT_S: Final = 10.0
 #: How long it gets to clean up and exit once we close the socket.
 STOP_TIMEOUT_S: Final = 2.0
 SEND_BUFFER: Final = 1 << 20
+#: Descriptors a spawn's reply carries: the status pipe's read end, stdin's write end, the
+#: outputs' read ends, the outputs' write ends.
+SPAWN_FDS: Final = 6
 
 
 class HelperGone(Exception):
@@ -58,7 +62,9 @@ class Spawned(NamedTuple):
     """A hook process the helper started, and the pipe ends that are now ours."""
 
     pid: int
-    pidfd: int
+    #: The run's status pipe (non-blocking): the wait status arrives here as the child is
+    #: reaped; EOF without it: unknown (the helper could not tell, or died).
+    status: int
     #: Non-blocking: stdin's write end, stdout's and stderr's read ends.
     stdin: int
     stdout: int
@@ -91,25 +97,43 @@ def _psutil_path() -> list[str]:
     return [str(Path(spec.origin).parent.parent)]
 
 
+class _Request:
+    """One request awaiting its reply (replies come in request order)."""
+
+    __slots__ = ("abandoned", "body", "done", "fds", "op", "path")
+
+    def __init__(self, path: str | None = None) -> None:
+        self.done = trio.Event()
+        #: The reply (``op`` empty: none came, the helper is gone).
+        self.op = b""
+        self.body = b""
+        self.fds: tuple[int, ...] = ()
+        #: Its caller stopped waiting (cancelled): the reader undoes what the reply did.
+        self.abandoned = False
+        #: A file write's path (undone by a remove).
+        self.path = path
+
+
 class WatchdogHelper:
-    """One running helper. Create with :meth:`start`."""
+    """One running helper. Create with :meth:`start`; run :meth:`serve` while it is used."""
 
     def __init__(self, process: trio.Process, sock: socket.socket) -> None:
         self.process = process
         self._sock = sock
         self._fd = sock.fileno()
         self._reader = wire.FrameReader(sock)
-        self._lock = threading.Lock()
         self._gone: str | None = None
         self._closed = False
         self._kills = 0
         #: The version of the host environment snapshot the helper has (None: none yet).
         self._env_version: int | None = None
-        #: Exit statuses the helper pushed, by pid, until their run takes them (None: unknown).
-        self._statuses: dict[int, int | None] = {}
-        #: Called once when the helper is given up (from whichever thread noticed; it must be
-        #: thread-safe and must not block): the reaper starts a fresh helper.
-        self.on_broken: Callable[[], None] | None = None
+        #: Requests sent, oldest first, whose replies have not come.
+        self._pending: deque[_Request] = deque()
+        #: Bytes queued for the helper that the socket has not taken yet.
+        self._out = bytearray()
+        self._out_queued = trio.Event()
+        #: Set once the helper is given up (or stopped).
+        self.lost = trio.Event()
 
     @property
     def pid(self) -> int:
@@ -141,12 +165,7 @@ class WatchdogHelper:
             raise
         finally:
             theirs.close()
-        # Blocking, with the kernel's timeouts: a request is one send and one recv, the
-        # thread sleeping in the kernel until the reply, no poll() in between.
-        seconds, fraction = divmod(REPLY_TIMEOUT_S, 1)
-        timeout = struct.pack("ll", int(seconds), int(fraction * 1e6))
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, timeout)
-        ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDTIMEO, timeout)
+        ours.setblocking(False)
         try:
             ours.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, SEND_BUFFER)
         except OSError:
@@ -154,30 +173,112 @@ class WatchdogHelper:
         helper = cls(process, ours)
         try:
             with trio.fail_after(START_TIMEOUT_S):
-                await helper._until_ready()
+                message = await helper._next_frame()
+            if message is None:
+                raise HelperGone("watchdog helper exited at start")
+            if message[0] != wire.READY:
+                raise HelperGone(f"watchdog helper said {message[0]!r} at start")
         except BaseException:
             with trio.CancelScope(shield=True):
                 await helper.stop()
             raise
         return helper
 
-    async def _until_ready(self) -> None:
-        while True:
-            message = self._reader.next()
-            if message is not None:
-                if message[0] != wire.READY:
-                    raise HelperGone(f"watchdog helper said {message[0]!r} at start")
-                return
+    async def _next_frame(self) -> tuple[bytes, bytes] | None:
+        """The next frame (None at EOF). Raises OSError or ClosedResourceError (stopped)."""
+        reader = self._reader
+        while (message := reader.next()) is None:
             await trio.lowlevel.wait_readable(self._fd)
             try:
-                if not self._reader.fill(socket.MSG_DONTWAIT):
-                    raise HelperGone("watchdog helper exited at start")
+                if not reader.fill(socket.MSG_DONTWAIT):
+                    return None
             except BlockingIOError:
                 pass
+        return message
+
+    # -- serving --------------------------------------------------------------------------------
+
+    async def serve(self) -> None:
+        """Read replies and pushed counts, and send what the socket did not take at once,
+        until the helper is given up (then return)."""
+        if self._gone is not None:
+            return
+        async with trio.open_nursery() as nursery:
+            nursery.start_soon(self._write_queued)
+            try:
+                while True:
+                    message = await self._next_frame()
+                    if message is None:
+                        self._broken("the watchdog helper exited")
+                        break
+                    self._received(*message)
+                    if self.gone:
+                        break
+            except trio.ClosedResourceError:  # stopped (or given up) under us
+                pass
+            except OSError as exc:
+                self._broken(f"reading from the watchdog helper failed: {exc}")
+            nursery.cancel_scope.cancel()
+
+    async def _write_queued(self) -> None:
+        while True:
+            await self._out_queued.wait()
+            self._out_queued = trio.Event()
+            while self._out:
+                with trio.move_on_after(REPLY_TIMEOUT_S) as waiting:
+                    await trio.lowlevel.wait_writable(self._fd)
+                if waiting.cancelled_caught:
+                    self._broken(f"the watchdog helper took no message for {REPLY_TIMEOUT_S:g} s")
+                    return
+                try:
+                    sent = self._sock.send(self._out)
+                except BlockingIOError:
+                    continue
+                except OSError as exc:
+                    self._broken(f"writing to the watchdog helper failed: {exc}")
+                    return
+                del self._out[:sent]
+
+    def _received(self, op: bytes, body: bytes) -> None:
+        if op == wire.KILLS:
+            self._kills = max(self._kills, int(body))
+            return
+        if op not in (wire.PID, wire.ERROR, wire.WROTE) or not self._pending:
+            self._broken(f"unexpected {op!r} from the watchdog helper")
+            return
+        request = self._pending.popleft()
+        request.op, request.body = op, body
+        if op == wire.PID:
+            reader = self._reader
+            fds = reader.fds
+            if reader.fds_lost or len(fds) < SPAWN_FDS:  # we are out of descriptors
+                reader.fds_lost = False
+                reader.close_fds()
+                # It must not run unguarded: the helper kills it (and reaps it).
+                self._send(wire.frame(wire.STOPPED, body.partition(b":")[0]))
+                request.op = wire.ERROR
+                request.body = marshal.dumps((errno.EMFILE, os.strerror(errno.EMFILE), None, ""))
+            else:
+                request.fds = tuple(fds.popleft() for _ in range(SPAWN_FDS))
+        if request.abandoned:
+            self._undo(request)
+        else:
+            request.done.set()
+
+    def _undo(self, request: _Request) -> None:
+        """A reply whose caller stopped waiting: stop the hook it started (the helper kills
+        and reaps it) and close our ends, or remove the file it wrote."""
+        if request.op == wire.PID:
+            self._send(wire.frame(wire.STOPPED, request.body.partition(b":")[0]))
+            for fd in request.fds:
+                os.close(fd)
+            request.fds = ()
+        elif request.op == wire.WROTE and request.path is not None:
+            self._send(wire.frame(wire.REMOVE, os.fsencode(request.path)))
 
     # -- requests -------------------------------------------------------------------------------
 
-    def spawn(
+    async def spawn(
         self,
         run_no: int,
         argv: Sequence[str],
@@ -191,7 +292,8 @@ class WatchdogHelper:
         bytes) already written into its stdin, and its ``payload_file`` (``(path, contents)``)
         written first; the helper removes that file as the child exits. Spawn errors come
         back as the OSError or ValueError subprocess would raise (a file that cannot be
-        written: the OSError naming it); a broken helper raises :class:`HelperGone`."""
+        written: the OSError naming it); a broken helper raises :class:`HelperGone`. On
+        cancel the hook, if it started, is stopped (killed and reaped by the helper)."""
         marker: bytes | None = None
         version: int | None = None
         sent: Mapping[str, str] | Mapping[bytes, bytes] | None
@@ -203,183 +305,118 @@ class WatchdogHelper:
         body = marshal.dumps(
             (run_no, tuple(argv), executable, cwd, sent, marker, stdin, payload_file)
         )
-        with self._lock:
-            op, data = self._call(wire.frame(wire.SPAWN, body))
-            if version is not None:  # the helper keeps what it was sent, whatever the reply
-                self._env_version = version
-            if op == wire.PID:
-                head, _, written = data.partition(b":")
-                pid = int(head)
-                # A status for this pid now is an earlier process's: it was reaped before
-                # the pid could be reused (and before this reply was sent).
-                self._statuses.pop(pid, None)
-                reader = self._reader
-                fds = reader.fds
-                if reader.fds_lost or len(fds) != 6:  # we are out of descriptors
-                    reader.fds_lost = False
-                    reader.close_fds()
-                    try:  # it must not run unguarded: the helper kills it (and reaps it)
-                        self._send(wire.frame(wire.STOPPED, head))
-                    except (OSError, HelperGone) as exc:
-                        raise self._broken(str(exc)) from exc
-                    raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
-                pidfd, stdin_w, stdout_r, stderr_r, stdout_w, stderr_w = (
-                    fds.popleft() for _ in range(6)
-                )
-                writers = (stdout_w, stderr_w)
-                return Spawned(pid, pidfd, stdin_w, stdout_r, stderr_r, writers, int(written))
-            if op != wire.ERROR:
-                raise self._broken(f"unexpected reply {op!r} to a spawn")
-            code, strerror, filename, message = marshal.loads(data)
-            if message == wire.UNSUPPORTED:
-                raise self._broken("it cannot spawn in a new session here")
+        request = _Request()
+        self._request(wire.frame(wire.SPAWN, body), request)
+        if version is not None:  # the helper keeps what it was sent, whatever the reply
+            self._env_version = version
+        await self._reply(request)
+        if request.op == wire.PID:
+            head, _, written = request.body.partition(b":")
+            status, stdin_w, stdout_r, stderr_r, stdout_w, stderr_w = request.fds
+            request.fds = ()
+            return Spawned(
+                int(head), status, stdin_w, stdout_r, stderr_r, (stdout_w, stderr_w), int(written)
+            )
+        if request.op != wire.ERROR:
+            raise self._broken(f"unexpected reply {request.op!r} to a spawn")
+        code, strerror, filename, message = marshal.loads(request.body)
+        if message == wire.UNSUPPORTED:
+            raise self._broken("it cannot spawn in a new session here")
         if code:
             raise OSError(code, strerror, filename)
         raise ValueError(message)
 
-    def has_status(self, pid: int) -> bool:
-        """Whether hook child ``pid``'s exit status has been read already (so it exited)."""
-        return pid in self._statuses
-
-    def exit_status(self, pid: int) -> int | None:
-        """The wait status of hook child ``pid``, which has exited (its pidfd said so): the
-        helper pushes it as it sees the exit, so it is here already or about to be. None:
-        the helper could not tell."""
-        with self._lock:
-            if self._gone is not None:
-                raise HelperGone(self._gone)
-            deadline = time.monotonic() + REPLY_TIMEOUT_S
-            try:
-                while pid not in self._statuses:
-                    message = self._next(deadline, pushed=True)
-                    if message is not None:
-                        raise HelperGone(f"unexpected {message[0]!r} from the watchdog helper")
-            except (OSError, HelperGone) as exc:
-                raise self._broken(str(exc)) from exc
-            return self._statuses.pop(pid)
-
     def signal(self, pid: int, sig: int) -> None:
         """Have the helper signal hook ``pid``'s group -- only while it has not reaped it, so
         the group id cannot have been recycled (we may not signal it ourselves: not ours)."""
-        self._tell(wire.frame(wire.SIGNAL, b"%d:%d" % (pid, sig)))
+        self._send(wire.frame(wire.SIGNAL, b"%d:%d" % (pid, sig)))
 
     def stopped(self, pid: int) -> None:
         """We stopped hook ``pid``: the helper SIGKILLs its group (if not yet reaped) and kills
         every descendant it left, wherever it went (and finished runs' orphans)."""
-        self._tell(wire.frame(wire.STOPPED, b"%d" % pid))
+        self._send(wire.frame(wire.STOPPED, b"%d" % pid))
 
     def close_all(self) -> None:
         """Engine close: the helper kills every descendant it has."""
-        self._tell(wire.frame(wire.CLOSE))
+        self._send(wire.frame(wire.CLOSE))
 
-    def write_file(self, path: str, data: bytes) -> None:
+    async def write_file(self, path: str, data: bytes) -> None:
         """Have the helper create the payload file ``path`` (0600, exclusively, not through a
         symlink) holding ``data``; it removes it on :meth:`remove_file`, or if we die first.
         Raises the OSError the write raised (naming the path); a broken helper
-        :class:`HelperGone`."""
-        with self._lock:
-            op, reply = self._call(wire.frame(wire.WRITE, marshal.dumps((path, data))))
-            if op == wire.WROTE:
-                return
-            if op != wire.ERROR:
-                raise self._broken(f"unexpected reply {op!r} to a file write")
-        code, strerror, filename, _ = marshal.loads(reply)
+        :class:`HelperGone`. On cancel a file written is removed."""
+        request = _Request(path)
+        self._request(wire.frame(wire.WRITE, marshal.dumps((path, data))), request)
+        await self._reply(request)
+        if request.op == wire.WROTE:
+            return
+        if request.op != wire.ERROR:
+            raise self._broken(f"unexpected reply {request.op!r} to a file write")
+        code, strerror, filename, _ = marshal.loads(request.body)
         raise OSError(code, strerror, filename)
 
     def remove_file(self, path: str) -> None:
         """Have the helper remove a payload file (a message, no reply). Never raises."""
-        self._tell(wire.frame(wire.REMOVE, os.fsencode(path)))
+        self._send(wire.frame(wire.REMOVE, os.fsencode(path)))
 
     def track_file(self, path: str, present: bool) -> None:
         """Register (``present``) or release a payload file the helper removes if we die.
-        Thread-safe; never raises."""
+        Never raises."""
         op = wire.GUARD if present else wire.RELEASE
-        self._tell(wire.frame(op, os.fsencode(path)))
+        self._send(wire.frame(op, os.fsencode(path)))
 
     def escapees_killed(self) -> int:
-        """Processes the helper killed as escapees so far (its reports, read without waiting)."""
-        with self._lock:
-            if self._gone is None:
-                try:
-                    while (message := self._next(None)) is not None:
-                        log.warning("watchdog helper sent %r unasked", message[0])
-                except (OSError, HelperGone) as exc:
-                    self._broken(str(exc))
+        """Processes the helper killed as escapees so far (its reports, as read)."""
         return self._kills
 
     # -- the wire -------------------------------------------------------------------------------
 
-    def _tell(self, data: bytes) -> None:
-        with self._lock:
-            if self._gone is not None:
-                return
+    def _send(self, data: bytes) -> None:
+        """Queue one message: sent now if the socket takes it, else by the writer. A helper
+        given up drops it (closing our end made it kill what it guards)."""
+        if self._gone is not None:
+            return
+        if not self._out:
             try:
-                self._send(data)
-            except (OSError, HelperGone) as exc:
-                self._broken(str(exc))
+                sent = self._sock.send(data)
+            except BlockingIOError:
+                sent = 0
+            except OSError as exc:
+                self._broken(f"writing to the watchdog helper failed: {exc}")
+                return
+            if sent == len(data):
+                return
+            data = data[sent:]
+        self._out += data
+        self._out_queued.set()
 
-    def _call(self, data: bytes, fds: Sequence[int] = ()) -> tuple[bytes, bytes]:
-        """Send a request and wait for its reply (the lock held)."""
+    def _request(self, data: bytes, request: _Request) -> None:
         if self._gone is not None:
             raise HelperGone(self._gone)
+        self._pending.append(request)
+        self._send(data)
+
+    async def _reply(self, request: _Request) -> None:
+        """Wait for the reply to ``request``; a helper that does not answer in time is given
+        up. On cancel the reply, when it comes (or if it came), is undone."""
         try:
-            self._send(data, fds)
-            return self._reply()
-        except OSError as exc:
-            raise self._broken(str(exc)) from exc
-        except HelperGone as exc:
-            raise self._broken(str(exc)) from exc
-
-    def _send(self, data: bytes, fds: Sequence[int] = ()) -> None:
-        view = memoryview(data)
-        try:
-            if fds:  # the descriptors go with the first byte
-                rights = array.array("i", fds).tobytes()
-                view = view[self._sock.sendmsg([view], [(SOL_SOCKET, SCM_RIGHTS, rights)]) :]
-            while view:
-                view = view[self._sock.send(view) :]
-        except BlockingIOError:  # the send timeout: the helper stopped reading
-            raise HelperGone(
-                f"the watchdog helper took no request for {REPLY_TIMEOUT_S:g} s"
-            ) from None
-
-    def _reply(self) -> tuple[bytes, bytes]:
-        message = self._next(time.monotonic() + REPLY_TIMEOUT_S)
-        assert message is not None
-        return message
-
-    def _next(self, deadline: float | None, pushed: bool = False) -> tuple[bytes, bytes] | None:
-        """The next frame that is a reply; pushed ones (exit statuses, kill counts) are
-        recorded on the way, and with ``pushed`` end the wait (None). Waits until
-        ``deadline``; a None deadline: only for what is there already (else None)."""
-        while True:
-            message = self._reader.next()
-            if message is not None:
-                op, body = message
-                if op == wire.STATUS:
-                    pid, _, status = body.partition(b":")
-                    self._statuses[int(pid)] = int(status) if status else None
-                elif op == wire.KILLS:
-                    self._kills = max(self._kills, int(body))
-                else:
-                    return message
-                if pushed:
-                    return None
-                continue
-            try:
-                if not self._reader.fill(0 if deadline is not None else socket.MSG_DONTWAIT):
-                    raise HelperGone("the watchdog helper exited")
-            except BlockingIOError:  # nothing there (MSG_DONTWAIT), or the receive timeout
-                if deadline is None:
-                    return None
-                raise HelperGone(
-                    f"the watchdog helper did not answer within {REPLY_TIMEOUT_S:g} s"
-                ) from None
-            if deadline is not None and time.monotonic() > deadline:
-                raise HelperGone(f"the watchdog helper did not answer within {REPLY_TIMEOUT_S:g} s")
+            with trio.move_on_after(REPLY_TIMEOUT_S) as waiting:
+                await request.done.wait()
+        except BaseException:
+            if request.done.is_set():
+                self._undo(request)
+            else:
+                request.abandoned = True
+            raise
+        if request.op:
+            return
+        if waiting.cancelled_caught and self._gone is None:
+            raise self._broken(f"the watchdog helper did not answer within {REPLY_TIMEOUT_S:g} s")
+        raise HelperGone(self._gone or "the watchdog helper is gone")
 
     def _broken(self, why: str) -> HelperGone:
-        """Give the helper up (the lock held): closing our end makes it kill what it guards."""
+        """Give the helper up: closing our end makes it kill what it guards; whoever waits
+        for a reply is told."""
         if self._gone is None:
             self._gone = why
             log.error(
@@ -389,16 +426,19 @@ class WatchdogHelper:
                 why,
             )
             self._close()
-            if self.on_broken is not None:
-                self.on_broken()
         return HelperGone(why)
 
     def _close(self) -> None:
-        # Trio only ever waited on this socket in _until_ready, so no task can be waiting now.
         if not self._closed:
             self._closed = True
+            trio.lowlevel.notify_closing(self._sock)
             self._sock.close()
             self._reader.close_fds()
+            self._out.clear()
+            for request in self._pending:  # no reply will come: wake the callers
+                request.done.set()
+            self._pending.clear()
+            self.lost.set()
 
     # -- the end --------------------------------------------------------------------------------
 
@@ -406,10 +446,9 @@ class WatchdogHelper:
         """Close the socket (the helper kills what is left, removes payload files, exits) and
         wait for it, bounded; kill it if it hangs. Shielded."""
         with trio.CancelScope(shield=True):
-            with self._lock:
-                if self._gone is None:
-                    self._gone = "stopped"
-                self._close()
+            if self._gone is None:
+                self._gone = "stopped"
+            self._close()
             with trio.move_on_after(STOP_TIMEOUT_S):
                 await self.process.wait()
             if self.process.returncode is None:

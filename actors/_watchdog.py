@@ -7,13 +7,16 @@ socket as its stdin. It marks itself a *child subreaper* (``prctl(PR_SET_CHILD_S
 and starts every hook process on the engine's behalf: the engine sends the argv, working
 directory, the start of stdin and (when it changed) the environment; the helper
 ``posix_spawn``s the child in a new session with three pipes it made beforehand, and answers
-with its pid, a pidfd and the engine's pipe ends (SCM_RIGHTS). So every hook
+with its pid, the read end of the hook's *status pipe* and the engine's pipe ends (SCM_RIGHTS).
+So every hook
 is the helper's child and every descendant a hook orphans (``setsid``, double forks, ``nohup``,
 ``env -i``) is re-parented to the helper instead of init: the helper's process tree *is* the
 set of hook processes, found without markers or process groups.
 
 The helper watches each hook child's pidfd. As one exits it SIGKILLs the child's group while
-the zombie still holds the group id, reaps it, and pushes ``<pid>:<wait status>``; the engine
+the zombie still holds the group id, reaps it, writes the wait status (decimal) into that run's
+status pipe and closes it: the engine sees the exit once, on that pipe, in the run's own poll
+(EOF with no status: the helper could not tell, or died). The engine
 signals a live group only through the helper, which does so only while it has not reaped the
 child (so never a recycled group). It never waits for "any child" while the engine runs.
 It kills -- stopping every victim with SIGSTOP first and rescanning until no new descendant
@@ -105,7 +108,7 @@ STDIN_INLINE = 16384
 #: keep for later spawns (None: the one kept) and ``marker`` its TRIOHOOKS_RUN value. ``stdin``:
 #: what to write into the hook's stdin before it starts (the start of it; the engine writes the
 #: rest). ``payload_file``: None or ``(path, contents)``, created before the spawn and removed
-#: as the hook's child exits (before its STATUS is sent).
+#: as the hook's child exits (before its status is written).
 SPAWN = b"s"
 SIGNAL = b"g"  # b"<pid>:<signal>": signal that hook's group, if its child is not yet reaped
 STOPPED = b"x"  # b"<pid>": the engine stopped that hook: SIGKILL its group, kill its descendants
@@ -118,14 +121,14 @@ WRITE = b"w"
 REMOVE = b"r"  # a payload file's path: remove it (no reply)
 # helper -> engine
 READY = b"R"
-#: b"<pid>:<stdin bytes written>" with the child's pidfd and the pipe ends the engine keeps:
-#: stdin's write end, stdout's and stderr's read ends (non-blocking), stdout's and stderr's
-#: write ends (held until the child exits, so that its exit is one wakeup, not three).
+#: b"<pid>:<stdin bytes written>" with the read end of the run's status pipe (the wait status
+#: is written into it, decimal, as the child is reaped; EOF without it: unknown) and the pipe
+#: ends the engine keeps: stdin's write end, stdout's and stderr's read ends (non-blocking),
+#: stdout's and stderr's write ends (held until the child exits, so that its exit is one
+#: wakeup, not three).
 PID = b"P"
 ERROR = b"E"  # marshal (errno, strerror, filename, message); message UNSUPPORTED: cannot spawn
 WROTE = b"o"  # the payload file of a WRITE is in place
-STATUS = b"S"  # b"<pid>:<wait status>" (or b"<pid>:" unknown), unasked, once a hook child
-#              exited: its group SIGKILLed while the zombie held the group id, then reaped
 KILLS = b"k"  # b"<n>": escapees killed so far (cumulative, sent when it grows, may be dropped)
 UNSUPPORTED = "unsupported"
 
@@ -348,13 +351,14 @@ def remove_file(path: str | bytes) -> None:
 
 
 def _hook_pipes() -> list[tuple[int, int]]:
-    """A hook's stdin, stdout and stderr pipes, ``(read, write)`` each, close-on-exec; the
-    engine's ends (stdin's write end, the outputs' read ends) non-blocking."""
+    """A hook's stdin, stdout and stderr pipes and its status pipe, ``(read, write)`` each,
+    close-on-exec; the engine's ends (stdin's write end, the outputs' and the status's read
+    ends) non-blocking."""
     pipes: list[tuple[int, int]] = []
     try:
-        for _ in range(3):
+        for _ in range(4):
             pipes.append(os.pipe())
-        for fd in (pipes[0][1], pipes[1][0], pipes[2][0]):
+        for fd in (pipes[0][1], pipes[1][0], pipes[2][0], pipes[3][0]):
             os.set_blocking(fd, False)
     except BaseException:
         for pair in pipes:
@@ -375,14 +379,16 @@ def _killpg(pgid: int, sig: int) -> bool:
 class _Hook:
     """A hook's direct child, from spawn until the engine has it reaped."""
 
-    __slots__ = ("created", "file", "pidfd", "run", "stopped")
+    __slots__ = ("created", "file", "pidfd", "run", "status", "stopped")
 
-    def __init__(self, run: int, pidfd: int, file: bytes | None = None) -> None:
+    def __init__(self, run: int, pidfd: int, status: int, file: bytes | None = None) -> None:
         self.run = run
         #: Its payload file, written here before the spawn: removed as the child exits.
         self.file = file
-        #: Watched until the child exits (then closed): its exit status is pushed at once.
+        #: Watched until the child exits (then closed).
         self.pidfd: int | None = pidfd
+        #: The status pipe's write end: the wait status goes in as the child is reaped.
+        self.status = status
         #: The engine stopped this run (or is closing): what is left of it is to be killed.
         self.stopped = False
         #: psutil's create_time, read at the first sweep that needs it.
@@ -438,8 +444,8 @@ class Helper:
     # -- the loop -------------------------------------------------------------------------------
 
     def serve(self) -> None:
-        """Serve the engine's frames and push exit statuses until EOF (or until the engine
-        cannot be answered)."""
+        """Serve the engine's frames and reap exiting hook children until EOF (or until the
+        engine cannot be answered)."""
         sock = self.sock.fileno()
         while True:
             timeout = None
@@ -518,8 +524,8 @@ class Helper:
         except OSError as exc:  # EMFILE, ENFILE
             self.refuse(exc.errno, exc.strerror, None, "")
             return
-        (in_r, in_w), (out_r, out_w), (err_r, err_w) = pipes
-        ours = [in_w, out_r, err_r, out_w, err_w]
+        (in_r, in_w), (out_r, out_w), (err_r, err_w), (st_r, st_w) = pipes
+        ours = [st_r, in_w, out_r, err_r, out_w, err_w]
         file: bytes | None = None
         try:
             if payload_file is not None:  # written here: the engine's loop does no file I/O
@@ -556,9 +562,9 @@ class Helper:
             except BlockingIOError:
                 written = 0
             try:  # the engine first (it is waiting), the bookkeeping after
-                self.send(frame(PID, b"%d:%d" % (pid, written)), [pidfd, *ours])
+                self.send(frame(PID, b"%d:%d" % (pid, written)), ours)
             finally:
-                self.hooks[pid] = _Hook(run, pidfd, owned)
+                self.hooks[pid] = _Hook(run, pidfd, os.dup(st_w), owned)
                 self.watched[pidfd] = pid
                 self.poller.register(pidfd, select.POLLIN)
         finally:  # the child and the engine have theirs; ours would keep the pipes from EOF
@@ -616,7 +622,7 @@ class Helper:
 
     def exited(self, pidfd: int) -> None:
         """A hook child exited: SIGKILL its group while the zombie still holds the group id,
-        reap it, and tell the engine its status."""
+        reap it, and write its status into the run's status pipe (the engine's one sign)."""
         pid = self.watched[pidfd]
         _killpg(pid, signal.SIGKILL)
         try:
@@ -633,7 +639,13 @@ class Helper:
         if len(self.finished) > FINISHED_KEPT:
             del self.finished[next(iter(self.finished))]
         self.want_sweep()  # a descendant may have been orphaned
-        self.send(frame(STATUS, b"%d:%s" % (pid, b"" if status is None else b"%d" % status)))
+        try:
+            if status is not None:  # a few bytes into an empty pipe: never blocks
+                os.write(hook.status, b"%d" % status)
+        except OSError:  # the engine closed its end: it stopped caring
+            pass
+        finally:
+            os.close(hook.status)
 
     def unwatch(self, hook: _Hook) -> None:
         if hook.pidfd is not None:

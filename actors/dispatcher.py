@@ -1,4 +1,4 @@
-"""The dispatcher actor: one task per event; filter, run, fold, queue; one Outcome out.
+"""The dispatcher: filter, run, fold, queue; one Outcome out, in the caller's task.
 
 Owns the per-event path and nothing under it: take the hook-table snapshot (plus the hooks the
 embedding agent registered), **filter** each hook (``match``, ``if``, JSON matchers) against the
@@ -6,11 +6,13 @@ arguments as rewritten so far, **run** the synchronous ones in order through
 :class:`~triohooks.actors.runs.HookRuns` (the runner interface, observed), **fold** their results
 with :class:`~triohooks.combine.outcome.Combiner` (the stop-continue cap with
 :class:`~triohooks.combine.outcome.StopContinues`), and **queue** the background ones, with the
-hooks they are for, on the post worker. A crash while handling one event is contained and turned
-into that event's result, failing closed: an event that can block is blocked with a reason that
-says it was an internal error (:func:`~triohooks.combine.outcome.internal_error_outcome`); other
-events are untouched. The actor can be run again after a crash (the supervisor does): events that
-arrive meanwhile wait for it, bounded by ``RESTART_WAIT_S``.
+hooks they are for, on the post worker.
+
+An event runs in the task of whoever fired it: its cancel scope and deadline are the caller's,
+and nothing else shares its fate (no event nursery: a crash elsewhere cannot cancel it). A
+crash while handling one event is contained and turned into that event's result, failing
+closed: an event that can block is blocked with a reason that says it was an internal error
+(:func:`~triohooks.combine.outcome.internal_error_outcome`); other events are untouched.
 
 Must not: know how any kind of hook runs (``triohooks.handlers``), decide what a reply means
 (``triohooks.combine``), spawn processes (the reaper) or do file I/O (the audit sink writes).
@@ -19,8 +21,8 @@ Must not: know how any kind of hook runs (``triohooks.handlers``), decide what a
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
-from typing import Any, Final
+from collections.abc import Mapping, Sequence
+from typing import Any
 
 import msgspec
 import trio
@@ -46,9 +48,6 @@ log = logging.getLogger("triohooks.dispatcher")
 
 _encoder = msgspec.json.Encoder()
 
-#: How long an event waits for a crashed dispatcher to be restarted before it fails closed.
-RESTART_WAIT_S: Final = 5.0
-
 
 def is_sync(hook: Hook, event: str) -> bool:
     """Whether ``hook`` runs in the event's own task (else on the background queue)."""
@@ -73,31 +72,8 @@ class Dispatcher:
         #: Hooks registered through the engine API (run before the table's, in order).
         self.api_hooks: list[Hook] = []
         self.stop_continues = StopContinues()
-        self._nursery: trio.Nursery | None = None
-        #: Set while serve() runs; replaced by a fresh one when it stops, which its restart sets.
-        self._running = trio.Event()
         #: Events whose handling failed in our own code (contained, failed closed).
         self.crashes = 0
-
-    # -- actor lifecycle ----------------------------------------------------------------------
-    async def serve(self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED) -> None:
-        """Hold the nursery that event tasks (and the post worker, once first used) run in.
-
-        Runs until cancelled. Safe to run again after a crash: each run has its own nursery;
-        events in flight when it crashed are answered (failing closed), later ones wait for the
-        new run.
-        """
-        try:
-            async with trio.open_nursery() as nursery:
-                self._nursery = nursery
-                self.post_worker.attach(nursery)
-                self._running.set()
-                task_status.started()
-                await trio.sleep_forever()
-        finally:
-            self._nursery = None
-            if self._running.is_set():
-                self._running = trio.Event()
 
     # -- the per-event path -------------------------------------------------------------------
     # The filters and the "nothing runs" test are :mod:`triohooks.config.selection`'s, shared
@@ -105,127 +81,52 @@ class Dispatcher:
     def _hooks_for(self, event: str) -> tuple[Hook, ...]:
         return selection.hooks_for(self.loader.table, self.api_hooks, event)
 
-    def _any_passes(self, hooks: tuple[Hook, ...], event: str, ev: EventBase) -> bool:
-        return selection.any_passes(hooks, event, ev, self.workspace)
-
     def _extra_for(self, event: str, ev: EventBase) -> tuple[Hook, ...]:
         return selection.extra_for(self.loader.table, self.api_hooks, event, ev)
 
-    def _skips(
-        self, event: str, ev: EventBase, hooks: tuple[Hook, ...], extra: tuple[Hook, ...]
-    ) -> bool:
-        return selection.skips(event, ev, hooks, extra, self.workspace)
-
     def nothing_runs(self, ev: EventBase) -> bool:
-        """Whether :meth:`dispatch` takes its fast path for ``ev`` (no hook can run). Reads
-        the current snapshot only, no checkpoint: a front on this thread (the asyncio engine)
-        may then answer ``plain_outcome`` itself, after ``session_end``'s ``forget_session``
-        -- exactly what dispatch does."""
+        """Whether :meth:`dispatch` takes its fast path for ``ev`` (no hook can run): the same
+        :func:`~triohooks.config.selection.skips` it asks. Reads the current snapshot only, no
+        checkpoint, so a front on this thread (the asyncio engine) can ask it first and then
+        answer with :meth:`answer_plain`, exactly what dispatch does."""
         return selection.nothing_runs(self.loader.table, self.api_hooks, ev, self.workspace)
 
-    def runs_only(self, ev: EventBase, local: Callable[[Hook], bool]) -> bool:
-        """Whether every hook that may run for ``ev`` is synchronous and ``local`` says yes to
-        it, so :meth:`run_here` can handle the event with a :class:`HookRuns` of the caller's.
-
-        Conservative: a synchronous hook counts unless it cannot run for this tool whatever
-        the arguments (TOML ``match``, JSON tool name or glob), since earlier hooks may
-        rewrite the arguments its ``if`` or JSON path reads; a background hook counts when it
-        passes its filters on the event's own arguments (what :meth:`_queue` tests). Never
-        true for ``stop``. Like :meth:`nothing_runs`, it only reads the current snapshot.
-        """
-        event = _event_name(ev)
-        if event == "stop":
-            return False
-        info = EVENTS[event]
-        tool = str(getattr(ev, "tool", "") or "") if info.tool_event else ""
-        args = (getattr(ev, "args", None) or {}) if info.tool_event else {}
-        for hook in self._hooks_for(event):
-            if not is_sync(hook, event):
-                if self._passes_filters(hook, event, {"tool": tool, "args": args}):
-                    return False
-            elif not local(hook) and not (info.tool_event and selection.never_for_tool(hook, tool)):
-                return False
-        return not self._any_passes(self._extra_for(event, ev), "post_tool_failure", ev)
-
-    async def run_here(self, ev: EventBase, runs: HookRuns) -> Outcome:
-        """Handle ``ev`` in the caller's task, its hooks run through ``runs``; only for an
-        event :meth:`runs_only` accepted (nothing is queued). Awaits nothing but ``runs``, so
-        it runs under whatever event loop ``runs`` belongs to. A crash in our code is
-        contained and fails closed, as in :meth:`dispatch`; cancellation propagates."""
+    def answer_plain(self, ev: EventBase) -> Outcome:
+        """The Outcome of an event no hook runs for, with its one side effect: a
+        ``session_end`` forgets the session's stop-continue state."""
         event = _event_name(ev)
         if event == "session_end":
             self.stop_continues.forget_session(ev.session_id)
-        try:
-            hooks, extra = self._hooks_for(event), self._extra_for(event, ev)
-            return await self._run_event(ev, event, hooks, extra, runs)
-        except Exception as exc:
-            self.crashes += 1
-            log.exception("internal error while handling %s", event)
-            return internal_error_outcome(event, ev, repr(exc))
+        return plain_outcome(event, ev)
 
     async def dispatch(self, ev: EventBase) -> Outcome:
-        """Run one event and return its Outcome.
+        """Run one event in the caller's task and return its Outcome.
 
-        A checkpoint when any hook matches. On cancel, the event's task is cancelled too (its
-        hook processes are killed) and ``Cancelled`` propagates to the caller.
+        A checkpoint. On cancel the running hook's process group is killed (by the reaper,
+        shielded and bounded) before ``Cancelled`` propagates to the caller.
         """
         event = _event_name(ev)
-        if event == "session_end":
-            self.stop_continues.forget_session(ev.session_id)
         hooks = self._hooks_for(event)
         extra = self._extra_for(event, ev)
-        if self._skips(event, ev, hooks, extra):
-            # The fast path: nothing runs, so no task, no copies, no encoding.
+        if selection.skips(event, ev, hooks, extra, self.workspace):
+            # The fast path: nothing runs, so no copies, no encoding.
+            outcome = self.answer_plain(ev)
             await trio.lowlevel.checkpoint()
-            return plain_outcome(event, ev)
-        nursery = self._nursery
-        if nursery is None:
-            with trio.move_on_after(RESTART_WAIT_S):
-                await self._running.wait()
-            nursery = self._nursery
-            if nursery is None:
-                return internal_error_outcome(event, ev, "the dispatcher is not running")
-        done = trio.Event()
-        box: list[Outcome] = []
-        scope = trio.CancelScope()
-        nursery.start_soon(self._event_task, ev, event, hooks, extra, box, done, scope)
+            return outcome
+        if event == "session_end":
+            self.stop_continues.forget_session(ev.session_id)
         try:
-            await done.wait()
-        except trio.Cancelled:
-            # Cancel the event and wait (bounded) for its hooks' groups to be killed, so a
-            # cancelled fire never returns with a hook of its still running.
-            scope.cancel()
-            with trio.move_on_after(2, shield=True):
-                await done.wait()
-            raise
-        return box[0]
-
-    async def _event_task(
-        self,
-        ev: EventBase,
-        event: str,
-        hooks: tuple[Hook, ...],
-        extra: tuple[Hook, ...],
-        box: list[Outcome],
-        done: trio.Event,
-        scope: trio.CancelScope,
-    ) -> None:
-        try:
-            with scope:
-                try:
-                    box.append(await self._run_event(ev, event, hooks, extra))
-                except Exception as exc:
-                    # Containment: a bug while handling one event fails that event only,
-                    # closed (a guard it would have run must not be bypassed).
-                    self.crashes += 1
-                    log.exception("internal error while handling %s", event)
-                    box.append(internal_error_outcome(event, ev, repr(exc)))
-        finally:
-            # Cancelled by the caller (who then raises Cancelled and never reads this), by
-            # close, or because the dispatcher itself crashed: whoever still waits is answered.
-            if not box:
-                box.append(internal_error_outcome(event, ev, "the event was cancelled"))
-            done.set()
+            outcome = await self._run_event(ev, event, hooks, extra)
+        except Exception as exc:
+            # Containment: a bug while handling one event fails that event only, closed (a
+            # guard it would have run must not be bypassed).
+            self.crashes += 1
+            log.exception("internal error while handling %s", event)
+            outcome = internal_error_outcome(event, ev, repr(exc))
+        # Always a checkpoint, even when every hook answered without yielding (an in-process
+        # one): the actors it fed (the audit sink, the post worker) get their turn.
+        await trio.lowlevel.checkpoint()
+        return outcome
 
     async def _run_event(
         self,
@@ -233,9 +134,8 @@ class Dispatcher:
         event: str,
         hooks: tuple[Hook, ...],
         extra: tuple[Hook, ...],
-        runs: HookRuns | None = None,
     ) -> Outcome:
-        runs = runs or self.runs
+        runs = self.runs
         fields: dict[str, Any] = msgspec.to_builtins(ev)
         stop_key = ""
         if event == "stop":

@@ -123,8 +123,6 @@ class ProcessGuard(Protocol):
 
     async def remove_payload(self, path: str, *, wait: bool = False) -> None: ...
 
-    def hosts(self, spec: ProcessSpec) -> bool: ...
-
     def retire_workers(self) -> None: ...
 
     async def kill_all(self) -> int: ...
@@ -198,7 +196,9 @@ def process_result(
     lost: bool = False,
 ) -> ProcessResult:
     """The ProcessResult of a finished (or given up) run: overflow, then timeout, then a lost
-    status, then the exit. ``returncode`` as Popen has it (negative: the signal)."""
+    status, then the exit. ``returncode`` as Popen has it (negative: the signal). A run that
+    ends ``killed`` was ended by us (a close, a lost status, a process that would not die):
+    ``internal``, so it fails closed."""
     status: ProcessStatus = "killed"
     exit_code = signum = error = None
     if overflowed:

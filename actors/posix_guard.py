@@ -156,9 +156,6 @@ class PosixGuard:
             live=len(self._live),
         )
 
-    def hosts(self, spec: ProcessSpec) -> bool:
-        return False  # every run is waited for in Trio
-
     def retire_workers(self) -> None:
         """Nothing to retire: a worker serves one request here."""
 

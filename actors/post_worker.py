@@ -11,14 +11,18 @@ Each queued item carries the hooks it is for (chosen and filtered by the dispatc
 was fired) and the event's JSON bytes, encoded then. The consumer runs those hooks, in order,
 through the same runner interface the dispatcher uses (:class:`HookRunner`, in the engine
 :class:`~triohooks.actors.runs.HookRuns`); it must not know how a hook runs, and it never calls
-back into the dispatcher. For close it is handed one callable that kills the hook process groups
-still running (the reaper's). Enqueueing never awaits; nothing here blocks the agent.
+back into the dispatcher. At close, what still runs past the drain deadline is cancelled: the
+hook run in hand kills its own process group (the reaper does, as for any cancelled run), and no
+other run is touched. The consumer's crash (a bug outside the per-event containment) is contained
+here too: the event in hand counts as failed, the consumer starts again, nothing queued is lost,
+and nothing outside it (an event being handled, another actor) is cancelled. Enqueueing never
+awaits; nothing here blocks the agent.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -34,10 +38,9 @@ logger = logging.getLogger("triohooks.post_worker")
 DEFAULT_CAPACITY: Final = 256
 #: What queued events get, in total, when the worker closes (HK-33).
 DEFAULT_DRAIN_TIMEOUT_S: Final = 5.0
-#: Bound on the reaper's kill of the running hook groups after the drain deadline.
-KILL_TIMEOUT_S: Final = 2.0
-#: Bound on waiting for the cancelled consumer to unwind after the kill.
-EXIT_TIMEOUT_S: Final = 1.0
+#: Bound on waiting for the cancelled consumer to unwind after the drain deadline (its hook run
+#: kills and reaps its group within the reaper's own 2 s budget).
+EXIT_TIMEOUT_S: Final = 3.0
 #: Drop log records held for the drop logger task; past this, drops are logged inline.
 DROP_LOG_BUFFER: Final = 8192
 DROP_LOG_CHUNK: Final = 256
@@ -75,9 +78,9 @@ class WorkerReport(msgspec.Struct, frozen=True):
     """The worker's numbers; at close, ``offered == ran + dropped_full + dropped_at_close``.
 
     ``ran`` counts events whose run finished (``failed`` of them raised). An event cut off by
-    the close deadline counts in ``dropped_at_close``; ``killed`` is the number of hook process
-    groups the reaper killed then. ``drain_seconds`` is the time from the start of the close to
-    the end of the drain (queue empty, or the deadline).
+    the close deadline counts in ``dropped_at_close``; ``killed`` is the number of hook runs
+    that were cut off then (their process groups killed). ``drain_seconds`` is the time from
+    the start of the close to the end of the drain (queue empty, or the deadline).
     """
 
     offered: int
@@ -103,9 +106,10 @@ _FAILED: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
 class PostWorker:
     """A bounded queue of background events and the one task that runs them in order.
 
-    Wiring: either ``await nursery.start(worker.serve)``, or ``worker.attach(nursery)`` so the
-    first :meth:`offer` starts the consumer ("the worker starts on first use"). Then
-    :meth:`offer` from anywhere in the trio thread, and :meth:`close` once at shutdown.
+    Wiring: either ``await nursery.start(worker.serve)`` (the bare consumer: a crash propagates),
+    or ``worker.attach(nursery)`` so the first :meth:`offer` starts the consumer ("the worker
+    starts on first use") under its own containment. Then :meth:`offer` from anywhere in the
+    trio thread, and :meth:`close` once at shutdown.
     """
 
     def __init__(
@@ -115,7 +119,6 @@ class PostWorker:
         capacity: int = DEFAULT_CAPACITY,
         on_warning: Callable[[str], None] | None = None,
         on_drop: Callable[[BackgroundItem, str], None] | None = None,
-        kill_running: Callable[[], Awaitable[int]] | None = None,
         drain_timeout_s: float = DEFAULT_DRAIN_TIMEOUT_S,
     ) -> None:
         if capacity < 1:
@@ -124,7 +127,6 @@ class PostWorker:
         self._capacity = capacity
         self._on_warning = on_warning
         self._on_drop = on_drop
-        self._kill_running = kill_running
         self._drain_timeout_s = drain_timeout_s
         self._send, self._receive = trio.open_memory_channel[BackgroundItem](capacity)
         #: The consumer's scope, made up front so close() can cancel it even before the
@@ -135,6 +137,10 @@ class PostWorker:
         self._serving = False
         self._consumer_done = trio.Event()
         self._current: BackgroundItem | None = None
+        #: A hook of the current item is running (so a cut-off kills its group).
+        self._in_run = False
+        #: Consumer crashes contained so far.
+        self.crashes = 0
         self._closing = False
         self._close_done = trio.Event()
         self._report: WorkerReport | None = None
@@ -160,11 +166,11 @@ class PostWorker:
     # -- intake ---------------------------------------------------------------------------
 
     def attach(self, nursery: trio.Nursery) -> None:
-        """Make the first :meth:`offer` start the consumer in ``nursery``.
-
-        Attaching again (the dispatcher restarted after a crash took the consumer with it)
-        restarts the consumer at once when events are waiting: the queue and its numbers live
-        here, not in the consumer, so nothing queued is lost.
+        """Make the first :meth:`offer` start the consumer in ``nursery``, contained: a crash
+        of it is logged, the event in hand counts as failed, and it starts again at once when
+        events are waiting (else on the next offer). Attaching again (a new nursery) starts it
+        there when events are waiting: the queue and its numbers live here, not in the
+        consumer, so nothing queued is lost.
         """
         self._nursery = nursery
         if self._depth > 0:
@@ -174,10 +180,23 @@ class PostWorker:
         if self._consumer_started or self._nursery is None or self._closing:
             return
         try:
-            self._nursery.start_soon(self.serve)
+            self._nursery.start_soon(self._contained)
         except RuntimeError:  # that nursery is closing: the next attach starts it
             return
         self._consumer_started = True
+
+    async def _contained(self) -> None:
+        """The consumer, restarted after each crash while events wait (each crash consumes
+        the event in hand, so a bug cannot loop on one event)."""
+        while True:
+            try:
+                await self.serve()
+                return
+            except Exception:
+                self.crashes += 1  # serve logged it and reset its state
+                if self._closing or self._depth == 0:
+                    return  # the next offer starts it again
+                self._consumer_started = True
 
     def offer(self, *, event: str, session_id: str, payload: bytes, hooks: tuple[Any, ...]) -> bool:
         """Queue one background event; never awaits. False = dropped (counted and logged).
@@ -281,7 +300,7 @@ class PostWorker:
                 self._current = None
                 self._ran += 1
                 self._failed += 1
-            logger.exception("the background consumer crashed; it restarts with the dispatcher")
+            logger.exception("the background consumer crashed; it starts again")
             raise
         finally:
             self._serving = False
@@ -337,7 +356,11 @@ class PostWorker:
     async def _run_hooks(self, item: BackgroundItem) -> None:
         hook_input = HookInput(item.event, item.session_id, payload=item.payload)
         for hook in item.hooks:
-            result = await self._runner.run(hook, hook_input)
+            self._in_run = True
+            try:
+                result = await self._runner.run(hook, hook_input)
+            finally:
+                self._in_run = False
             if result.outcome in _FAILED:
                 name = getattr(hook, "name", hook)
                 logger.warning("background hook %s failed: %s", name, failure_text(result))
@@ -346,8 +369,8 @@ class PostWorker:
 
     async def close(self) -> WorkerReport:
         """Stop intake, let queued events run for up to ``drain_timeout_s`` in total, then
-        cancel the running one, kill running hook groups through ``kill_running`` and drop the
-        rest. Returns the report; a second call returns the same one.
+        cancel the running one (its hook's group is killed by that run) and drop the rest.
+        Returns the report; a second call returns the same one.
 
         A checkpoint. On cancel it skips the rest of the drain, still cancels, kills (shielded,
         bounded) and drops, then re-raises.
@@ -387,18 +410,14 @@ class PostWorker:
         return report
 
     async def _stop_consumer(self) -> None:
-        """Cancel the consumer if it still runs and have the reaper kill its hook groups."""
+        """Cancel the consumer if it still runs; a hook run it was in kills its own group."""
         self._consumer_scope.cancel()
         if not self._consumer_started or self._consumer_done.is_set():
             return
         # The consumer only sees the cancel when we yield: an event it was running is still
-        # in self._current here, and its hook groups are still alive.
-        if self._current is not None and self._kill_running is not None:
-            with trio.move_on_after(KILL_TIMEOUT_S, shield=True):
-                try:
-                    self._killed += await self._kill_running()
-                except Exception:
-                    logger.exception("killing the running background hooks failed")
+        # in self._current here, and its hook's group is still alive.
+        if self._current is not None and self._in_run:
+            self._killed += 1
         with trio.move_on_after(EXIT_TIMEOUT_S, shield=True):
             await self._consumer_done.wait()
 

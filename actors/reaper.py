@@ -5,9 +5,7 @@ session and process group; PATH lookups hashed like a shell's), feeding stdin, r
 stdout/stderr ourselves with caps (the calling task serves a run's pipes and exit through a
 private epoll), timeouts, group kills (SIGTERM, a short grace, SIGKILL), sweeping what a hook
 leaves behind, the watchdog helper (:mod:`triohooks.actors._watchdog`, driven through
-:mod:`triohooks.actors._subreaper`) and the counters. A run may also be waited for by another
-event loop on Trio's thread (:class:`HostedRun`, the asyncio engine's), with everything but the
-plain end done here in Trio.
+:mod:`triohooks.actors._subreaper`) and the counters.
 
 Must not: know about events, dialects or decisions (``triohooks.handlers.replies`` reads results),
 use ``capture_stdout`` (a grandchild holding the pipe would hang us), ``preexec_fn``, PDEATHSIG
@@ -46,7 +44,7 @@ import subprocess
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import asynccontextmanager, suppress
+from contextlib import asynccontextmanager
 from functools import partial
 from typing import Final, cast
 
@@ -86,36 +84,34 @@ _RUN_VAR_BYTES: Final = RUN_VAR.encode()
 
 class _HelperChild:
     """A hook process the watchdog helper spawned (the helper's child, not ours): the same
-    ``pid`` / ``returncode`` / ``poll()`` as a Popen; the helper reaps it as it exits."""
+    ``pid`` / ``returncode`` / ``poll()`` as a Popen. The helper kills its group and reaps it
+    as it exits, then writes the wait status into the run's status pipe, ``status``."""
 
-    __slots__ = ("exited", "helper", "lost", "pid", "pidfd", "returncode")
+    __slots__ = ("helper", "lost", "pid", "returncode", "status")
 
-    def __init__(self, helper: WatchdogHelper, pid: int, pidfd: int) -> None:
+    def __init__(self, helper: WatchdogHelper, pid: int, status: int) -> None:
         self.helper = helper
         self.pid = pid
-        self.pidfd = pidfd
+        self.status = status
         self.returncode: int | None = None
-        #: Its pidfd was seen readable: it exited (the run's epoll said so).
-        self.exited = False
-        #: The exit status is lost: the helper died before reporting it (init reaped the
-        #: child), or could not tell.
+        #: The exit status is lost: the helper died before writing it (init reaps the child
+        #: then), or could not tell.
         self.lost = False
 
     def poll(self) -> int | None:
-        """The exit code once the child exited, else None. (The helper killed its group and
-        reaped it as it exited; it pushes the status, which this waits for, briefly.)"""
+        """The exit code once the child exited and was reaped, else None (never blocks)."""
         if self.returncode is not None or self.lost:
             return self.returncode
-        if not (self.exited or self.helper.has_status(self.pid) or _readable(self.pidfd)):
-            return None
         try:
-            status = self.helper.exit_status(self.pid)
-        except HelperGone:
-            status = None
-        if status is None:
+            data = os.read(self.status, 32)  # written at once, and far below PIPE_BUF
+        except BlockingIOError:
+            return None
+        except OSError:
+            data = b""
+        if not data:
             self.lost = True
             return None
-        self.returncode = os.waitstatus_to_exitcode(status)
+        self.returncode = os.waitstatus_to_exitcode(int(data))
         return self.returncode
 
 
@@ -129,16 +125,17 @@ _Child = subprocess.Popen[bytes] | _HelperChild
 
 
 class _Run:
-    """A live hook process, as the reaper tracks it: the child, its pidfd and our pipe ends."""
+    """A live hook process, as the reaper tracks it: the child, its exit descriptor and our
+    pipe ends."""
 
     __slots__ = (
         "child",
         "closed",
         "done",
+        "exit_fd",
+        "exit_fd_watched",
         "no",
         "pid",
-        "pidfd",
-        "pidfd_watched",
         "stderr",
         "stdin",
         "stdin_rest",
@@ -172,13 +169,16 @@ class _Run:
         self.closed = False
         #: Set once the direct child is reaped (or given up on).
         self.done = trio.Event()
-        #: Trio has waited on the pidfd (so closing it must tell trio): set by whoever waits.
-        self.pidfd_watched = False
+        #: Trio has waited on exit_fd (so closing it must tell trio): set by whoever waits.
+        self.exit_fd_watched = False
+        #: Readable once the direct child exited: for a helper's run the status pipe (its
+        #: status written after the reap; EOF alone if the helper died), else a pidfd.
+        self.exit_fd: int
         if isinstance(child, _HelperChild):
-            self.pidfd = child.pidfd
+            self.exit_fd = child.status
             return
         try:
-            self.pidfd = os.pidfd_open(self.pid)  # Linux 5.3+
+            self.exit_fd = os.pidfd_open(self.pid)  # Linux 5.3+
         except OSError:  # we cannot guard this process, so it must not run
             _signal_group(self.pid, signal.SIGKILL)
             child.wait()
@@ -275,7 +275,7 @@ def _spawn(spec: ProcessSpec, env: Environment, no: int, executable: str | None 
     return _Run(no, popen, in_w, out_r, err_r, (out_w, err_w), stdin_rest)
 
 
-def _spawn_via(
+async def _spawn_via(
     helper: WatchdogHelper,
     spec: ProcessSpec,
     env: Environment,
@@ -289,19 +289,19 @@ def _spawn_via(
     ``spec.stdin`` fitted (a small payload goes with the request). ``payload_file``: the
     helper writes it before the spawn and removes it as the child exits.
 
-    Synchronous too: one request and its reply, while the helper's vfork blocks only until the
-    child execs. Raises what :func:`_spawn` would, or :class:`HelperGone`.
+    One request and its reply, awaited: the loop runs on while the helper spawns. Raises what
+    :func:`_spawn` would, or :class:`HelperGone`; on cancel a hook that started is stopped.
     """
     cwd = spec.cwd if os.path.isabs(spec.cwd) else os.path.join(os.getcwd(), spec.cwd)
     stdin = spec.stdin
     inline = stdin if len(stdin) <= STDIN_INLINE else b""
-    new = helper.spawn(no, spec.argv, executable, cwd, env, inline, payload_file)
+    new = await helper.spawn(no, spec.argv, executable, cwd, env, inline, payload_file)
     rest = (
         _write_some(new.stdin, memoryview(stdin)[new.written :])
         if new.written < len(stdin)
         else None
     )
-    child = _HelperChild(helper, new.pid, new.pidfd)
+    child = _HelperChild(helper, new.pid, new.status)
     return _Run(no, child, new.stdin, new.stdout, new.stderr, new.writers, rest)
 
 
@@ -343,7 +343,7 @@ class _Plumbing:
         self.open_outputs = 2
         self.poller = select.epoll()
         # One-shot: it reports the exit once, and needs no unregistering after.
-        self.poller.register(run.pidfd, select.EPOLLIN | select.EPOLLONESHOT)
+        self.poller.register(run.exit_fd, select.EPOLLIN | select.EPOLLONESHOT)
         self.poller.register(run.stdout, select.EPOLLIN)
         self.poller.register(run.stderr, select.EPOLLIN)
         assert run.stdin is not None
@@ -367,13 +367,8 @@ class _Plumbing:
             await trio.lowlevel.wait_readable(fd)
             self.serve_ready()
 
-    def close(self, *, trio_waited: bool = True) -> None:
-        """Close the epoll; ``trio_waited=False`` when Trio never waited on it (a hosted run
-        that never went to Trio), so there is nothing to tell it."""
-        if trio_waited:
-            _close_poller(self.poller)
-        else:
-            self.poller.close()
+    def close(self) -> None:
+        _close_poller(self.poller)
 
     def after_exit(self) -> None:
         """The direct child is gone (or being stopped): drop our write ends and take what is
@@ -391,13 +386,11 @@ class _Plumbing:
             self.poller.unregister(run.stdout if out_done else run.stderr)
 
     def serve_ready(self) -> None:
-        """Handle whatever the pipes and the pidfd have ready; never blocks."""
+        """Handle whatever the pipes and the exit descriptor have ready; never blocks."""
         run = self.run
         for fd, _ in self.poller.poll(0):
-            if fd == run.pidfd:
+            if fd == run.exit_fd:
                 self.exited = True
-                if isinstance(run.child, _HelperChild):
-                    run.child.exited = True
             elif fd == run.stdin:
                 assert self.stdin_rest is not None
                 self.stdin_rest = _write_some(fd, self.stdin_rest)
@@ -592,7 +585,7 @@ class Reaper:
     def track_file(self, path: str, present: bool) -> None:
         """Register (``present``) a file the watchdog helper removes if this process dies before
         it is released (``present=False``, after its removal): the JSON dialect's payload files.
-        Thread-safe, never raises, never blocks for long; without a helper, a no-op."""
+        Never raises, never blocks; without a helper, a no-op."""
         helper = self._helper
         if helper is not None:
             helper.track_file(path, present)
@@ -606,20 +599,16 @@ class Reaper:
         helper = self._helper
         if helper is not None and not helper.gone and len(data) <= PAYLOAD_FILE_INLINE:
             try:
-                helper.write_file(path, data)
+                await helper.write_file(path, data)
                 return
             except HelperGone:
                 pass  # logged; written here instead
-
-        def write() -> None:
-            self.track_file(path, True)  # before a byte of it exists
-            try:
-                write_private_file(path, data)
-            except BaseException:
-                self.track_file(path, False)
-                raise
-
-        await trio.to_thread.run_sync(write)
+        self.track_file(path, True)  # before a byte of it exists
+        try:
+            await trio.to_thread.run_sync(write_private_file, path, data)
+        except BaseException:
+            self.track_file(path, False)
+            raise
 
     async def remove_payload(self, path: str, *, wait: bool = False) -> None:
         """Remove a file :meth:`write_payload` made: the helper does (a message, no wait),
@@ -666,7 +655,7 @@ class Reaper:
                 )
         run: _Run | ProcessResult | None = None
         try:
-            run = self._launch(spec, started=started, file_ready=file_ready)
+            run = await self._launch(spec, started=started, file_ready=file_ready)
             if isinstance(run, ProcessResult):
                 return run
             try:
@@ -687,11 +676,6 @@ class Reaper:
         payload = spec.payload_file
         return self._helper_works and (payload is None or len(payload[1]) <= PAYLOAD_FILE_INLINE)
 
-    def hosts(self, spec: ProcessSpec) -> bool:
-        """Whether :meth:`start_hosted` can take ``spec``: a one-shot run whose payload file,
-        if any, the watchdog helper writes (the host's loop must not)."""
-        return not spec.worker and (spec.payload_file is None or self._helper_writes(spec))
-
     async def _release_file(self, spec: ProcessSpec, run: _Run | None, file_ready: bool) -> None:
         """Remove the run's payload file unless its helper did (it removes the files it wrote
         as their child exits): one written here (``file_ready``, or a local spawn's), or the
@@ -705,18 +689,18 @@ class Reaper:
                 return
         await self.remove_payload(spec.payload_file[0], wait=True)
 
-    def _spawn(self, spec: ProcessSpec, env: Environment, no: int, file_ready: bool) -> _Run:
+    async def _spawn(self, spec: ProcessSpec, env: Environment, no: int, file_ready: bool) -> _Run:
         program = spec.argv[0]
         executable = self._commands.lookup(program, env)
         if executable is None:
-            return self._start(spec, env, no, None, file_ready)
+            return await self._start(spec, env, no, None, file_ready)
         try:
-            return self._start(spec, env, no, executable, file_ready)
+            return await self._start(spec, env, no, executable, file_ready)
         except OSError:  # moved, or not startable after all: search PATH as if never hashed
             self._commands.forget(program)
-            return self._start(spec, env, no, None, file_ready)
+            return await self._start(spec, env, no, None, file_ready)
 
-    def _start(
+    async def _start(
         self,
         spec: ProcessSpec,
         env: Environment,
@@ -731,7 +715,7 @@ class Reaper:
         helper = self._helper
         if helper is not None and not helper.gone:
             try:
-                return _spawn_via(helper, spec, env, no, executable, payload_file)
+                return await _spawn_via(helper, spec, env, no, executable, payload_file)
             except HelperGone:
                 pass  # logged; from now on, and for this run, spawn here
         self._local_runs = True
@@ -750,20 +734,15 @@ class Reaper:
         run: _Run,
         spec: ProcessSpec,
         started: float,
-        pipes: _Plumbing | None = None,
-        timeout_s: float | None = None,
     ) -> ProcessResult:
-        """Serve the run's pipes until it exits (or is stopped) and read its result. ``pipes``
-        and ``timeout_s`` (what is left of the spec's): a run a :class:`HostedRun` began."""
-        waiting = trio.CancelScope(
-            deadline=trio.current_time() + (spec.timeout_s if timeout_s is None else timeout_s)
-        )
+        """Serve the run's pipes until it exits (or is stopped) and read its result."""
+        waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
         if self._closing:  # kill_all ran while we were spawning
             run.closed = True
             waiting.cancel()
+        pipes: _Plumbing | None = None
         try:
-            if pipes is None:
-                pipes = _Plumbing(run, spec)
+            pipes = _Plumbing(run, spec)
             with waiting:
                 await pipes.until_exit()
             if pipes.exited:
@@ -815,9 +794,9 @@ class Reaper:
         """
         self._killed += 1
         self._signal(run, signal.SIGTERM)
-        run.pidfd_watched = True
+        run.exit_fd_watched = True
         with trio.move_on_after(TERM_GRACE_S):
-            await trio.lowlevel.wait_readable(run.pidfd)
+            await trio.lowlevel.wait_readable(run.exit_fd)
         helper = run.helper
         if helper is not None and not helper.gone:
             helper.stopped(run.pid)  # SIGKILL, then its descendants, wherever they went
@@ -839,9 +818,10 @@ class Reaper:
             helper.signal(run.pid, sig)
             if not helper.gone:
                 return
-        # Ours; or the helper's, which died (init reaps the child now): while its pidfd is
-        # not readable it is alive, and holds its group id.
-        if helper is None or not _readable(run.pidfd):
+        # Ours: while its pidfd is not readable it is alive, and holds its group id. (A run of
+        # a helper that died is not signalled: its status pipe cannot tell whether the child
+        # lives, so its group id may be recycled; its marker finds what is left of it.)
+        if helper is None and not _readable(run.exit_fd):
             _signal_group(run.pid, sig)
 
     async def _wait_and_forget(self, run: _Run) -> None:
@@ -851,9 +831,9 @@ class Reaper:
             return
         child = run.child
         if child.poll() is None and not run.lost:
-            run.pidfd_watched = True
+            run.exit_fd_watched = True
             with trio.move_on_after(REAP_BUDGET_S, shield=True):
-                await trio.lowlevel.wait_readable(run.pidfd)
+                await trio.lowlevel.wait_readable(run.exit_fd)
         if child.poll() is None and not run.lost:
             log.warning("hook process %d did not die after SIGKILL; leaving it", run.pid)
             return
@@ -871,13 +851,13 @@ class Reaper:
         # else the helper sweeps for orphans itself, now that it has reaped the child
 
     async def _reap(self, run: _Run) -> None:
-        """Whatever happened: reap the child, close its pipes and pidfd."""
+        """Whatever happened: reap the child, close its pipes and exit descriptor."""
         await self._wait_and_forget(run)
         run.close_pipes()
-        if run.pidfd_watched:
-            _close(run.pidfd)
+        if run.exit_fd_watched:
+            _close(run.exit_fd)
         else:  # trio never saw it: nothing to tell
-            os.close(run.pidfd)
+            os.close(run.exit_fd)
 
     async def kill_all(self) -> int:
         """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then have the
@@ -910,23 +890,12 @@ class Reaper:
                 await run.done.wait()
         return len(runs)
 
-    def start_hosted(self, spec: ProcessSpec) -> HostedRun | ProcessResult:
-        """Start a one-shot run whose waiting another event loop on this thread does (see
-        :class:`HostedRun`); a process that cannot be started is its ProcessResult. Not for
-        warm workers (``spec.worker``): :meth:`run` those in Trio."""
-        assert self.hosts(spec)
-        started = time.perf_counter()
-        run = self._launch(spec, started=started)
-        if isinstance(run, ProcessResult):
-            return run
-        return HostedRun(self, run, spec, started)
-
     def retire_workers(self) -> None:
         """The config changed: warm workers restart from it (idle ones now, busy ones after
         their request)."""
         self._workers.retire_all()
 
-    def _launch(
+    async def _launch(
         self,
         spec: ProcessSpec,
         *,
@@ -959,9 +928,11 @@ class Reaper:
             snapshot, version = _HOST_ENVIRONMENT.take()
             env = HostEnvironment(snapshot, version, marker.encode())
         try:
-            run = self._spawn(spec, env, no, file_ready)
-        except (OSError, ValueError) as exc:
+            run = await self._spawn(spec, env, no, file_ready)
+        except BaseException as exc:
             self._unfinished.discard(no)
+            if not isinstance(exc, OSError | ValueError):
+                raise
             self._spawn_failures += 1
             took = (time.perf_counter() - started) * 1000 if started is not None else 0.0
             return ProcessResult(
@@ -999,14 +970,6 @@ class Reaper:
         a new one (within its restart budget; past it the engine fails with ActorFailed).
         Hooks spawned while there is none start in this process (marker sweeps only)."""
         helper = await WatchdogHelper.start(self.engine_id)
-        lost = trio.Event()
-        token = trio.lowlevel.current_trio_token()
-
-        def broken() -> None:
-            with suppress(trio.RunFinishedError):
-                token.run_sync_soon(lost.set)
-
-        helper.on_broken = broken
         self._helper = helper
         task_status.started()
         async with trio.open_nursery() as watch:
@@ -1016,7 +979,7 @@ class Reaper:
                 watch.cancel_scope.cancel()
 
             watch.start_soon(until, helper.process.wait)
-            watch.start_soon(until, lost.wait)
+            watch.start_soon(until, helper.serve)  # returns once the helper is given up
         # It exited or was given up (a cancel -- the reaper closing -- skips all this: leaving
         # open_reaper stops the helper it still holds).
         if self._helper is helper:
@@ -1036,130 +999,6 @@ class Reaper:
             self._escapees_killed += helper.escapees_killed()
             self._helper = None
             await helper.stop()
-
-
-class HostedRun:
-    """A one-shot run, started by :meth:`Reaper.start_hosted`, whose waiting is done by
-    another event loop on the thread Trio's run lives on (the asyncio engine's: a hook's exit
-    then wakes that loop directly, not Trio's I/O thread and then the loop).
-
-    The host waits until :attr:`fd` is readable and calls :meth:`serve`, again and again,
-    until it returns True or :meth:`remaining` runs out; then it calls :meth:`finish`, which
-    settles on the spot a run that ended plainly: the child exited in time and its output was
-    read to EOF, or for at most ``EOF_GRACE_S`` more, as :meth:`Reaper.run` reads it. Anything
-    else -- a timeout, an overflow, the reaper closing, no watchdog helper (the group kill
-    and the sweeper are Trio's) -- the host hands back to Trio by awaiting :meth:`rest` there,
-    and on a cancel (or any error) :meth:`abandon`: exactly what :meth:`Reaper.run` would have
-    done from that point. Until then the run is tracked like any other (``live``,
-    ``kill_all``).
-    """
-
-    __slots__ = ("_eof_by", "_pipes", "_reaper", "_run", "_spec", "_state", "fd", "started")
-
-    def __init__(self, reaper: Reaper, run: _Run, spec: ProcessSpec, started: float) -> None:
-        self._reaper = reaper
-        self._run = run
-        self._spec = spec
-        self.started = started
-        #: "running" (until the child exits), "draining" (its output, up to _eof_by), "ended"
-        #: (settled here by finish), "trio" (rest or abandon settles it).
-        self._state = "running"
-        self._eof_by = 0.0
-        try:
-            self._pipes: _Plumbing | None = _Plumbing(run, spec)
-        except OSError:  # no epoll (EMFILE): Trio's path makes one or stops the run
-            self._pipes = None
-            self._state = "trio"
-        #: Readable when the run has something to serve; -1: hand the run to Trio at once.
-        self.fd = self._pipes.poller.fileno() if self._pipes is not None else -1
-
-    @property
-    def state(self) -> str:
-        """``running``, ``draining`` (the child exited, a pipe is still open), ``ended``
-        (settled by :meth:`finish`) or ``trio`` (for :meth:`rest` / :meth:`abandon`)."""
-        return self._state
-
-    def remaining(self) -> float:
-        """Seconds the host may still wait: of the hook's timeout, then of the EOF grace."""
-        if self._state == "draining":
-            return self._eof_by - time.perf_counter()
-        return self._spec.timeout_s - (time.perf_counter() - self.started)
-
-    def _settles_here(self) -> bool:
-        """Whether nothing but this host waits on the run (kill_all waits in Trio; without a
-        helper the group kill after the exit and the sweeper are Trio's)."""
-        run = self._run
-        return not (self._reaper._closing or run.closed or run.helper is None or run.pidfd_watched)
-
-    def serve(self) -> bool:
-        """Handle what is ready (never blocks); True when the host stops waiting."""
-        pipes = self._pipes
-        if pipes is None or self._state not in ("running", "draining"):
-            return True
-        pipes.serve_ready()
-        if pipes.overflowed:
-            self._state = "trio"
-            return True
-        if self._state == "running":
-            if not pipes.exited:
-                return False
-            if not self._settles_here():
-                self._state = "trio"
-                return True
-            pipes.after_exit()  # usually the last output and EOF on both, at once
-            if pipes.open_outputs:  # e.g. the helper's copies, closed just after the spawn
-                self._state = "draining"
-                self._eof_by = time.perf_counter() + EOF_GRACE_S
-                return False
-        elif pipes.open_outputs:
-            return False
-        self._state = "ended"
-        return True
-
-    def finish(self) -> ProcessResult | None:
-        """The result of a run that ended plainly, reaped and closed; None: :meth:`rest`."""
-        reaper, run, pipes = self._reaper, self._run, self._pipes
-        if pipes is None or self._state not in ("ended", "draining") or not self._settles_here():
-            self._state = "trio"
-            return None
-        if run.child.poll() is None or run.lost:
-            self._state = "trio"
-            return None
-        result = reaper._result(run, self._spec, pipes, self.started, timed_out=False)
-        # Nothing below can fail half-way: the host's abandon() then finds the run whole.
-        self._state = "ended"
-        reaper._forget(run)
-        pipes.close(trio_waited=False)
-        run.close_pipes()
-        os.close(run.pidfd)  # Trio never waited on it (_settles_here: not pidfd_watched)
-        return result
-
-    async def rest(self) -> ProcessResult:
-        """In Trio: the rest of :meth:`Reaper.run` from where the host stopped waiting."""
-        reaper, run = self._reaper, self._run
-        self._state = "trio"
-        try:
-            return await reaper._supervise(
-                run, self._spec, self.started, self._pipes, max(0.0, self.remaining())
-            )
-        finally:
-            await reaper._reap(run)
-            await reaper._release_file(self._spec, run, file_ready=False)
-
-    async def abandon(self) -> None:
-        """In Trio: the host's call was cancelled (or failed): stop the group and reap it."""
-        reaper, run = self._reaper, self._run
-        if self._state == "ended" and run.done.is_set():
-            return  # finish() settled it; only the host's bookkeeping after it failed
-        self._state = "trio"
-        try:
-            with trio.move_on_after(REAP_BUDGET_S, shield=True):
-                await reaper._stop(run)
-        finally:
-            if self._pipes is not None:
-                self._pipes.close()
-            await reaper._reap(run)
-            await reaper._release_file(self._spec, run, file_ready=False)
 
 
 @asynccontextmanager

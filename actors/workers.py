@@ -83,8 +83,8 @@ class _Broken(Exception):
 
 
 class _Worker:
-    """One live worker process: its run, a private epoll over its pidfd and outputs, and the
-    bytes read from stdout that no reply has consumed yet."""
+    """One live worker process: its run, a private epoll over its exit descriptor and outputs,
+    and the bytes read from stdout that no reply has consumed yet."""
 
     def __init__(self, run: _Run, generation: int) -> None:
         self.run = run
@@ -94,7 +94,7 @@ class _Worker:
         self.stderr = bytearray()
         self.exited = False
         self.poller = select.epoll()
-        self.poller.register(run.pidfd, select.EPOLLIN)
+        self.poller.register(run.exit_fd, select.EPOLLIN)
         self.poller.register(run.stdout, select.EPOLLIN)
         self.poller.register(run.stderr, select.EPOLLIN)
 
@@ -116,7 +116,7 @@ class _Worker:
         """Take whatever the worker has written and notice its exit; never blocks."""
         run = self.run
         for fd, _ in self.poller.poll(0):
-            if fd == run.pidfd:
+            if fd == run.exit_fd:
                 self.exited = True
                 self.poller.unregister(fd)
             elif fd == run.stdout:
@@ -282,17 +282,22 @@ class Workers:
                 return worker
             if pool.count < pool.size:
                 pool.count += 1
-                started = self._start(spec)
+                try:
+                    started = await self._start(spec)
+                except BaseException:  # cancelled while it started (the helper stops it)
+                    pool.count -= 1
+                    pool.notify()
+                    raise
                 if isinstance(started, ProcessResult):
                     pool.count -= 1
                     pool.notify()
                 return started
             await pool.freed.wait()
 
-    def _start(self, spec: ProcessSpec) -> _Worker | ProcessResult:
+    async def _start(self, spec: ProcessSpec) -> _Worker | ProcessResult:
         reaper = self._reaper
         start = msgspec.structs.replace(spec, stdin=b"")
-        launched = reaper._launch(start, extra_env={WORKER_VAR: "1"})
+        launched = await reaper._launch(start, extra_env={WORKER_VAR: "1"})
         if isinstance(launched, ProcessResult):
             return launched
         self.started += 1

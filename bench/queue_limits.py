@@ -141,14 +141,6 @@ class FakeRunner:
             self.in_episode = True
             self.episodes += 1
 
-    async def kill_running(self) -> int:
-        """The reaper's part in the engine: kill the running hook process, if any."""
-        proc = self._proc
-        if proc is None or proc.returncode is not None:
-            return 0
-        proc.kill()
-        return 1
-
 
 # ---------------------------------------------------------------------------------------------
 # Producers
@@ -222,7 +214,6 @@ async def run_scenario(scenario: Scenario, window: float) -> Result:
         runner,
         on_warning=warnings.append,
         on_drop=runner.on_drop,
-        kill_running=runner.kill_running,
     )
     runner.worker = worker
     latencies: list[int] = []

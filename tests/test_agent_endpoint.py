@@ -411,7 +411,10 @@ def test_relay_starts_the_users_serve_and_the_next_call_uses_it(env: Env) -> Non
     pid = None
     try:
         deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and not (env.state / SOCKET_FILE).exists():
+        # The socket is bound before serve.json is written: wait for both.
+        while time.monotonic() < deadline and not (
+            (env.state / SOCKET_FILE).exists() and (env.state / "serve.json").exists()
+        ):
             time.sleep(0.05)
         info = json.loads((env.state / "serve.json").read_text())
         pid = info["pid"]
@@ -423,9 +426,24 @@ def test_relay_starts_the_users_serve_and_the_next_call_uses_it(env: Env) -> Non
         assert b"running the hooks here" not in second.stderr
         assert time.monotonic() - started < 5
     finally:
-        if pid is not None:
-            os.kill(pid, signal.SIGTERM)
-            psutil.Process(pid).wait(20)
+        # The serve it started, even if serve.json was never read.
+        for proc in [psutil.Process(pid)] if pid is not None else _autostarted(env):
+            proc.terminate()
+            proc.wait(20)
+
+
+def _autostarted(env: Env) -> list[psutil.Process]:
+    """The ``serve --auto`` processes that use this test's state dir."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if "--auto" in proc.cmdline() and proc.environ().get("TRIOHOOKS_STATE_DIR") == str(
+                env.state
+            ):
+                found.append(proc)
+        except psutil.Error:
+            continue
+    return found
 
 
 def _serve_process(env: Env) -> subprocess.Popen[bytes]:

@@ -1,11 +1,11 @@
-"""AsyncioHookEngine's fast paths: an event no hook can run for is answered on the asyncio side
-(no crossing into the trio guest run), with the Outcome, listener events, errors and state the
-trio path gives; so is an event only the engine's in-process hooks and one-shot TOML command
-hooks can run for (tests/test_asyncio_commands.py has the command hooks' own cases).
+"""AsyncioHookEngine's one fast path and its one event path: an event no hook can run for is
+answered on the asyncio side (no crossing into the trio guest run), with the Outcome, listener
+events, errors and state the trio path gives; every other event, in-process asyncio hooks
+included, runs the trio engine's own path (tests/test_asyncio_commands.py has command hooks).
 
-"The trio path" is the same engine with its no-match and in-process tests patched to say
-"something else runs", so every event crosses as it did before the fast paths. Crossings are counted by the guest run
-(every wake of trio from asyncio code). Plain sync tests, each body under ``asyncio.timeout``.
+"The trio path" is the same engine with its no-match test patched to say "something runs", so
+the event crosses. Crossings are counted by the guest run (every wake of trio from asyncio
+code). Plain sync tests, each body under ``asyncio.timeout``.
 """
 
 from __future__ import annotations
@@ -118,6 +118,15 @@ def engine(tmp_path: Path, **kw: Any) -> AbstractAsyncContextManager[AsyncioHook
     return AsyncioHookEngine.open(**kw)
 
 
+def trio_engine(tmp_path: Path) -> Any:
+    """The trio HookEngine on the same config, for comparison (its own state dir)."""
+    from triohooks.engine.hook_engine import HookEngine
+
+    return HookEngine.open(
+        workspace=tmp_path / "ws", config_dir=tmp_path / "config", state_dir=tmp_path / "state-trio"
+    )
+
+
 def config(tmp_path: Path) -> None:
     write_toml_hooks(tmp_path / "config", TOML)
     write_json_hooks(
@@ -152,7 +161,6 @@ async def fire_both(e: AsyncioHookEngine, fire: Fire, monkeypatch: pytest.Monkey
         with monkeypatch.context() as m:
             if slow:
                 m.setattr(e._dispatcher, "nothing_runs", lambda ev: False)
-                m.setattr(e._dispatcher, "runs_only", lambda ev, local: False)
             recorder.events.clear()
             before = guest.crossings
             try:
@@ -215,11 +223,7 @@ def test_no_match_answers_are_the_trio_engines_too(tmp_path: Path) -> None:
 
     async def trio_side() -> list[Any]:
         with trio.fail_after(DEADLINE_S):
-            async with HookEngine.open(
-                workspace=tmp_path / "ws",
-                config_dir=tmp_path / "config",
-                state_dir=tmp_path / "state-trio",
-            ) as e:
+            async with trio_engine(tmp_path) as e:
                 return [await f(Adapter(e)) for _, f in calls]  # type: ignore[arg-type]
 
     (tmp_path / "ws").mkdir()
@@ -308,7 +312,7 @@ def test_fast_path_follows_hook_changes(tmp_path: Path) -> None:
 
             assert await crossings_of("bash") == 0
             hook = e.add_hook("pre_tool", record, match="bash")
-            assert await crossings_of("bash") == 0 and seen == ["bash"]
+            assert await crossings_of("bash") >= 1 and seen == ["bash"]
             e.remove_hook(hook)
             assert await crossings_of("bash") == 0 and seen == ["bash"]
             write_toml_hooks(
@@ -317,16 +321,16 @@ def test_fast_path_follows_hook_changes(tmp_path: Path) -> None:
             )
             report = await e.reload()
             assert report.applied
-            assert await crossings_of("bash") == 0  # a command hook runs on the loop too
+            assert await crossings_of("bash") >= 1
             assert (tmp_path / "ws/ran.txt").read_text() == "hi\n"
             assert await crossings_of("other") == 0
 
     run(body)
 
 
-def test_in_process_hooks_run_on_the_asyncio_side(tmp_path: Path) -> None:
-    """An event only in-process hooks can run for never wakes trio; a block's audit record is
-    the one crossing, and it reaches the audit file."""
+def test_in_process_hooks_run_and_their_blocks_are_audited(tmp_path: Path) -> None:
+    """In-process asyncio hooks run as asyncio tasks; every run is observed (listener events)
+    and a block's audit record reaches the audit file."""
     calls: list[dict[str, Any]] = []
 
     async def guard(fields: Mapping[str, Any]) -> dict[str, Any] | None:
@@ -340,11 +344,8 @@ def test_in_process_hooks_run_on_the_asyncio_side(tmp_path: Path) -> None:
             e.add_hook("pre_tool", guard, match="bash")
             events: list[str] = []
             e.add_listener(lambda kind, fields: events.append(kind))
-            guest = e._guest
             for command, blocked in [("ls", False), ("rm -rf /", True), ("pwd", False)] * 3:
-                before = guest.crossings
                 out = await e.pre_tool("bash", {"command": command}, session_id="s")
-                assert guest.crossings - before == (1 if blocked else 0)
                 assert out.blocked is blocked
                 assert [r.outcome for r in out.runs] == ["block" if blocked else "ok"]
             assert len(calls) == 9
@@ -362,8 +363,8 @@ def test_in_process_hooks_run_on_the_asyncio_side(tmp_path: Path) -> None:
 
 
 def test_slow_in_process_hook_still_works_and_times_out(tmp_path: Path) -> None:
-    """A slow hook on the asyncio side needs no crossing either; one that overruns its timeout
-    is cancelled and is that hook's timeout."""
+    """A slow asyncio hook's answer arrives; one that overruns its timeout is cancelled and is
+    that hook's timeout."""
     cancelled = asyncio.Event()
 
     async def slow(fields: Mapping[str, Any]) -> str:
@@ -379,9 +380,7 @@ def test_slow_in_process_hook_still_works_and_times_out(tmp_path: Path) -> None:
     async def body() -> None:
         async with engine(tmp_path) as e:
             e.add_hook("prompt_submit", slow)
-            before = e._guest.crossings
             out = await e.prompt_submit("hi", session_id="s")
-            assert e._guest.crossings - before == 0
             assert [r.outcome for r in out.runs] == ["ok"]
             assert out.additional_context == "context from a slow hook"
             e.add_hook("pre_tool", stuck, timeout_s=0.1)
@@ -488,41 +487,50 @@ def _comparable(out: Any) -> Any:
 
 
 @pytest.mark.parametrize(("name", "hooks", "fire"), LOCAL_CASES, ids=[c[0] for c in LOCAL_CASES])
-def test_in_process_answer_is_the_trio_paths(
+def test_in_process_answer_is_the_trio_engines(
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,
     name: str,
     hooks: list[tuple[str, Any, str | None]],
     fire: Fire,
 ) -> None:
-    """Same Outcome and the same listener events on the asyncio side as through trio; 0
-    crossings for events whose hooks make no audit record."""
+    """The same Outcome and the same listener events as the trio HookEngine with the same
+    hooks (plain coroutine functions, which both loops can await)."""
+    import trio
+
     config(tmp_path)
+    (tmp_path / "ws").mkdir()
+
+    def kinds(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
+        return [kind for kind, _ in events]
+
+    async def trio_side() -> tuple[Any, list[str]]:
+        with trio.fail_after(DEADLINE_S):
+            async with trio_engine(tmp_path) as e:
+                events: list[tuple[str, dict[str, Any]]] = []
+                e.add_listener(lambda kind, fields: events.append((kind, dict(fields))))
+                for event, func, match in hooks:
+                    e.add_hook(event, func, match=match)
+                return await fire(e), kinds(events)  # type: ignore[arg-type]
+
+    expected, expected_kinds = trio.run(trio_side)
+    got: list[Any] = []
 
     async def body() -> None:
-        async with engine(tmp_path) as e:
+        async with engine(tmp_path, state_dir=tmp_path / "state-asyncio") as e:
+            recorder = Recorder(e)
             for event, func, match in hooks:
                 e.add_hook(event, func, match=match)
-            (fast, fast_events, fast_cross), (slow, slow_events, slow_cross) = await fire_both(
-                e, fire, monkeypatch
-            )
-            assert fast.runs, "the case must run a hook"
-            assert _comparable(fast) == _comparable(slow)
-
-            def kinds(events: list[tuple[str, dict[str, Any]]]) -> list[str]:
-                return [kind for kind, _ in events]
-
-            assert kinds(fast_events) == kinds(slow_events)
-            audits = kinds(fast_events).count("audit")
-            assert fast_cross == audits
-            assert slow_cross >= 1
+            got.extend([await fire(e), kinds(recorder.events)])
 
     run(body)
+    out, out_kinds = got
+    assert out.runs, "the case must run a hook"
+    assert _comparable(out) == _comparable(expected)
+    assert out_kinds == expected_kinds
 
 
-def test_command_hooks_run_on_the_loop_after_in_process_ones(tmp_path: Path) -> None:
-    """A TOML command hook after an in-process one runs on the loop too (no crossing): the
-    in-process hook's rewrite reaches its ``if``, and it runs."""
+def test_a_command_hook_after_an_in_process_one_sees_its_rewrite(tmp_path: Path) -> None:
+    """The in-process hook's rewrite reaches the TOML command hook's ``if``, and it runs."""
     config(tmp_path)
 
     async def to_git_push(fields: Mapping[str, Any]) -> dict[str, Any]:
@@ -531,9 +539,7 @@ def test_command_hooks_run_on_the_loop_after_in_process_ones(tmp_path: Path) -> 
     async def body() -> None:
         async with engine(tmp_path, audit=False) as e:
             e.add_hook("pre_tool", to_git_push, match="bash")
-            before = e._guest.crossings
             out = await e.pre_tool("bash", {"command": "ls"})
-            assert e._guest.crossings - before == 0
             assert [r.outcome for r in out.runs] == ["ok", "ok"]
             assert out.args == {"command": "git push"}
             assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
@@ -541,9 +547,9 @@ def test_command_hooks_run_on_the_loop_after_in_process_ones(tmp_path: Path) -> 
     run(body)
 
 
-def test_a_hook_the_loop_cannot_run_sends_the_event_to_trio(tmp_path: Path) -> None:
-    """An http hook (here against a loopback port that refuses), and a background hook that
-    matches, make the event a trio one; a JSON-dialect bash hook runs on the loop."""
+def test_json_http_and_background_hooks(tmp_path: Path) -> None:
+    """A JSON-dialect bash hook runs, an http hook against a loopback port that refuses is
+    that hook's error, and a background hook that matches is queued."""
     config(tmp_path)
     with socket.socket() as closed:
         closed.bind(("127.0.0.1", 0))  # bound, never listening: connections are refused
@@ -554,20 +560,14 @@ def test_a_hook_the_loop_cannot_run_sends_the_event_to_trio(tmp_path: Path) -> N
 
         async def body() -> None:
             async with engine(tmp_path, audit=False) as e:
-                before = e._guest.crossings
                 out = await e.pre_tool("write", {"path": "a"})
-                assert e._guest.crossings - before == 0  # the JSON-dialect hook, on the loop
                 assert [r.outcome for r in out.runs] == ["ok"]
                 assert (tmp_path / "ws/ran.txt").read_text() == "ran\n"
-                before = e._guest.crossings
                 out = await e.pre_tool("fetch", {"url": "x"})
-                assert e._guest.crossings - before >= 1
                 assert [r.outcome for r in out.runs] == ["error"]
-                # A background hook that matches sends it to trio too (it is queued there).
                 e.add_hook("post_tool", _text)
-                before = e._guest.crossings
                 out = await e.post_tool("never_called_tool", {}, result="r")
-                assert out.queued and e._guest.crossings - before >= 1
+                assert out.queued
 
         run(body)
 
@@ -599,7 +599,7 @@ def test_cancelling_an_in_process_hook_on_the_asyncio_side(tmp_path: Path) -> No
     run(body)
 
 
-def test_a_bug_on_the_asyncio_side_fails_the_event_closed(
+def test_a_bug_in_the_event_path_fails_the_event_closed(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     async def fine(fields: Mapping[str, Any]) -> None:
@@ -612,9 +612,7 @@ def test_a_bug_on_the_asyncio_side_fails_the_event_closed(
         async with engine(tmp_path) as e:
             e.add_hook("pre_tool", fine)
             monkeypatch.setattr("triohooks.actors.dispatcher.Combiner.add", broken)
-            before = e._guest.crossings
             out = await e.pre_tool("bash", {"command": "ls"})
-            assert e._guest.crossings == before
             assert out.blocked and "internal error" in (out.reason or "")
             assert e._dispatcher.crashes == 1
             # Advisory events only warn.

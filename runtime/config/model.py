@@ -65,9 +65,6 @@ class PythonHandler(msgspec.Struct, frozen=True, tag="python"):
     """An async Python callable registered through the engine API."""
 
     func: Any  # PythonHookFunc; typed Any so the Struct stays plain data
-    #: For a hook of the asyncio engine: the asyncio coroutine function itself (``func`` is
-    #: its Trio-awaitable wrapper), which an asyncio-side runner awaits directly.
-    asyncio_func: Any = None
 
 
 Handler = CommandHandler | ArgsHandler | HttpHandler | PromptHandler | PythonHandler

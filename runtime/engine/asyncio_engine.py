@@ -10,17 +10,13 @@ kills the event's hook process groups) and waits until the Trio task has finishe
 ``CancelledError`` goes on.
 In-process hooks and the judge are asyncio coroutine functions and run as asyncio tasks.
 
-Waking Trio (a *crossing*) costs a round trip through its I/O thread when it is idle, which is
-most of an event's cost here, so the engine crosses as little as it can: an event no hook can
-run for is answered on the asyncio side without crossing (the dispatcher's own no-match test
-on its current snapshot, then its ``plain_outcome``: same answer, same side effects, see
-:meth:`AsyncioHookEngine._here`); an event only this engine's in-process hooks and one-shot
-command hooks (TOML and JSON dialect) can run for is run on the asyncio side too, by the
-dispatcher's own event path (``Dispatcher.run_here``) with runs that await the hooks on the loop
-(a command hook's process is waited for by the loop, what the loop cannot settle is finished in
-Trio: see :class:`_LoopSpawner`; an audit record it makes is the one crossing); any other event
-is a Trio task, and a matched in-process hook in it crosses once (Trio keeps polling while the
-hook's task finishes within ``HOOK_POLL_S``, so its end needs no wake).
+Waking Trio (a *crossing*) costs a round trip through its I/O thread when it is idle. An event
+no hook can run for is answered on the asyncio side without crossing: the dispatcher's own
+test (:meth:`~triohooks.actors.dispatcher.Dispatcher.nothing_runs`, the same function its
+``dispatch`` asks first), run earlier, on its current snapshot, with the same answer and the same
+side effect (see :meth:`AsyncioHookEngine._here`). Every other event is one Trio task running
+the trio engine's own path, so both engines select, run, fold, audit and queue with the same
+code; an in-process asyncio hook in it runs as an asyncio task whose end wakes Trio.
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
 objects are shared without locks; asyncio code wakes Trio only through the run's TrioToken.
@@ -33,7 +29,6 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
-import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
@@ -42,21 +37,12 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 import msgspec
 import trio
 
-from triohooks.actors.audit_records import AuditRecord
-from triohooks.actors.guard import ProcessGuard
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
-from triohooks.actors.reaper import HostedRun, Reaper
-from triohooks.actors.runs import HookRuns, RecordSink
-from triohooks.combine.outcome import Outcome, plain_outcome
+from triohooks.combine.outcome import Outcome
 from triohooks.config.events import EVENT_TYPES, EventBase, event_from_payload
-from triohooks.config.model import ArgsHandler, CommandHandler, Hook, HookTable, PythonHandler
-from triohooks.handlers.command import CommandRunner
-from triohooks.handlers.json_command import JsonCommandRunner
+from triohooks.config.model import Hook, HookTable, PythonHandler
 from triohooks.handlers.judge import JudgeReply
-from triohooks.handlers.process import ProcessResult, ProcessSpec
-from triohooks.handlers.python import AsyncioPythonRunner
-from triohooks.handlers.runner import Runners
 
 from .guarded import Guards
 from .hook_engine import HookEngine, _args, _default_places
@@ -77,10 +63,6 @@ AsyncioJudge = Callable[[str, str, str | None], Coroutine[Any, Any, JudgeReply]]
 
 #: How long a cancelled asyncio hook task gets to finish before the Trio side stops waiting.
 HOOK_CANCEL_GRACE_S = 1.0
-#: How long Trio polls (one checkpoint per loop turn) for an in-process hook's task to finish
-#: before it sleeps and has the task's end wake it (a crossing, ~0.1-0.3 ms). Most hooks are
-#: done within a loop turn or two; a slower one costs at most this much CPU more.
-HOOK_POLL_S = 0.0002
 
 
 async def _wait_through_cancel(fut: asyncio.Future[Any]) -> bool:
@@ -207,42 +189,20 @@ class _GuestRun:
             if not fut.done():
                 fut.cancel()
 
-    def on_loop(
-        self, func: Callable[P, Coroutine[Any, Any, T]], *, poll_s: float = 0.0
-    ) -> Callable[P, Awaitable[T]]:
+    def on_loop(self, func: Callable[P, Coroutine[Any, Any, T]]) -> Callable[P, Awaitable[T]]:
         """Wrap an asyncio coroutine function so Trio code can await it: it runs as an asyncio
-        task on the loop; cancelling the Trio side cancels that task and waits a little for it.
-
-        For up to ``poll_s`` Trio polls for the task's end, a checkpoint per loop turn (the
-        task runs between them), so a quick task's end wakes nothing; after that, and while
-        the task is being cancelled, its end wakes Trio through the token.
-        """
+        task on the loop, whose end wakes Trio through the token; cancelling the Trio side
+        cancels that task and waits a little for it."""
 
         async def run_on_loop(*args: P.args, **kwargs: P.kwargs) -> T:
             task = self.loop.create_task(func(*args, **kwargs))
             finished = trio.Event()
-            armed = False
-
-            def arm() -> None:
-                nonlocal armed
-                if not armed:
-                    armed = True
-                    task.add_done_callback(lambda _: self.soon(finished.set))
-
+            task.add_done_callback(lambda _: self.soon(finished.set))
             try:
-                if poll_s > 0:
-                    deadline = time.perf_counter() + poll_s
-                    while True:  # at least once: the task's first step runs before our next
-                        await trio.lowlevel.checkpoint()
-                        if task.done() or time.perf_counter() >= deadline:
-                            break
-                if not task.done():
-                    arm()
-                    await finished.wait()
+                await finished.wait()
             finally:
                 if not task.done():
                     task.cancel()
-                    arm()
                     with trio.move_on_after(HOOK_CANCEL_GRACE_S, shield=True):
                         await finished.wait()
                 _consume(task)
@@ -256,109 +216,6 @@ class _GuestRun:
     def stop(self) -> None:
         self.stopping = True
         self.soon(self._stop.set)
-
-
-def _runs_on_loop(hook: Hook) -> bool:
-    """A hook the asyncio side runs itself (the runners of :class:`AsyncioHookEngine`'s
-    ``_local_runs``): an asyncio in-process hook, or a one-shot TOML command/args hook or
-    JSON-dialect bash hook (its process waited for by the loop, see :class:`_LoopSpawner`)."""
-    handler = hook.handler
-    if isinstance(handler, PythonHandler):
-        return handler.asyncio_func is not None
-    if hook.worker:
-        return False
-    if hook.dialect == "json":
-        return isinstance(handler, CommandHandler)
-    return hook.dialect == "toml" and isinstance(handler, CommandHandler | ArgsHandler)
-
-
-def _wake(fut: asyncio.Future[None]) -> None:
-    if not fut.done():
-        fut.set_result(None)
-
-
-async def _served(hosted: HostedRun) -> None:
-    """Wait on the loop, serving the hosted run's pipes, until it says to stop or its time
-    is up."""
-    if hosted.serve():
-        return
-    loop = asyncio.get_running_loop()
-    woken = loop.create_future()
-
-    def ready() -> None:
-        _wake(woken)
-
-    loop.add_reader(hosted.fd, ready)
-    try:
-        while (remaining := hosted.remaining()) > 0:
-            timer = loop.call_later(remaining, ready)
-            try:
-                await woken
-            finally:
-                timer.cancel()
-            if hosted.serve():
-                return
-            woken = loop.create_future()
-    finally:
-        loop.remove_reader(hosted.fd)
-
-
-class _LoopSpawner:
-    """The engine's reaper as a :class:`~triohooks.handlers.process.Spawner` for the asyncio
-    side: a one-shot hook process is started here (synchronously, as the reaper always does)
-    and its exit waited for by the loop itself -- one wakeup, as in the Trio engine, where
-    going through Trio would wake its I/O thread and then the loop, twice per event. What the
-    loop cannot settle (a timeout, an overflow, a close, a cancel) is finished in Trio, by
-    the reaper's own code (:class:`~triohooks.actors.reaper.HostedRun`)."""
-
-    def __init__(self, reaper: ProcessGuard, guest: _GuestRun) -> None:
-        self._reaper = reaper
-        self._guest = guest
-
-    async def run(self, spec: ProcessSpec) -> ProcessResult:
-        reaper = self._reaper
-        # A worker, a payload file and no helper to write it, or the posix backend (no pidfd
-        # for the loop to wait on): the run is Trio's.
-        if not isinstance(reaper, Reaper) or not reaper.hosts(spec):
-            return await self._guest.call(lambda: reaper.run(spec))
-        hosted = reaper.start_hosted(spec)
-        if isinstance(hosted, ProcessResult):
-            await asyncio.sleep(0)  # a checkpoint, as the reaper's run is
-            return hosted
-        try:
-            if hosted.fd >= 0:
-                await _served(hosted)
-            result = hosted.finish()
-            if result is not None:
-                return result
-        except BaseException:
-            # Cancelled (or a bug): the group must not outlive this call.
-            # (A guest run already stopping has had its reaper kill the group.)
-            await _finish_through_cancel(self._guest.call(hosted.abandon))
-            raise
-        return await self._guest.call(hosted.rest)
-
-    # Warm workers run in Trio (not on the loop), so these are not on any hot path.
-    async def write_payload(self, path: str, data: bytes) -> None:
-        await self._guest.call(lambda: self._reaper.write_payload(path, data))
-
-    async def remove_payload(self, path: str) -> None:
-        removal = self._guest.call(lambda: self._reaper.remove_payload(path))
-        if await _finish_through_cancel(removal):
-            raise asyncio.CancelledError
-
-
-class _SubmitInTrio:
-    """A :class:`~triohooks.actors.runs.RecordSink` that hands each record to the engine's
-    audit sink in Trio (its channel must be used from Trio's context): one crossing per record,
-    and records are only made for runs that block, allow a permission or fail."""
-
-    def __init__(self, guest: _GuestRun, sink: RecordSink) -> None:
-        self._guest = guest
-        self._sink = sink
-
-    def submit(self, record: AuditRecord) -> bool:
-        return self._guest.soon(lambda: self._sink.submit(record))
 
 
 #: The guest run of each loop (weak: a closed, collected loop takes its entry with it).
@@ -425,26 +282,6 @@ class AsyncioHookEngine(Guards):
         self._closed = False
         #: Read (and, for ``session_end``, told to forget) on this thread by :meth:`_here`.
         self._dispatcher = engine._dispatcher
-        trio_runs = engine._dispatcher.runs
-        local_runners = Runners()
-        local_runners.register(PythonHandler, AsyncioPythonRunner())
-        spawner = _LoopSpawner(engine._reaper, guest)
-        local_command = CommandRunner(spawner, trio_runs.workspace)
-        local_runners.register(CommandHandler, local_command)
-        local_runners.register(ArgsHandler, local_command)
-        local_runners.register(
-            CommandHandler,
-            JsonCommandRunner(spawner, trio_runs.workspace, offload=asyncio.to_thread),
-            dialect="json",
-        )
-        #: The runs of events handled on this side (:meth:`_here`): this engine's in-process
-        #: hooks awaited on the loop, the same listeners, audit records handed to Trio.
-        self._local_runs = HookRuns(
-            local_runners,
-            audit=None if trio_runs.audit is None else _SubmitInTrio(guest, trio_runs.audit),
-            listeners=trio_runs.listeners,
-            workspace=trio_runs.workspace,
-        )
 
     @classmethod
     @asynccontextmanager
@@ -502,21 +339,19 @@ class AsyncioHookEngine(Guards):
         args_copy, kwargs_copy = copy.deepcopy((args, kwargs))
         return await self._guest.call(lambda: method(*args_copy, **kwargs_copy))
 
-    def _here(self, build: Callable[[], EventBase]) -> Outcome | EventBase | None:
-        """How the event ``build()`` makes is handled: its Outcome when no hook can run for it,
-        the event itself when only this engine's in-process hooks can (:meth:`_fire` runs it
-        on this side), None when it has to go to Trio.
+    def _here(self, build: Callable[[], EventBase]) -> Outcome | None:
+        """The Outcome of the event ``build()`` makes when no hook can run for it; None when it
+        has to go to Trio.
 
         Trio runs on this thread too, only between loop callbacks, so the engine's current
         snapshot (hook table, API hooks) can be read here as its dispatcher reads it. When the
         dispatcher's own test (:meth:`~triohooks.actors.dispatcher.Dispatcher.nothing_runs`)
         says nothing runs, its answer is ``plain_outcome`` and its one side effect is that a
-        ``session_end`` forgets the session's stop state: both done here. It emits no listener
-        event and writes no audit record for such an event, so neither is done here. None also
-        when the engine is closed and when building the event fails (the Trio path raises the
-        error, as it always did). ``build`` mirrors how :class:`HookEngine` builds the event;
-        the answer's ``args`` are its shallow copy, as the Trio engine's are (the Trio path's
-        are a deep copy).
+        ``session_end`` forgets the session's stop state: both done here (by
+        :meth:`~triohooks.actors.dispatcher.Dispatcher.answer_plain`, which dispatch uses too).
+        None also when the engine is closed and when building the event fails (the Trio path
+        raises the error). ``build`` mirrors how :class:`HookEngine` builds the event; the
+        answer's ``args`` are its shallow copy, as the Trio engine's are.
         """
         guest = self._guest
         if self._closed or guest.stopping or guest.finished.done():
@@ -524,14 +359,10 @@ class AsyncioHookEngine(Guards):
         try:
             ev = build()
             if not self._dispatcher.nothing_runs(ev):
-                return ev if self._dispatcher.runs_only(ev, _runs_on_loop) else None
+                return None
         except Exception:
             return None
-        event = type(ev).__struct_config__.tag
-        assert isinstance(event, str)
-        if event == "session_end":
-            self._dispatcher.stop_continues.forget_session(ev.session_id)
-        return plain_outcome(event, ev)
+        return self._dispatcher.answer_plain(ev)
 
     def _typed(self, event: str, fields: dict[str, Any]) -> EventBase:
         """The event :meth:`HookEngine._fire_typed` builds. A TypeError (an unknown keyword,
@@ -562,8 +393,6 @@ class AsyncioHookEngine(Guards):
         answer = self._here(build)
         if answer is None:
             return await self._run(method, *args, **kwargs)
-        if isinstance(answer, EventBase):
-            return await self._dispatcher.run_here(answer, self._local_runs)
         await asyncio.sleep(0)
         return answer
 
@@ -703,7 +532,7 @@ class AsyncioHookEngine(Guards):
         Same contract as :meth:`HookEngine.add_hook`; on the hook's timeout its task is
         cancelled.
         """
-        handler = PythonHandler(self._guest.on_loop(func, poll_s=HOOK_POLL_S), asyncio_func=func)
+        handler = PythonHandler(self._guest.on_loop(func))
         label = name or str(getattr(func, "__qualname__", "python-hook"))
         return self._engine._add_python_hook(event, handler, label, match, timeout_s)
 

@@ -136,30 +136,32 @@ class HookEngine(Guards):
                     runs,
                     on_warning=listeners.falling_behind,
                     on_drop=listeners.dropped,
-                    kill_running=reaper.kill_all,
                     drain_timeout_s=drain_timeout_s,
                 )
                 dispatcher = Dispatcher(loader=loader, runs=runs, post_worker=post_worker)
                 engine = cls(dispatcher, loader, reaper, sink, judge_warning)
-                async with trio.open_nursery() as events:
+                async with trio.open_nursery() as background:
+                    # The post worker's consumer, started on first use; its crash is its own
+                    # (contained and restarted there), never an event's.
+                    post_worker.attach(background)
                     engine._agents = AgentHooks(
                         spawner=reaper,
                         http=http,
                         judge=built if built is not None else judge,
-                        background=events,
+                        background=background,
                         config_dir=settings.config_dir,
                         trust_override=settings.trust,
                         observer=runs,
                     )
-                    await Supervisor(events).start("dispatcher", dispatcher.serve)
                     try:
                         yield engine
                     finally:
                         # Close order: intake stops and the post queue drains (5 s), then
-                        # in-flight events are cancelled (their groups killed by the reaper).
+                        # what still runs in the background is cancelled (its groups killed
+                        # by the reaper); events in flight are their callers' to cancel.
                         with trio.CancelScope(shield=True):
                             engine.close_report = await dispatcher.post_worker.close()
-                        events.cancel_scope.cancel()
+                        background.cancel_scope.cancel()
                 # Leaving open_guard kills every group still alive and stops the watchdog.
             if sink is not None:
                 with trio.CancelScope(shield=True):

@@ -66,6 +66,12 @@ class ProcessResult(msgspec.Struct, frozen=True, kw_only=True):
     error: str | None = None
     pid: int | None = None
 
+    @property
+    def internal(self) -> bool:
+        """The run ended because of us, not the hook (``killed``: the engine closed under
+        it, or the process guard lost it, or it would not die): it fails closed."""
+        return self.status == "killed"
+
 
 class Spawner(Protocol):
     """Runs one hook process to its end (the reaper), with its ``payload_file`` in place

@@ -1,10 +1,8 @@
 """In-process Python hooks (``engine.add_hook``): an async callable gets the event's fields and
 answers like a TOML-dialect hook's stdout (a reply dict, a string, or None for no opinion).
 
-Two runners read the same reply the same way: :class:`PythonRunner` awaits the hook in Trio
-(the trio engine's hooks, and the asyncio engine's through their Trio-awaitable wrapper);
-:class:`AsyncioPythonRunner` awaits an asyncio engine's hook on its own loop, for events the
-asyncio engine handles without crossing into Trio.
+:class:`PythonRunner` awaits the hook in Trio: the trio engine's hooks, and the asyncio engine's
+through their Trio-awaitable wrapper (which runs the coroutine as a task on the asyncio loop).
 """
 
 from __future__ import annotations
@@ -62,26 +60,4 @@ class PythonRunner:
                 return _raised(exc, start)
         if cs.cancelled_caught:
             return _timed_out(hook, start)
-        return _answered(reply, start)
-
-
-class AsyncioPythonRunner:
-    """:class:`PythonRunner` for an asyncio engine's hook (``handler.asyncio_func``), awaited
-    on the running asyncio loop under ``asyncio.timeout``. Must be awaited from asyncio."""
-
-    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
-        import asyncio  # here: the CLI's fire path imports this module, and no asyncio
-
-        handler = hook.handler
-        assert isinstance(handler, PythonHandler) and handler.asyncio_func is not None
-        start = time.perf_counter()
-        try:
-            async with asyncio.timeout(hook.timeout_s) as deadline:
-                reply = await handler.asyncio_func(hook_input.fields)
-        except TimeoutError as exc:
-            if deadline.expired():
-                return _timed_out(hook, start)
-            return _raised(exc, start)
-        except Exception as exc:
-            return _raised(exc, start)
         return _answered(reply, start)

@@ -131,7 +131,7 @@ def _process_failure(result: ProcessResult) -> RunResult | None:
     error = result.error or result.status
     if result.status == "signaled" and result.stderr.strip():
         error = f"{error}: {_excerpt(result.stderr, STDERR_EXCERPT)}"
-    return RunResult(outcome=outcome, error=error, **_measures(result))
+    return RunResult(outcome=outcome, error=error, internal=result.internal, **_measures(result))
 
 
 def _exit_error(result: ProcessResult, what: str) -> str:
