@@ -510,7 +510,7 @@ def test_in_process_answer_is_the_trio_engines(
                 e.add_listener(lambda kind, fields: events.append((kind, dict(fields))))
                 for event, func, match in hooks:
                     e.add_hook(event, func, match=match)
-                return await fire(e), kinds(events)  # type: ignore[arg-type]
+                return await fire(e), kinds(events)
 
     expected, expected_kinds = trio.run(trio_side)
     got: list[Any] = []
