@@ -270,6 +270,47 @@ async def test_a_background_grandchild_does_not_hold_the_answer_nor_survive(s: S
     assert alive == []
 
 
+async def test_async_hooks_go_through_the_background_queue(s: Setup) -> None:
+    """An ``async`` hook is not waited for: it is queued on the engine's post worker, runs
+    there observed like any run, and close drains it."""
+    log = s.root / "async.log"
+    s.settings({"PostToolUse": [group(cmd(f"sleep 0.2; cat >> {log}", **{"async": True}))]})
+    kinds: list[tuple[str, Any]] = []
+    with trio.fail_after(20):
+        async with s.engine() as e:
+            e.add_listener(lambda kind, fields: kinds.append((kind, fields)))
+            start = trio.current_time()
+            result = await e.agent_hook("claude", s.bash("ls", "PostToolUse"))
+            assert trio.current_time() - start < 0.2  # not waited for
+            assert result.runs == [] and not result.answer.warnings
+            assert not log.exists()
+    assert json.loads(log.read_text())["tool_input"] == {"command": "ls"}
+    report = e.close_report
+    assert report is not None and (report.offered, report.ran, report.failed) == (1, 1, 0)
+    # Observed like a native run: its own hook_started / hook_finished.
+    assert [kind for kind, _ in kinds if kind.startswith("hook_")] == [
+        "hook_started",
+        "hook_finished",
+    ]
+
+
+async def test_an_async_hook_past_the_close_drain_is_killed_and_counted(s: Setup) -> None:
+    marker = "300.4343"
+    s.settings({"PostToolUse": [group(cmd(f"exec sleep {marker}", **{"async": True}))]})
+    with trio.fail_after(20):
+        async with s.engine(drain_timeout_s=0.3) as e:
+            await e.agent_hook("claude", s.bash("ls", "PostToolUse"))
+            await e.agent_hook("claude", s.bash("pwd", "PostToolUse"))
+    report = e.close_report
+    assert report is not None
+    assert (report.offered, report.ran, report.dropped_at_close, report.killed) == (2, 0, 2, 1)
+    await trio.sleep(0.2)
+    alive = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
+    for p in alive:
+        p.kill()
+    assert alive == []
+
+
 async def test_if_rule_and_matcher_filter_which_hooks_run(s: Setup) -> None:
     s.settings(
         {

@@ -6,7 +6,9 @@ reuses, while no file changed) that agent's hook table, picks the hooks whose ma
 ``if`` apply, runs them all concurrently -- command hooks through the process guard (their own
 session and group, nothing left behind, timeouts enforced), http hooks through the shared
 client, prompt hooks through the judge -- waits for all (as the agent does), and merges their
-replies into the agent's answer. ``async`` hooks run in the background and are not waited for.
+replies into the agent's answer. ``async`` hooks are not waited for: they go onto the engine's
+background queue (the post worker: bounded, in order, drops counted, drained for 5 s at close)
+with the request's body, and run there through the same observer.
 
 Each hook gets the input JSON byte for byte on stdin, the agent session's environment (when
 the caller has it) and the agent's variables (``CLAUDE_PROJECT_DIR``, ``CLAUDECODE`` ...), and
@@ -22,7 +24,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final
@@ -37,6 +39,7 @@ from triohooks.config.paths import global_config_dir
 from triohooks.handlers.http import HttpHookClient, expand_headers
 from triohooks.handlers.judge import Judge
 from triohooks.handlers.process import ProcessSpec, Spawner
+from triohooks.handlers.replies import RunResult
 from triohooks.match.ifrules import rule_applies
 
 from .config import (
@@ -135,6 +138,39 @@ def _hook_cwd(payload: Mapping[str, Any], project: Path | None) -> str:
     return str(project) if project is not None else os.getcwd()
 
 
+class BackgroundAgentHook:
+    """An agent ``async`` hook queued on the post worker: what its run needs, taken when the
+    request came (the body's bytes as they were; the dicts are the request's own)."""
+
+    __slots__ = ("base_env", "body", "hook", "payload", "project", "seen_as", "session")
+
+    def __init__(
+        self,
+        hook: AgentHook,
+        seen_as: str,
+        session: str,
+        payload: Mapping[str, Any],
+        body: bytes,
+        project: Path | None,
+        base_env: Mapping[str, str],
+    ) -> None:
+        self.hook = hook
+        self.seen_as = seen_as
+        self.session = session
+        self.payload = payload
+        self.body = body
+        self.project = project
+        self.base_env = base_env
+
+    @property
+    def name(self) -> str:
+        return self.hook.label
+
+
+#: Offers one background event to the post worker (``PostWorker.offer``); False: dropped.
+Offer = Callable[..., bool]
+
+
 def decode_payload(body: bytes) -> dict[str, Any]:
     try:
         payload = msgspec.json.decode(body)
@@ -159,7 +195,7 @@ class AgentHooks:
         spawner: Spawner,
         http: HttpHookClient,
         judge: Judge | None,
-        background: trio.Nursery,
+        offer: Offer,
         config_dir: Path | None = None,
         home: Path | None = None,
         trust_override: bool = False,
@@ -168,7 +204,8 @@ class AgentHooks:
         self._spawner = spawner
         self._http = http
         self._judge = judge
-        self._background = background
+        #: Queues background hooks on the engine's post worker.
+        self._offer = offer
         self._config_dir = config_dir
         self._home = home
         self._trust_override = trust_override
@@ -270,11 +307,14 @@ class AgentHooks:
         listeners = self._observer.listeners if self._observer is not None else None
         if listeners:
             listeners.emit("fired", event=seen_as, session=session, hooks=len(chosen))
-        for hook in chosen:
-            if hook.supported and hook.background:
-                self._background.start_soon(
-                    self._observed, hook, seen_as, session, payload, body, project, base_env
-                )
+        later = tuple(
+            BackgroundAgentHook(hook, seen_as, session, payload, body, project, base_env)
+            for hook in chosen
+            if hook.supported and hook.background
+        )
+        dropped = bool(later) and not self._offer(
+            event=seen_as, session_id=session, payload=body, hooks=later
+        )
         replies: list[AgentReply | None] = [None] * len(foreground)
 
         async def one(i: int, hook: AgentHook) -> None:
@@ -297,6 +337,10 @@ class AgentHooks:
         for hook in chosen:
             if not hook.supported:
                 answer.warnings.append(f"hook {hook.label} not run: {hook.unsupported}")
+        if dropped:
+            answer.warnings.append(
+                f"{len(later)} async hook(s) not run: triohooks' background queue is full"
+            )
         result = AgentResult(
             agent=name,
             event=event,
@@ -332,6 +376,16 @@ class AgentHooks:
                 ),
             )
         return result
+
+    async def run_background(self, job: BackgroundAgentHook) -> RunResult:
+        """Run a queued ``async`` hook (the post worker calls this), observed like any run;
+        its reply is not read (the agent did not wait for it), only whether it failed."""
+        reply = await self._observed(
+            job.hook, job.seen_as, job.session, job.payload, job.body, job.project, job.base_env
+        )
+        if reply.status == "error":
+            return RunResult(outcome="error", error=reply.error or reply.reason)
+        return RunResult(outcome="ok")
 
     @staticmethod
     def _seen_as(agent: AgentName, event: str) -> str:

@@ -25,7 +25,7 @@ from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
-from triohooks.agents.runner import AgentHooks, AgentResult
+from triohooks.agents.runner import AgentHooks, AgentResult, BackgroundAgentHook
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -38,6 +38,8 @@ from triohooks.config.model import Hook, HookTable, PythonHandler, PythonHookFun
 from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
 from triohooks.handlers.judge import Judge, judge_from_env
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput
 
 from .guarded import Guards
 from .options import EngineOptions, Settings
@@ -132,8 +134,9 @@ class HookEngine(Guards):
                 )
                 listeners = Listeners()
                 runs = HookRuns(runners, audit=sink, listeners=listeners, workspace=str(ws))
+                queued = _BackgroundRuns(runs)
                 post_worker = PostWorker(
-                    runs,
+                    queued,
                     on_warning=listeners.falling_behind,
                     on_drop=listeners.dropped,
                     drain_timeout_s=drain_timeout_s,
@@ -148,11 +151,12 @@ class HookEngine(Guards):
                         spawner=reaper,
                         http=http,
                         judge=built if built is not None else judge,
-                        background=background,
+                        offer=post_worker.offer,
                         config_dir=settings.config_dir,
                         trust_override=settings.trust,
                         observer=runs,
                     )
+                    queued.agents = engine._agents
                     try:
                         yield engine
                     finally:
@@ -395,6 +399,21 @@ class HookEngine(Guards):
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
+
+
+class _BackgroundRuns:
+    """The post worker's runner: a native hook through the engine's :class:`HookRuns`, an
+    agent's ``async`` hook through its :class:`AgentHooks` (which observes it the same way)."""
+
+    def __init__(self, runs: HookRuns) -> None:
+        self.runs = runs
+        self.agents: AgentHooks | None = None
+
+    async def run(self, hook: Any, hook_input: HookInput) -> RunResult:
+        if isinstance(hook, BackgroundAgentHook):
+            assert self.agents is not None
+            return await self.agents.run_background(hook)
+        return await self.runs.run(hook, hook_input)
 
 
 def sole_exception(group: BaseExceptionGroup[BaseException]) -> BaseException | None:
