@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, NamedTuple
 
 import msgspec
 import trio
@@ -138,29 +138,18 @@ def _hook_cwd(payload: Mapping[str, Any], project: Path | None) -> str:
     return str(project) if project is not None else os.getcwd()
 
 
-class BackgroundAgentHook:
-    """An agent ``async`` hook queued on the post worker: what its run needs, taken when the
-    request came (the body's bytes as they were; the dicts are the request's own)."""
+class AgentHookCall(NamedTuple):
+    """One agent hook's run for one request: the hook and the request's context, taken when
+    the request came (the body's bytes as they were; the dicts are the request's own). An
+    ``async`` hook's call is what goes onto the post worker."""
 
-    __slots__ = ("base_env", "body", "hook", "payload", "project", "seen_as", "session")
-
-    def __init__(
-        self,
-        hook: AgentHook,
-        seen_as: str,
-        session: str,
-        payload: Mapping[str, Any],
-        body: bytes,
-        project: Path | None,
-        base_env: Mapping[str, str],
-    ) -> None:
-        self.hook = hook
-        self.seen_as = seen_as
-        self.session = session
-        self.payload = payload
-        self.body = body
-        self.project = project
-        self.base_env = base_env
+    hook: AgentHook
+    seen_as: str
+    session: str
+    payload: Mapping[str, Any]
+    body: bytes
+    project: Path | None
+    base_env: Mapping[str, str]
 
     @property
     def name(self) -> str:
@@ -307,20 +296,18 @@ class AgentHooks:
         listeners = self._observer.listeners if self._observer is not None else None
         if listeners:
             listeners.emit("fired", event=seen_as, session=session, hooks=len(chosen))
-        later = tuple(
-            BackgroundAgentHook(hook, seen_as, session, payload, body, project, base_env)
-            for hook in chosen
-            if hook.supported and hook.background
-        )
+
+        def call(hook: AgentHook) -> AgentHookCall:
+            return AgentHookCall(hook, seen_as, session, payload, body, project, base_env)
+
+        later = tuple(call(h) for h in chosen if h.supported and h.background)
         dropped = bool(later) and not self._offer(
             event=seen_as, session_id=session, payload=body, hooks=later
         )
         replies: list[AgentReply | None] = [None] * len(foreground)
 
         async def one(i: int, hook: AgentHook) -> None:
-            replies[i] = await self._observed(
-                hook, seen_as, session, payload, body, project, base_env
-            )
+            replies[i] = await self._observed(call(hook))
 
         if any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):
@@ -377,12 +364,10 @@ class AgentHooks:
             )
         return result
 
-    async def run_background(self, job: BackgroundAgentHook) -> RunResult:
+    async def run_background(self, call: AgentHookCall) -> RunResult:
         """Run a queued ``async`` hook (the post worker calls this), observed like any run;
         its reply is not read (the agent did not wait for it), only whether it failed."""
-        reply = await self._observed(
-            job.hook, job.seen_as, job.session, job.payload, job.body, job.project, job.base_env
-        )
+        reply = await self._observed(call)
         if reply.status == "error":
             return RunResult(outcome="error", error=reply.error or reply.reason)
         return RunResult(outcome="ok")
@@ -393,17 +378,9 @@ class AgentHooks:
         is (``pre_tool``), else the agent's own name for it; the dialect says whose."""
         return SPECS[agent].events.get(event, event)
 
-    async def _observed(
-        self,
-        hook: AgentHook,
-        seen_as: str,
-        session: str,
-        payload: Mapping[str, Any],
-        body: bytes,
-        project: Path | None,
-        base_env: Mapping[str, str],
-    ) -> AgentReply:
+    async def _observed(self, call: AgentHookCall) -> AgentReply:
         """One hook run through the engine's observer (span, listener events, audit)."""
+        hook, seen_as, session, payload, body, project, base_env = call
         run = functools.partial(self._run_one, hook, payload, body, project, base_env)
         if self._observer is None:
             return await run()

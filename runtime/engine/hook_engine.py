@@ -25,7 +25,7 @@ from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
-from triohooks.agents.runner import AgentHooks, AgentResult, BackgroundAgentHook
+from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentResult
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -410,7 +410,7 @@ class _BackgroundRuns:
         self.agents: AgentHooks | None = None
 
     async def run(self, hook: Any, hook_input: HookInput) -> RunResult:
-        if isinstance(hook, BackgroundAgentHook):
+        if isinstance(hook, AgentHookCall):
             assert self.agents is not None
             return await self.agents.run_background(hook)
         return await self.runs.run(hook, hook_input)
