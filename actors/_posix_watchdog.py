@@ -21,23 +21,18 @@ import time
 TERM_GRACE_S = 0.1
 
 
-def _kill_groups(groups: set[int], sig: int) -> None:
-    for pgid in groups:
-        try:
-            os.killpg(pgid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
-
-
 def clean_up(engine_id: str, groups: set[int], files: set[str]) -> None:
     """The engine is gone: its hooks go with it, and so do their payload files."""
-    if groups:
-        _kill_groups(groups, signal.SIGTERM)
-        time.sleep(TERM_GRACE_S)
-        _kill_groups(groups, signal.SIGKILL)
-    try:
-        from _watchdog import kill_marked  # type: ignore[import-not-found]  # a sibling, run bare
+    # A sibling (the marker scan and the group kill), found on the path main() set.
+    from _watchdog import kill_marked, signal_group  # type: ignore[import-not-found]
 
+    if groups:
+        for sig in (signal.SIGTERM, signal.SIGKILL):
+            for pgid in groups:
+                signal_group(pgid, sig)
+            if sig == signal.SIGTERM:
+                time.sleep(TERM_GRACE_S)
+    try:
         kill_marked(engine_id)
     except Exception as exc:  # psutil missing: the groups are all we could do
         print(f"triohooks posix watchdog: marker scan failed: {exc}", file=sys.stderr)

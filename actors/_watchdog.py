@@ -368,7 +368,9 @@ def _hook_pipes() -> list[tuple[int, int]]:
     return pipes
 
 
-def _killpg(pgid: int, sig: int) -> bool:
+def signal_group(pgid: int, sig: int) -> bool:
+    """Signal process group ``pgid``; False when it is gone or not ours to signal (a setuid
+    member): the one group kill of both backends, the helpers and the reaper."""
     try:
         os.killpg(pgid, sig)
     except OSError:  # ProcessLookupError: the group is gone; PermissionError: not ours
@@ -472,11 +474,11 @@ class Helper:
         elif op == SIGNAL:
             pid, _, sig = body.partition(b":")
             if int(pid) in self.hooks:  # unreaped: the group id is still this hook's
-                _killpg(int(pid), int(sig))
+                signal_group(int(pid), int(sig))
         elif op == STOPPED:
             hook = self.hooks.get(int(body))
             if hook is not None:
-                _killpg(int(body), signal.SIGKILL)
+                signal_group(int(body), signal.SIGKILL)
                 hook.stopped = True
             self.sweep()  # what it left, and orphans of finished runs
         elif op == CLOSE:
@@ -551,7 +553,7 @@ class Helper:
             try:
                 pidfd = os.pidfd_open(pid)
             except OSError as exc:  # we could not guard it, so it must not run
-                _killpg(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
                 self.refuse(exc.errno, exc.strerror, None, "")
                 return
@@ -624,7 +626,7 @@ class Helper:
         """A hook child exited: SIGKILL its group while the zombie still holds the group id,
         reap it, and write its status into the run's status pipe (the engine's one sign)."""
         pid = self.watched[pidfd]
-        _killpg(pid, signal.SIGKILL)
+        signal_group(pid, signal.SIGKILL)
         try:
             got, status = os.waitpid(pid, os.WNOHANG)
         except ChildProcessError:  # cannot be (only we reap our hooks): status unknown
@@ -849,12 +851,12 @@ class Helper:
         running = [pid for pid in self.hooks if self._running(pid)]
         for pid in self.hooks:
             if pid not in running:  # exited, unreaped: its group may still have members
-                _killpg(pid, signal.SIGKILL)
-        alive = [pid for pid in running if _killpg(pid, signal.SIGTERM)]
+                signal_group(pid, signal.SIGKILL)
+        alive = [pid for pid in running if signal_group(pid, signal.SIGTERM)]
         if alive:
             time.sleep(TERM_GRACE_S)
             for pid in alive:
-                _killpg(pid, signal.SIGKILL)
+                signal_group(pid, signal.SIGKILL)
         try:
             self.kill_victims()
         except Exception as exc:

@@ -28,6 +28,8 @@ import trio
 from opentelemetry import trace
 
 from triohooks.config import paths as _paths
+from triohooks.config.stamps import rfc3339
+from triohooks.handlers.outcomes import FAILED_OUTCOMES
 
 from .audit_records import AuditRecord, FailureMemory, _utc_now, audit_file, is_failure
 from .redact import REDACTED, redact, secret_key
@@ -46,13 +48,6 @@ MAX_ERROR_CHARS: Final = 4096
 def audit_dir(state_dir: Path | None = None) -> Path:
     """``<state dir>/audit``; the state dir defaults to :func:`triohooks.config.paths.state_dir`."""
     return (state_dir if state_dir is not None else _paths.state_dir()) / "audit"
-
-
-def rfc3339(when: datetime) -> str:
-    """``when`` as RFC3339 UTC with milliseconds (a naive datetime is taken as UTC)."""
-    if when.tzinfo is None:
-        when = when.replace(tzinfo=UTC)
-    return when.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -371,9 +366,6 @@ ATTR_OUTPUT_BYTES: Final = "triohooks.output_bytes"
 ATTR_SESSION: Final = "gen_ai.conversation.id"
 ATTR_ERROR_TYPE: Final = "error.type"
 
-#: Run outcomes that are failures (as :func:`triohooks.combine.outcome.audit_decision` has it).
-_FAILED_OUTCOMES: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
-
 
 def hook_span(
     event: str,
@@ -416,7 +408,7 @@ def end_run(
         attrs[ATTR_INPUT_BYTES] = input_bytes
     if output_bytes is not None:
         attrs[ATTR_OUTPUT_BYTES] = output_bytes
-    failed = outcome in _FAILED_OUTCOMES
+    failed = outcome in FAILED_OUTCOMES
     if failed:
         attrs[ATTR_ERROR_TYPE] = outcome
     span.set_attributes(attrs)

@@ -41,7 +41,14 @@ import trio
 
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
-from ._watchdog import RUN_VAR, kill_marked, remove_file, run_marker, write_private_file
+from ._watchdog import (
+    RUN_VAR,
+    kill_marked,
+    remove_file,
+    run_marker,
+    signal_group,
+    write_private_file,
+)
 from .guard import Backend, Capture, GuardStats, process_result, unfinished
 from .workers import MAX_REPLY_LINE, WORKER_VAR, read_reply, reply_result
 
@@ -57,13 +64,6 @@ READ_CHUNK: Final = 65536
 #: The marker sweep after runs end runs at most this often.
 SWEEP_INTERVAL_S: Final = 0.25
 SCRIPT: Final = Path(__file__).with_name("_posix_watchdog.py")
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def _psutil_path() -> list[str]:
@@ -289,7 +289,7 @@ class PosixGuard:
                     with trio.CancelScope(shield=True):
                         await self._stop(no, process)
                 else:
-                    _signal_group(process.pid, signal.SIGKILL)  # what is left of its group
+                    signal_group(process.pid, signal.SIGKILL)  # what is left of its group
                 # A descendant may hold a pipe: it gets the grace, then we stop reading.
                 outputs.cancel_scope.deadline = trio.current_time() + EOF_GRACE_S
         except BaseException:
@@ -359,15 +359,15 @@ class PosixGuard:
         A checkpoint; call it shielded."""
         self._killed += 1
         if process.returncode is None:
-            _signal_group(process.pid, signal.SIGTERM)
+            signal_group(process.pid, signal.SIGTERM)
             with trio.move_on_after(TERM_GRACE_S):
                 await process.wait()
         if process.returncode is None:
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
             with trio.move_on_after(REAP_BUDGET_S):
                 await process.wait()
         else:
-            _signal_group(process.pid, signal.SIGKILL)
+            signal_group(process.pid, signal.SIGKILL)
         self._escapees_killed += await trio.to_thread.run_sync(
             kill_marked, self.engine_id, lambda other: other != no
         )
@@ -402,14 +402,14 @@ class PosixGuard:
         self._closing = True
         live = list(self._live.values())
         for process in live:
-            _signal_group(process.pid, signal.SIGTERM)
+            signal_group(process.pid, signal.SIGTERM)
         self._killed += len(live)
         with trio.move_on_after(TERM_GRACE_S):
             for process in live:
                 await process.wait()
         for process in live:
             if process.returncode is None:
-                _signal_group(process.pid, signal.SIGKILL)
+                signal_group(process.pid, signal.SIGKILL)
         self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
         with trio.move_on_after(REAP_BUDGET_S):
             for process in live:

@@ -29,6 +29,7 @@ import msgspec
 import trio
 
 from triohooks.combine.outcome import failure_text
+from triohooks.handlers.outcomes import FAILED_OUTCOMES
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput
 
@@ -98,9 +99,6 @@ class HookRunner(Protocol):
     """Runs one hook for one event (:class:`triohooks.handlers.runner.Runner`'s shape)."""
 
     async def run(self, hook: Any, hook_input: HookInput, /) -> RunResult: ...
-
-
-_FAILED: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
 
 
 class PostWorker:
@@ -361,7 +359,7 @@ class PostWorker:
                 result = await self._runner.run(hook, hook_input)
             finally:
                 self._in_run = False
-            if result.outcome in _FAILED:
+            if result.outcome in FAILED_OUTCOMES:
                 name = getattr(hook, "name", hook)
                 logger.warning("background hook %s failed: %s", name, failure_text(result))
 

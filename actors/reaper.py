@@ -59,6 +59,7 @@ from ._watchdog import (
     kill_marked,
     remove_file,
     run_marker,
+    signal_group,
     write_private_file,
 )
 from .guard import Backend, Capture, GuardStats, process_result, unfinished
@@ -180,7 +181,7 @@ class _Run:
         try:
             self.exit_fd = os.pidfd_open(self.pid)  # Linux 5.3+
         except OSError:  # we cannot guard this process, so it must not run
-            _signal_group(self.pid, signal.SIGKILL)
+            signal_group(self.pid, signal.SIGKILL)
             child.wait()
             self.close_pipes()
             raise
@@ -303,15 +304,6 @@ async def _spawn_via(
     )
     child = _HelperChild(helper, new.pid, new.status)
     return _Run(no, child, new.stdin, new.stdout, new.stderr, new.writers, rest)
-
-
-def _signal_group(pgid: int, sig: int) -> None:
-    try:
-        os.killpg(pgid, sig)
-    except ProcessLookupError:
-        pass
-    except PermissionError:  # a setuid descendant; nothing more we can do
-        log.warning("cannot signal hook process group %d", pgid)
 
 
 def _write_some(fd: int, data: memoryview) -> memoryview | None:
@@ -748,7 +740,7 @@ class Reaper:
             if pipes.exited:
                 if run.helper is None:  # (the helper kills a group as its child exits)
                     # The unreaped child holds the pgid, so this cannot hit a recycled group.
-                    _signal_group(run.pid, signal.SIGKILL)
+                    signal_group(run.pid, signal.SIGKILL)
             else:  # timeout, overflow or close
                 await self._stop(run)
             pipes.after_exit()
@@ -822,7 +814,7 @@ class Reaper:
         # a helper that died is not signalled: its status pipe cannot tell whether the child
         # lives, so its group id may be recycled; its marker finds what is left of it.)
         if helper is None and not _readable(run.exit_fd):
-            _signal_group(run.pid, sig)
+            signal_group(run.pid, sig)
 
     async def _wait_and_forget(self, run: _Run) -> None:
         """Reap the child (shielded, bounded) and, in the same step, stop tracking its group:

@@ -18,13 +18,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
 from triohooks.combine.outcome import audit_decision
 from triohooks.config.model import Hook
+from triohooks.config.stamps import utc_stamp
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput, Runners
 
@@ -198,7 +198,7 @@ class HookRuns:
         if decision is None:
             return None
         return AuditRecord(
-            time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            time=utc_stamp(),
             session=hook_input.session_id,
             kind="hook",
             event=hook_input.event,

@@ -74,6 +74,7 @@ FAST_PATH_MODULES = frozenset(
         "triohooks.fronts.fire_cache",
         "triohooks.handlers",
         "triohooks.handlers.judge",
+        "triohooks.handlers.outcomes",
         "triohooks.match",
         "triohooks.match.globs",
         "triohooks.match.ifrules",

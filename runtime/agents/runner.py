@@ -25,7 +25,6 @@ import logging
 import os
 import time
 from collections.abc import Callable, Mapping
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -36,6 +35,7 @@ from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.runs import HookRuns, RunSummary
 from triohooks.config.model import TrustInfo
 from triohooks.config.paths import global_config_dir
+from triohooks.config.stamps import utc_stamp
 from triohooks.handlers.http import HttpHookClient, expand_headers
 from triohooks.handlers.judge import Judge
 from triohooks.handlers.process import ProcessSpec, Spawner
@@ -78,7 +78,7 @@ def _audit_record(
     if reply.status == "ok" and not reply.truncated:
         return None
     return AuditRecord(
-        time=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+        time=utc_stamp(),
         session=session,
         kind="hook",
         event=event,

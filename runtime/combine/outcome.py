@@ -17,11 +17,10 @@ import msgspec
 
 from triohooks.config.events import ADVISORY_JSON_EVENTS, EVENTS, MAX_STOP_CONTINUES
 from triohooks.config.model import Hook
+from triohooks.handlers.outcomes import FAILED_OUTCOMES
 
 if TYPE_CHECKING:  # annotations only: ``triohooks fire`` with nothing to run never reads a reply
     from triohooks.handlers.replies import RunResult
-
-_FAILED = frozenset({"error", "timeout", "spawn_failed", "killed"})
 
 
 class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
@@ -132,7 +131,7 @@ class Combiner:
         )
         if result.system_message:
             self.outcome.system_messages.append(result.system_message)
-        if result.outcome in _FAILED:
+        if result.outcome in FAILED_OUTCOMES:
             self._failed(hook, result)
             return
         if result.outcome == "block":
@@ -264,7 +263,7 @@ def audit_decision(event: str, result: RunResult) -> str | None:
     """What the audit trail records for one run (docs/design.md §8): ``error`` for a failure,
     ``block`` (``hook-deny`` on a permission request) for a block or deny, ``hook-allow`` for an
     allow of a tool call or permission; None: the run is not audited."""
-    if result.outcome in _FAILED:
+    if result.outcome in FAILED_OUTCOMES:
         return "error"
     if result.outcome == "block" or result.decision in ("block", "deny"):
         return "hook-deny" if event == "permission_request" else "block"

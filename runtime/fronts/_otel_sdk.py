@@ -43,12 +43,12 @@ from opentelemetry.sdk.trace.export import SpanExportResult
 
 from triohooks.actors.audit import ATTR_ERROR_TYPE, ATTR_EVENT, ATTR_OUTCOME, add_record_exporter
 from triohooks.actors.audit_records import AuditRecord
+from triohooks.handlers.outcomes import FAILED_OUTCOMES
 
 from .otel import (
     AUDIT_EVENT_NAME,
     BATCH_DEFAULTS,
     DURATION_BUCKETS_S,
-    FAILED_OUTCOMES,
     SCOPE,
     SERVICE_NAME,
     SIGNALS_SHARE,

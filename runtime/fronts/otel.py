@@ -98,8 +98,6 @@ DURATION_BUCKETS_S: Final = (
     0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0
 )  # fmt: skip
 
-#: Run outcomes that count as a hook failure.
-FAILED_OUTCOMES: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
 
 #: Drop reasons (the ``error.type`` of ``triohooks.dropped``).
 QUEUE_FULL: Final = "queue_full"

@@ -31,6 +31,8 @@ from typing import Any, Final, TextIO, TypeVar
 import trio
 from trio_websocket import CloseReason, ConnectionClosed, ConnectionRejected
 
+from triohooks.handlers.outcomes import FAILED_OUTCOMES
+
 from .client import RemoteError, connect, innermost
 from .wire import EVENT_KINDS, EventRecord, Lagged, StatsReply, encode
 
@@ -146,8 +148,6 @@ RING_SIZE: Final = 1024
 #: named ``OTHER`` so that a stream of ever-new names cannot grow the watcher without bound.
 MAX_ROWS: Final = 256
 OTHER: Final = "(other)"
-#: ``hook_finished`` outcomes that are failures of the hook (not decisions).
-FAILED_OUTCOMES: Final = frozenset({"error", "timeout", "spawn_failed", "killed"})
 #: Outcome columns of the table, in order; other outcomes are summed under ``other``.
 TABLE_OUTCOMES: Final = ("ok", "block", "mutate", "error", "timeout")
 #: What the stats subscribe to: every kind but ``audit`` (it repeats what ``hook_finished``

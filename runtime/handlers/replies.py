@@ -18,10 +18,13 @@ payload file.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
+
+from triohooks.config.stamps import utc_stamp
+
+from .outcomes import Outcome
 
 if TYPE_CHECKING:  # the type only: reading a result needs no process machinery
     from .process import ProcessResult
@@ -36,8 +39,6 @@ STDERR_EXCERPT: Final = 200
 STDOUT_EXCERPT: Final = 80
 #: Linux refuses (E2BIG) any single environment string longer than this (MAX_ARG_STRLEN).
 MAX_ENV_STRING: Final = 32 * 4096
-
-Outcome = Literal["ok", "block", "mutate", "error", "timeout", "spawn_failed", "killed"]
 
 
 class RunResult(msgspec.Struct, frozen=True, kw_only=True):
@@ -284,7 +285,7 @@ def json_payload(
     data: Mapping[str, Any],
 ) -> bytes:
     """``{event, hook_id, session_id, turn_id, ts, data}`` as JSON; ``ts`` RFC 3339 UTC."""
-    ts = datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    ts = utc_stamp()
     return msgspec.json.encode(
         {
             "event": event_name,
