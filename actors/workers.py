@@ -63,8 +63,6 @@ RETIRE_GRACE_S: Final = 0.2
 #: Retired workers waiting for the janitor.
 JANITOR_QUEUE: Final = 4096
 READ_CHUNK: Final = 65536
-#: How long a request polls for its reply before it sleeps until the worker writes.
-REPLY_POLL_S: Final = 0.0001
 
 
 class Reply(msgspec.Struct):
@@ -160,10 +158,7 @@ class _Worker:
                 raise _Broken("it exited before reading the request")
 
     async def read_line(self, limit: int) -> bytes:
-        """The next line of stdout (without its newline). For up to ``REPLY_POLL_S`` it polls
-        (one checkpoint per pass, other tasks run in between) before it sleeps on the pipe:
-        most workers answer within that, and a poll is cheaper than a sleep and a wake."""
-        poll_until = time.perf_counter() + REPLY_POLL_S
+        """The next line of stdout (without its newline), waiting on the worker's epoll for it."""
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:
@@ -174,11 +169,7 @@ class _Worker:
                 raise _Broken(f"its reply is longer than {limit} bytes without a newline")
             if self.exited:
                 raise _Broken("it exited before answering")
-            if time.perf_counter() < poll_until:
-                await trio.lowlevel.checkpoint()
-                self.drain()
-            else:
-                await self._wake()
+            await self._wake()
 
     async def _wake(self) -> None:
         await trio.lowlevel.wait_readable(self.poller.fileno())
@@ -252,9 +243,10 @@ class Workers:
                     f"not restarted for {pool.given_up_until - now:.0f} s"
                 ),
             )
-        worker: _Worker | ProcessResult | None = None
-        with trio.move_on_after(spec.timeout_s) as waiting:
-            worker = await self._acquire(pool, spec)
+        worker: _Worker | ProcessResult | None = self._idle(pool)
+        if worker is None:  # none idle: start one, or wait for one, within the timeout
+            with trio.move_on_after(spec.timeout_s) as waiting:
+                worker = await self._acquire(pool, spec)
         if worker is None:  # every worker stayed busy until the timeout
             assert waiting.cancelled_caught
             return ProcessResult(
@@ -268,17 +260,24 @@ class Workers:
         remaining = spec.timeout_s - (time.perf_counter() - started)
         return await self._ask(pool, worker, spec, started, remaining)
 
+    def _idle(self, pool: _Pool) -> _Worker | None:
+        """An idle worker that is still in sync, if there is one (the others are retired)."""
+        while pool.idle:
+            worker = pool.idle.pop()
+            worker.drain()
+            if worker.exited or worker.buffer:
+                # It exited while idle, or printed outside a reply: out of sync.
+                why = "exited while idle" if worker.exited else "wrote to stdout while idle"
+                log.warning("hook worker %d %s; starting a fresh one", worker.pid, why)
+                self._retire(pool, worker)
+                continue
+            return worker
+        return None
+
     async def _acquire(self, pool: _Pool, spec: ProcessSpec) -> _Worker | ProcessResult:
         while True:
-            while pool.idle:
-                worker = pool.idle.pop()
-                worker.drain()
-                if worker.exited or worker.buffer:
-                    # It exited while idle, or printed outside a reply: out of sync.
-                    why = "exited while idle" if worker.exited else "wrote to stdout while idle"
-                    log.warning("hook worker %d %s; starting a fresh one", worker.pid, why)
-                    self._retire(pool, worker)
-                    continue
+            worker = self._idle(pool)
+            if worker is not None:
                 return worker
             if pool.count < pool.size:
                 pool.count += 1

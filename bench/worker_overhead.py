@@ -14,8 +14,11 @@ opinion" (the call goes on), measured interleaved in small batches (case A batch
 
 Two figures per case: the whole ``engine.pre_tool`` call (what the agent waits for) and the
 hook run itself (``runs[0].duration_ms``: from the runner's start to the reply read, without the
-event's own dispatch). Prints p50/p99 of both, the ratio one-shot / worker, and whether the goals
-are met: a worker's p50 <= 100 µs and >= 10x faster than the one-shot spawn.
+event's own dispatch). Beside them, in the same batches, the floor: the same bash read loop
+driven over trio pipes directly (one request line written, one reply line read, no engine).
+Prints p50/p99 of each, the ratio one-shot / worker, and whether the goals are met: a worker's
+p50 <= 100 µs and >= 10x faster than the one-shot spawn; the bash worker's call p50 <= 3x the
+floor's; an in-process hook's call minus its run <= 40 µs p50 (what the engine adds).
 
     .venv/bin/python -m bench.worker_overhead [-n 2000] [--batch 50] [--json out.json]
 """
@@ -25,6 +28,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -49,6 +54,40 @@ CASES = {
 }
 WORKERS = ("warm worker, Python helper", "warm worker, bash read loop")
 SPAWN = "one-shot `bash -c true`"
+INPROC = "in-process Python hook"
+BASH = "warm worker, bash read loop"
+FLOOR = "floor: bash read loop over trio pipes"
+
+
+class Floor:
+    """The bash worker driven directly: a request line in, a reply line out, over trio pipes."""
+
+    def __init__(self, process: trio.Process) -> None:
+        self.process = process
+        self.buffer = b""
+
+    @classmethod
+    async def start(cls) -> Floor:
+        process = await trio.lowlevel.open_process(
+            ["bash", str(BASH_WORKER)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            env={**os.environ, "TRIOHOOKS_WORKER": "1"},
+        )
+        return cls(process)
+
+    async def call(self, line: bytes) -> bytes:
+        assert self.process.stdin is not None and self.process.stdout is not None
+        await self.process.stdin.send_all(line)
+        while b"\n" not in self.buffer:
+            self.buffer += await self.process.stdout.receive_some(65536)
+        reply, _, self.buffer = self.buffer.partition(b"\n")
+        return reply
+
+    async def stop(self) -> None:
+        assert self.process.stdin is not None
+        await self.process.stdin.aclose()
+        await self.process.wait()
 
 
 def config() -> str:
@@ -91,7 +130,7 @@ async def no_opinion(fields: Mapping[str, Any]) -> None:
 
 
 async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
-    calls: dict[str, list[float]] = {case: [] for case in CASES}
+    calls: dict[str, list[float]] = {case: [] for case in (*CASES, FLOOR)}
     runs: dict[str, list[float]] = {case: [] for case in CASES}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -107,6 +146,21 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
         ) as engine:
             engine.add_hook("pre_tool", no_opinion, match="inproc_tool")
             args = {"command": "ls -la"}
+            floor = await Floor.start()
+            # About the line the engine writes to a worker: the event's fields as JSON.
+            line = (
+                json.dumps(
+                    {
+                        "event": "pre_tool",
+                        "tool": "bash_worker_tool",
+                        "args": args,
+                        "session_id": "",
+                    }
+                ).encode()
+                + b"\n"
+            )
+            for _ in range(50):
+                assert await floor.call(line) == b'{"exit":0}'
             for tool in CASES.values():  # warm up: workers started, code paths hot
                 for _ in range(50):
                     out = await engine.pre_tool(tool, args)
@@ -123,16 +177,21 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
                             out = await engine.pre_tool(tool, args)
                             calls[case].append((time.perf_counter_ns() - start) / 1000)
                             runs[case].append(out.runs[0].duration_ms * 1000)
+                    for _ in range(size):
+                        start = time.perf_counter_ns()
+                        await floor.call(line)
+                        calls[FLOOR].append((time.perf_counter_ns() - start) / 1000)
                     done += size
                     gc.collect()
             finally:
                 gc.enable()
+                await floor.stop()
     return {"call": calls, "run": runs}
 
 
 def report(data: dict[str, dict[str, list[float]]], n: int) -> dict[str, Any]:
     print(f"warm workers vs in-process and one-shot hooks, pre_tool, n={n} per case, interleaved")
-    print(f"{'case':30} {'call p50':>9} {'call p99':>9} {'run p50':>9} {'run p99':>9}  (µs)")
+    print(f"{'case':38} {'call p50':>9} {'call p99':>9} {'run p50':>9} {'run p99':>9}  (µs)")
     figures: dict[str, Any] = {}
     for case in CASES:
         call, run = data["call"][case], data["run"][case]
@@ -144,9 +203,12 @@ def report(data: dict[str, dict[str, list[float]]], n: int) -> dict[str, Any]:
         }
         figures[case] = row
         print(
-            f"{case:30} {row['call_p50_us']:9.1f} {row['call_p99_us']:9.1f} "
+            f"{case:38} {row['call_p50_us']:9.1f} {row['call_p99_us']:9.1f} "
             f"{row['run_p50_us']:9.1f} {row['run_p99_us']:9.1f}"
         )
+    floor = data["call"][FLOOR]
+    figures[FLOOR] = {"call_p50_us": pct(floor, 0.5), "call_p99_us": pct(floor, 0.99)}
+    print(f"{FLOOR:38} {pct(floor, 0.5):9.1f} {pct(floor, 0.99):9.1f}")
     spawn = figures[SPAWN]
     for case in WORKERS:
         row = figures[case]
@@ -160,6 +222,14 @@ def report(data: dict[str, dict[str, list[float]]], n: int) -> dict[str, Any]:
             print(f"target: {case}, {what} p50 <= 100 µs -> {verdict} ({value:.1f} µs)")
         verdict = "met" if call_ratio >= 10 else "MISSED"
         print(f"target: {case}, >= 10x faster than one-shot (call p50) -> {verdict}")
+    over_floor = figures[BASH]["call_p50_us"] / figures[FLOOR]["call_p50_us"]
+    figures[BASH]["over_floor_call_p50"] = over_floor
+    verdict = "met" if over_floor <= 3 else "MISSED"
+    print(f"target: {BASH}, call p50 <= 3x the floor -> {verdict} ({over_floor:.2f}x)")
+    added = [c - r for c, r in zip(data["call"][INPROC], data["run"][INPROC], strict=True)]
+    figures[INPROC]["engine_added_p50_us"] = pct(added, 0.5)
+    verdict = "met" if pct(added, 0.5) <= 40 else "MISSED"
+    print(f"target: {INPROC}, call - run p50 <= 40 µs -> {verdict} ({pct(added, 0.5):.1f} µs)")
     return figures
 
 
