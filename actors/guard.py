@@ -48,6 +48,10 @@ LINUX_APIS: Final = (
 )
 
 
+#: The error of a run the guard ended because it closed (or that came after it closed).
+CLOSED_ERROR: Final = "killed: reaper closed"
+
+
 class GuardUnavailable(RuntimeError):
     """No process guard can run here (Windows; a forced backend whose APIs are missing)."""
 
@@ -105,6 +109,9 @@ class GuardStats(msgspec.Struct, frozen=True, kw_only=True):
 
 class ProcessGuard(Protocol):
     """What the engine needs of a process guard (both backends provide it)."""
+
+    #: Part of every hook's ``TRIOHOOKS_RUN`` marker.
+    engine_id: str
 
     @property
     def backend(self) -> Backend: ...
@@ -212,7 +219,7 @@ def process_result(
     elif returncode >= 0:
         status, exit_code = "exited", returncode
     elif closed:
-        error = "killed: reaper closed"
+        error = CLOSED_ERROR
     else:
         signum = -returncode
         status, error = "signaled", f"killed by {signal_name(signum)}"

@@ -15,10 +15,14 @@ one request here: it gets the line and EOF, and is reaped like any run. (Keeping
 needs the linux backend's pidfd watch; a worker written to the protocol works on both.)
 
 What does not hold here that holds on linux: a process that leaves its group (``setsid``) *and*
-drops the marker (``env -i``) is not found; after a run exits normally, its group is killed once
-its leader is reaped (trio's process API reaps), so a group whose members all left before that
-instant is not signalled at all. Must not: use blocking calls on the event loop, ``preexec_fn``
-or process-wide SIGCHLD handling.
+drops the marker (``env -i``) is found only while it is still a descendant of a leader we stop
+(a timeout, an overflow, a cancel, the close: the leader's descendants are snapshotted with
+psutil before the kill, while it is unreaped) -- not after the leader exited on its own (trio's
+process API reaps it at once, and orphans go to init), not when it double-forked away first,
+and not when the host dies (the watchdog has only groups and markers). After a run exits
+normally, its group is killed once its leader is reaped, so a group whose members all left
+before that instant is not signalled at all. Must not: use blocking calls on the event loop,
+``preexec_fn`` or process-wide SIGCHLD handling.
 """
 
 from __future__ import annotations
@@ -49,7 +53,7 @@ from ._watchdog import (
     signal_group,
     write_private_file,
 )
-from .guard import Backend, Capture, GuardStats, process_result, unfinished
+from .guard import CLOSED_ERROR, Backend, Capture, GuardStats, process_result, unfinished
 from .workers import MAX_REPLY_LINE, WORKER_VAR, read_reply, reply_result
 
 log = logging.getLogger("triohooks.posix_guard")
@@ -64,6 +68,34 @@ READ_CHUNK: Final = 65536
 #: The marker sweep after runs end runs at most this often.
 SWEEP_INTERVAL_S: Final = 0.25
 SCRIPT: Final = Path(__file__).with_name("_posix_watchdog.py")
+
+
+def _descendants(pid: int) -> list[tuple[int, float]]:
+    """The processes under ``pid`` now, as (pid, create time): taken while the leader is
+    unreaped, so a child that left its group (``setsid``) is still found through its parent.
+    Empty when psutil cannot tell."""
+    try:
+        import psutil
+
+        return [(p.pid, p.create_time()) for p in psutil.Process(pid).children(recursive=True)]
+    except Exception:  # psutil missing, the leader gone, a process we may not read
+        return []
+
+
+def _kill_all_of(snapshot: list[tuple[int, float]]) -> int:
+    """SIGKILL what of ``snapshot`` still runs (the same process: the same create time)."""
+    import psutil
+
+    killed = 0
+    for pid, created in snapshot:
+        try:
+            proc = psutil.Process(pid)
+            if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
+                proc.kill()
+                killed += 1
+        except psutil.Error:
+            continue
+    return killed
 
 
 def _psutil_path() -> list[str]:
@@ -191,7 +223,7 @@ class PosixGuard:
         started = time.perf_counter()
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closing:
-            return ProcessResult(status="killed", error="killed: reaper closed")
+            return ProcessResult(status="killed", error=CLOSED_ERROR)
         if not spec.argv:
             self._spawn_failures += 1
             return ProcessResult(status="spawn_failed", error="empty command")
@@ -355,9 +387,13 @@ class PosixGuard:
         return reply_result(spec, reply, started, ran.pid or 0)
 
     async def _stop(self, no: int, process: trio.Process) -> None:
-        """SIGTERM the group, grace, SIGKILL the group, reap; kill the run's marked escapees.
-        A checkpoint; call it shielded."""
+        """Snapshot the leader's descendants (it is unreaped), SIGTERM the group, grace,
+        SIGKILL the group, reap; kill what of the snapshot is left and the run's marked
+        escapees. A checkpoint; call it shielded."""
         self._killed += 1
+        snapshot: list[tuple[int, float]] = []
+        if process.returncode is None:
+            snapshot = await trio.to_thread.run_sync(_descendants, process.pid)
         if process.returncode is None:
             signal_group(process.pid, signal.SIGTERM)
             with trio.move_on_after(TERM_GRACE_S):
@@ -368,6 +404,8 @@ class PosixGuard:
                 await process.wait()
         else:
             signal_group(process.pid, signal.SIGKILL)
+        if snapshot:
+            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, snapshot)
         self._escapees_killed += await trio.to_thread.run_sync(
             kill_marked, self.engine_id, lambda other: other != no
         )
@@ -401,6 +439,11 @@ class PosixGuard:
         Call it shielded."""
         self._closing = True
         live = list(self._live.values())
+        snapshots = [
+            await trio.to_thread.run_sync(_descendants, process.pid)
+            for process in live
+            if process.returncode is None
+        ]
         for process in live:
             signal_group(process.pid, signal.SIGTERM)
         self._killed += len(live)
@@ -410,6 +453,8 @@ class PosixGuard:
         for process in live:
             if process.returncode is None:
                 signal_group(process.pid, signal.SIGKILL)
+        for snapshot in snapshots:
+            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, snapshot)
         self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
         with trio.move_on_after(REAP_BUDGET_S):
             for process in live:
@@ -440,6 +485,7 @@ class PosixGuard:
             watchdog.process.kill()
             with trio.CancelScope(shield=True):
                 await watchdog.process.wait()
+        self._watchdog = None  # no watchdog once closed (as the linux backend has none)
 
 
 @asynccontextmanager

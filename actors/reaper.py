@@ -62,7 +62,7 @@ from ._watchdog import (
     signal_group,
     write_private_file,
 )
-from .guard import Backend, Capture, GuardStats, process_result, unfinished
+from .guard import CLOSED_ERROR, Backend, Capture, GuardStats, process_result, unfinished
 from .supervisor import Supervisor
 from .workers import Workers
 
@@ -900,7 +900,7 @@ class Reaper:
         ``extra_env`` is added to its environment. A process that cannot be started is its
         ProcessResult (timed from ``started`` when given)."""
         if self._closing:
-            return ProcessResult(status="killed", error="reaper is closed")
+            return ProcessResult(status="killed", error=CLOSED_ERROR)
         if not spec.argv:
             self._spawn_failures += 1
             return ProcessResult(status="spawn_failed", error="nothing to run: empty argv")

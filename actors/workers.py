@@ -43,6 +43,8 @@ import trio
 
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
+from .guard import CLOSED_ERROR
+
 if TYPE_CHECKING:
     from .reaper import Reaper, _Run
 
@@ -349,7 +351,7 @@ class Workers:
         pool.failed(why, time.monotonic())
         ms = (time.perf_counter() - started) * 1000
         if closed:
-            return ProcessResult(status="killed", error="killed: reaper closed", duration_ms=ms)
+            return ProcessResult(status="killed", error=CLOSED_ERROR, duration_ms=ms)
         if timeout:
             error = f"timed out after {spec.timeout_s:g} s"
             return ProcessResult(status="timeout", error=error, duration_ms=ms, pid=worker.pid)

@@ -89,3 +89,19 @@ def no_leaked_processes(request: pytest.FixtureRequest) -> Iterator[None]:
             except psutil.Error:
                 pass
         pytest.fail("test left processes behind:\n  " + "\n  ".join(desc))
+
+
+@pytest.fixture(params=["linux", "posix"])
+def guard_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Runs a test on each process-guard backend (``TRIOHOOKS_PROCESS_GUARD``): the linux one
+    (watchdog helper, subreaper) and the posix one (what macOS and the BSDs get), both on this
+    machine. A suite opts in with ``pytest.mark.usefixtures("guard_backend")``; whatever it
+    opens through ``open_guard`` or ``HookEngine.open`` (in this process or a child) then runs
+    on that backend."""
+    backend: str = request.param
+    if backend == "posix" and request.node.get_closest_marker("warm_workers"):
+        pytest.skip("the posix backend serves one request per worker process (platforms.md)")
+    if backend == "posix" and request.node.get_closest_marker("linux_guard"):
+        pytest.skip("about the linux backend's watchdog helper and subreaper (platforms.md)")
+    monkeypatch.setenv("TRIOHOOKS_PROCESS_GUARD", backend)
+    return backend

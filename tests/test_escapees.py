@@ -1,5 +1,7 @@
 """No escapees: a hook's descendants that leave its process group *and* drop the run marker
-still die -- within 2 s of the hook's timeout, its normal exit, engine close and host SIGKILL.
+still die -- within 2 s of the hook's timeout, its normal exit, engine close and host SIGKILL --
+on the linux backend. Every case runs on the posix backend too, where what holds is less
+(``POSIX_SURVIVES``, the table in docs/security.md): each case pins which it is.
 
 Real processes, real clock. Each case starts ``sleep 300.<random>`` through one escape
 pattern, waits until that process runs, then ends the hook one of four ways and counts the
@@ -22,10 +24,10 @@ import psutil
 import pytest
 import trio
 
-from triohooks.actors.reaper import open_reaper
+from triohooks.actors.guard import open_guard
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
 REPO = Path(__file__).resolve().parent.parent
 #: How long escapees may outlive the end of their hook.
@@ -40,6 +42,28 @@ PATTERNS = {
     "double-fork-setsid": "( ( setsid env -i {sleep} & ) & )",
     "nohup-setsid": "nohup setsid env -i {sleep} >/dev/null 2>&1 &",
 }
+#: What the posix backend cannot find, by how the hook ended: a process that left the group and
+#: dropped the marker is found only while it is still a descendant of a leader that is stopped
+#: (timeout, close: the leader's descendants are snapshotted before the kill); a double fork
+#: has left the tree by then, a normal exit reaps the leader before anyone looks, and the host's
+#: death leaves only groups and markers to go by.
+SETSID = {"env-i-setsid", "setsid-env-u", "double-fork-setsid", "nohup-setsid"}
+POSIX_SURVIVES = {
+    "timeout": {"double-fork-setsid"},
+    "exit": SETSID,
+    "close": {"double-fork-setsid"},
+    "host": SETSID,
+}
+
+
+async def assert_outcome(argv: list[str], backend: str, phase: str, name: str) -> None:
+    """None of ``argv`` is left within the deadline; or, where the table says the posix
+    backend cannot find it, it is still there after a sweep (and the test kills it)."""
+    if backend == "posix" and name in POSIX_SURVIVES[phase]:
+        await trio.sleep(0.5)  # two sweeps' time
+        assert len(running(argv)) == 1
+    else:
+        assert await survivors_after(argv) == []
 
 
 def unique_sleep() -> tuple[str, list[str]]:
@@ -88,12 +112,13 @@ def spec(script: str, timeout_s: float) -> ProcessSpec:
     return ProcessSpec(argv=("bash", "-c", script), cwd=os.getcwd(), timeout_s=timeout_s)
 
 
-@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
-async def test_escapee_dies_at_the_hooks_timeout(pattern: str) -> None:
+@pytest.mark.parametrize("name", PATTERNS)
+async def test_escapee_dies_at_the_hooks_timeout(name: str, guard_backend: str) -> None:
+    pattern = PATTERNS[name]
     words, argv = unique_sleep()
     results: list[ProcessResult] = []
     with killing_survivors(argv), trio.fail_after(15):
-        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        async with open_guard() as reaper, trio.open_nursery() as nursery:
 
             async def run() -> None:
                 results.append(
@@ -106,17 +131,20 @@ async def test_escapee_dies_at_the_hooks_timeout(pattern: str) -> None:
             while not results:
                 await trio.sleep(0.005)
             assert results[0].status == "timeout"
-            assert await survivors_after(argv) == []
+            await assert_outcome(argv, guard_backend, "timeout", name)
 
 
-@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
-async def test_escapee_dies_after_the_hook_exits(pattern: str, tmp_path: Path) -> None:
+@pytest.mark.parametrize("name", PATTERNS)
+async def test_escapee_dies_after_the_hook_exits(
+    name: str, tmp_path: Path, guard_backend: str
+) -> None:
+    pattern = PATTERNS[name]
     words, argv = unique_sleep()
     go = tmp_path / "go"
     script = f"{pattern.format(sleep=words)}\nuntil [ -e {go} ]; do sleep 0.01; done; echo done"
     results: list[ProcessResult] = []
     with killing_survivors(argv), trio.fail_after(15):
-        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        async with open_guard() as reaper, trio.open_nursery() as nursery:
 
             async def run() -> None:
                 results.append(await reaper.run(spec(script, 10)))
@@ -127,16 +155,18 @@ async def test_escapee_dies_after_the_hook_exits(pattern: str, tmp_path: Path) -
             while not results:
                 await trio.sleep(0.005)
             assert (results[0].status, results[0].stdout) == ("exited", "done\n")
-            assert await survivors_after(argv) == []  # the engine is still open
+            # (the engine is still open)
+            await assert_outcome(argv, guard_backend, "exit", name)
 
 
-@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
-async def test_escapee_dies_at_engine_close(pattern: str) -> None:
+@pytest.mark.parametrize("name", PATTERNS)
+async def test_escapee_dies_at_engine_close(name: str, guard_backend: str) -> None:
+    pattern = PATTERNS[name]
     words, argv = unique_sleep()
     results: list[ProcessResult] = []
     with killing_survivors(argv), trio.fail_after(15):
         async with trio.open_nursery() as nursery:
-            async with open_reaper() as reaper:
+            async with open_guard() as reaper:
 
                 async def run() -> None:
                     results.append(
@@ -145,8 +175,8 @@ async def test_escapee_dies_at_engine_close(pattern: str) -> None:
 
                 nursery.start_soon(run)
                 await until_running(argv)
-            # Closed: leaving open_reaper killed the hook and stopped the watchdog helper.
-            assert await survivors_after(argv) == []
+            # Closed: leaving the guard killed the hook and stopped the watchdog.
+            await assert_outcome(argv, guard_backend, "close", name)
     assert results[0].status == "killed"
 
 
@@ -175,19 +205,20 @@ async def test_escapee_dies_when_the_engine_closes_mid_hook(tmp_path: Path) -> N
 HOST = """
 import sys
 import trio
-from triohooks.actors.reaper import open_reaper
+from triohooks.actors.guard import open_guard
 from triohooks.handlers.process import ProcessSpec
 
 async def main():
-    async with open_reaper() as reaper:
+    async with open_guard() as reaper:
         await reaper.run(ProcessSpec(argv=("bash", "-c", sys.argv[1]), cwd="/", timeout_s=600))
 
 trio.run(main)
 """
 
 
-@pytest.mark.parametrize("pattern", PATTERNS.values(), ids=PATTERNS.keys())
-async def test_escapee_dies_when_the_host_is_sigkilled(pattern: str) -> None:
+@pytest.mark.parametrize("name", PATTERNS)
+async def test_escapee_dies_when_the_host_is_sigkilled(name: str, guard_backend: str) -> None:
+    pattern = PATTERNS[name]
     words, argv = unique_sleep()
     with killing_survivors(argv), trio.fail_after(15):
         host = await trio.lowlevel.open_process(
@@ -202,4 +233,4 @@ async def test_escapee_dies_when_the_host_is_sigkilled(pattern: str) -> None:
             host.send_signal(signal.SIGKILL)
             await host.wait()
         assert host.returncode == -signal.SIGKILL
-        assert await survivors_after(argv) == []
+        await assert_outcome(argv, guard_backend, "host", name)

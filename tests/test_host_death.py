@@ -1,6 +1,8 @@
 """Host death: a host SIGKILLed mid-hook leaves nothing behind, thanks to the watchdog.
 
-The host is a child Python process running the reaper with its watchdog; its hook sleeps.
+The host is a child Python process running the process guard with its watchdog; its hook
+sleeps. The host cases run on both backends (the linux helper spawns the hook and is its
+parent; the posix watchdog only knows its group, its marker and the payload files).
 """
 
 from __future__ import annotations
@@ -16,17 +18,18 @@ import pytest
 import trio
 
 pytestmark = pytest.mark.slow
+both_backends = pytest.mark.usefixtures("guard_backend")
 
 REPO = Path(__file__).resolve().parent.parent
 
 HOST = """
 import sys
 import trio
-from triohooks.actors.reaper import open_reaper
+from triohooks.actors.guard import open_guard
 from triohooks.handlers.process import ProcessSpec
 
 async def main():
-    async with open_reaper() as reaper, trio.open_nursery() as nursery:
+    async with open_guard() as reaper, trio.open_nursery() as nursery:
         spec = ProcessSpec(argv=tuple(sys.argv[1:]), cwd="/", timeout_s=600)
         nursery.start_soon(reaper.run, spec)
         while reaper.live < 1:  # live counts a run once the watchdog was told its group
@@ -62,6 +65,7 @@ async def gone_within(procs: list[psutil.Process], seconds: float) -> list[psuti
     return [p for p in procs if alive(p)]
 
 
+@both_backends
 @pytest.mark.parametrize(
     "hook",
     [
@@ -70,7 +74,9 @@ async def gone_within(procs: list[psutil.Process], seconds: float) -> list[psuti
         ("env", "-i", "/bin/sleep", "1000"),
     ],
 )
-async def test_sigkilled_host_leaves_no_hook_process(hook: tuple[str, ...]) -> None:
+async def test_sigkilled_host_leaves_no_hook_process(
+    hook: tuple[str, ...], guard_backend: str
+) -> None:
     hooks: list[psutil.Process] = []
     try:
         with trio.fail_after(15):
@@ -96,7 +102,9 @@ async def test_sigkilled_host_leaves_no_hook_process(hook: tuple[str, ...]) -> N
                     if hooks and watchdogs:
                         break
                     await trio.sleep(0.02)
-                assert [p.ppid() for p in hooks] == [watchdogs[0].pid]
+                # linux: the helper spawned it; posix: the host did, and the watchdog knows.
+                parent = watchdogs[0].pid if guard_backend == "linux" else host.pid
+                assert [p.ppid() for p in hooks] == [parent]
                 assert hooks[0].pid == os.getpgid(hooks[0].pid)  # in its own group
             finally:
                 host.send_signal(signal.SIGKILL)
@@ -116,14 +124,14 @@ async def test_sigkilled_host_leaves_no_hook_process(hook: tuple[str, ...]) -> N
 JSON_HOST = """
 import sys
 import trio
-from triohooks.actors.reaper import open_reaper
+from triohooks.actors.guard import open_guard
 from triohooks.config.model import CommandHandler, Hook
 from triohooks.handlers.json_command import JsonCommandRunner
 from triohooks.handlers.runner import HookInput
 
 async def main():
     command, count, worker = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
-    async with open_reaper() as reaper, trio.open_nursery() as nursery:
+    async with open_guard() as reaper, trio.open_nursery() as nursery:
         runner = JsonCommandRunner(reaper, workspace="/")
         for i in range(count):
             hook = Hook(
@@ -152,6 +160,7 @@ time.sleep(1000)
 """
 
 
+@both_backends
 @pytest.mark.parametrize(
     ("count", "worker"), [(1, False), (3, False), (2, True)], ids=["1", "3", "2 workers"]
 )

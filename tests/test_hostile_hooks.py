@@ -1,7 +1,8 @@
 """Hooks that misbehave, run for real: each case states its outcome and that nothing survives.
 
-Every case runs through :func:`run_hostile`, which checks -- while the reaper is still open, so
+Every case runs through :func:`run_hostile`, which checks -- while the guard is still open, so
 the guard itself (not the close) did it -- that no process carrying the run's marker is left.
+Every case runs on both process-guard backends (linux and posix).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 import trio
 
 from tests.test_reaper import assert_no_survivors, sh
-from triohooks.actors.reaper import open_reaper
+from triohooks.actors.guard import open_guard
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 from triohooks.handlers.replies import (
     JSON_OUTPUT_CAP,
@@ -24,14 +25,14 @@ from triohooks.handlers.replies import (
     read_toml_reply,
 )
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
 
 async def run_hostile(spec: ProcessSpec, *, sweep_within: float = 0.3) -> ProcessResult:
     with trio.fail_after(spec.timeout_s + 5):
-        async with open_reaper() as reaper:
-            result = await reaper.run(spec)
-            await assert_no_survivors(reaper, within=sweep_within)
+        async with open_guard() as guard:
+            result = await guard.run(spec)
+            await assert_no_survivors(guard, within=sweep_within)
     return result
 
 

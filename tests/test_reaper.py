@@ -1,4 +1,7 @@
-"""The process guard with real processes and the real clock: spawning, pipes, caps, kills."""
+"""The process guard with real processes and the real clock: spawning, pipes, caps, kills.
+
+Every case runs on both backends (linux and posix) but those about the linux backend's own
+machinery (the watchdog helper, the subreaper's orphan attribution: ``linux_guard``)."""
 
 from __future__ import annotations
 
@@ -16,10 +19,11 @@ import pytest
 import trio
 
 from triohooks.actors._watchdog import RUN_VAR, FrameReader, frame, marked_processes
-from triohooks.actors.reaper import PAYLOAD_FILE_INLINE, Reaper, open_reaper
+from triohooks.actors.guard import ProcessGuard, open_guard
+from triohooks.actors.reaper import PAYLOAD_FILE_INLINE, open_reaper
 from triohooks.handlers.process import ProcessSpec
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
 
 def sh(command: str, *, timeout_s: float = 5.0, **kw: Any) -> ProcessSpec:
@@ -27,12 +31,12 @@ def sh(command: str, *, timeout_s: float = 5.0, **kw: Any) -> ProcessSpec:
     return ProcessSpec(argv=("bash", "-c", command), timeout_s=timeout_s, **kw)
 
 
-def survivors(reaper: Reaper) -> list[int]:
+def survivors(reaper: ProcessGuard) -> list[int]:
     """Live processes (zombies excluded) carrying this reaper's run marker."""
     return [pid for pid, _ in marked_processes(reaper.engine_id)]
 
 
-async def assert_no_survivors(reaper: Reaper, within: float = 0.3) -> None:
+async def assert_no_survivors(reaper: ProcessGuard, within: float = 0.3) -> None:
     """Nothing the reaper started is alive ``within`` seconds (a SIGKILLed process can take a
     moment to become a zombie; an escapee waits for the background sweep)."""
     with trio.move_on_after(within):
@@ -42,14 +46,14 @@ async def assert_no_survivors(reaper: Reaper, within: float = 0.3) -> None:
     assert reaper.live == 0
 
 
-async def wait_live(reaper: Reaper, n: int) -> None:
+async def wait_live(reaper: ProcessGuard, n: int) -> None:
     while reaper.live < n:
         await trio.sleep(0.005)
 
 
 async def test_command_gets_stdin_cwd_and_environment(tmp_path: Any) -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             spec = sh(
                 'read -r line; echo "in=$line cwd=$PWD"; echo "run=$TRIOHOOKS_RUN" >&2; exit 3',
                 cwd=str(tmp_path),
@@ -69,7 +73,7 @@ async def test_command_gets_stdin_cwd_and_environment(tmp_path: Any) -> None:
 
 async def test_spec_env_replaces_the_environment_but_keeps_the_marker() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             spec = sh('echo "$ONLY:${HOME-unset}:$TRIOHOOKS_RUN"', env={"ONLY": "1"})
             result = await reaper.run(spec)
             assert result.stdout == f"1:unset:{reaper.engine_id}:1\n"
@@ -78,7 +82,7 @@ async def test_spec_env_replaces_the_environment_but_keeps_the_marker() -> None:
 
 async def test_args_run_without_a_shell() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             spec = ProcessSpec(argv=("printf", "%s|", "$HOME", "a b"), cwd="/", timeout_s=5)
             result = await reaper.run(spec)
             assert (result.status, result.stdout) == ("exited", "$HOME|a b|")
@@ -87,7 +91,7 @@ async def test_args_run_without_a_shell() -> None:
 async def test_each_run_is_its_own_session_and_group() -> None:
     code = "import os; print(os.getpid(), os.getpgid(0), os.getsid(0))"
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             spec = ProcessSpec(argv=(sys.executable, "-c", code), cwd="/", timeout_s=5)
             result = await reaper.run(spec)
             pid, pgid, sid = map(int, result.stdout.split())
@@ -97,7 +101,7 @@ async def test_each_run_is_its_own_session_and_group() -> None:
 
 async def test_output_over_the_cap_is_truncated_but_drained_and_counted() -> None:
     with trio.fail_after(10):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             cmd = "head -c 300000 /dev/zero | tr '\\0' a; head -c 5000 /dev/zero >&2"
             result = await reaper.run(sh(cmd, output_cap=1000))
             assert result.status == "exited"
@@ -112,7 +116,7 @@ async def test_output_over_the_cap_is_truncated_but_drained_and_counted() -> Non
 @pytest.mark.parametrize("stream", ["", ">&2"])
 async def test_error_mode_overflow_kills_the_group(stream: str) -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             cmd = f"head -c 65537 /dev/zero {stream}; sleep 100"
             result = await reaper.run(sh(cmd, output_cap=65536, overflow="error"))
             assert result.status == "overflow"
@@ -123,7 +127,7 @@ async def test_error_mode_overflow_kills_the_group(stream: str) -> None:
 
 async def test_error_mode_exactly_at_the_cap_is_fine() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             result = await reaper.run(
                 sh("head -c 65536 /dev/zero", output_cap=65536, overflow="error")
             )
@@ -136,7 +140,7 @@ async def test_error_mode_exactly_at_the_cap_is_fine() -> None:
 
 async def test_non_utf8_output_is_replaced() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             result = await reaper.run(sh("printf '\\xff\\xfeok'; printf '\\xc3' >&2"))
             assert result.stdout == "\ufffd\ufffdok"
             assert result.stderr == "\ufffd"
@@ -144,7 +148,7 @@ async def test_non_utf8_output_is_replaced() -> None:
 
 async def test_cancel_kills_the_group_and_reraises() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             with trio.move_on_after(0.2) as scope:
                 await reaper.run(sh("trap '' TERM; sleep 100 & sleep 100", timeout_s=60))
             assert scope.cancelled_caught
@@ -155,18 +159,18 @@ async def test_cancel_kills_the_group_and_reraises() -> None:
 async def test_kill_all_on_close_kills_running_hooks() -> None:
     results = []
 
-    async def one(reaper: Reaper) -> None:
+    async def one(reaper: ProcessGuard) -> None:
         results.append(await reaper.run(sh("sleep 100 & sleep 100", timeout_s=60)))
 
     with trio.fail_after(5):
-        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        async with open_guard() as reaper, trio.open_nursery() as nursery:
             nursery.start_soon(one, reaper)
             nursery.start_soon(one, reaper)
             await wait_live(reaper, 2)
             assert await reaper.kill_all() == 2
             await assert_no_survivors(reaper)
             late = await reaper.run(sh("true"))
-            assert (late.status, late.error) == ("killed", "reaper is closed")
+            assert (late.status, late.error) == ("killed", "killed: reaper closed")
     assert [r.status for r in results] == ["killed", "killed"]
     assert all(r.error == "killed: reaper closed" for r in results)
 
@@ -175,7 +179,7 @@ async def test_leaving_open_reaper_kills_hooks_and_stops_the_watchdog() -> None:
     results = []
     with trio.fail_after(5):
         async with trio.open_nursery() as nursery:
-            async with open_reaper() as reaper:
+            async with open_guard() as reaper:
                 watchdog = reaper.watchdog_pid
                 assert watchdog is not None
 
@@ -192,7 +196,7 @@ async def test_leaving_open_reaper_kills_hooks_and_stops_the_watchdog() -> None:
 
 async def test_background_child_is_swept_when_the_hook_exits() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             start = trio.current_time()
             result = await reaper.run(sh("sleep 100 & echo hi"))
             assert (result.status, result.stdout) == ("exited", "hi\n")
@@ -202,7 +206,7 @@ async def test_background_child_is_swept_when_the_hook_exits() -> None:
 
 async def test_escaped_descendant_is_found_by_the_background_sweep() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             result = await reaper.run(sh("setsid sleep 100 & sleep 0.1; echo hi"))
             assert (result.status, result.stdout) == ("exited", "hi\n")
             await assert_no_survivors(reaper, within=1.0)
@@ -215,7 +219,7 @@ async def test_escaped_descendant_is_found_by_the_background_sweep() -> None:
 
 async def test_sweep_spares_processes_of_runs_still_going() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        async with open_guard() as reaper, trio.open_nursery() as nursery:
             long_result = []
 
             async def long() -> None:
@@ -232,7 +236,7 @@ async def test_sweep_spares_processes_of_runs_still_going() -> None:
 async def test_many_concurrent_runs_each_get_one_result() -> None:
     # Rounds of overlapping spawns: the background sweep must spare runs still spawning.
     with trio.fail_after(20):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             for _ in range(12):
                 results: list[Any] = []
                 async with trio.open_nursery() as nursery:
@@ -251,7 +255,7 @@ async def test_many_concurrent_runs_each_get_one_result() -> None:
             )
 
 
-async def _collect(reaper: Reaper, spec: ProcessSpec, into: list[Any]) -> None:
+async def _collect(reaper: ProcessGuard, spec: ProcessSpec, into: list[Any]) -> None:
     into.append(await reaper.run(spec))
 
 
@@ -266,7 +270,7 @@ async def test_without_watchdog() -> None:
 
 async def test_large_stdin_is_fed_as_the_hook_reads_it() -> None:
     with trio.fail_after(10):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             result = await reaper.run(sh("wc -c", stdin=b"x" * 10_000_000))
             assert (result.status, result.stdout.strip()) == ("exited", "10000000")
 
@@ -295,7 +299,7 @@ async def test_body_exception_comes_out_unwrapped() -> None:
 async def test_cancelling_the_body_cleans_up_everything() -> None:
     with trio.fail_after(5):
         with trio.move_on_after(0.2) as scope:
-            async with open_reaper() as reaper:
+            async with open_guard() as reaper:
                 await reaper.run(sh("sleep 100 & sleep 100", timeout_s=60))
         assert scope.cancelled_caught
         assert survivors(reaper) == []
@@ -389,9 +393,10 @@ def _kill_pids(pids: list[int]) -> None:
             pass
 
 
+@pytest.mark.linux_guard
 async def test_hooks_are_children_of_the_watchdog_helper() -> None:
     with trio.fail_after(5):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             result = await reaper.run(sh("echo $PPID"))
             assert int(result.stdout) == reaper.watchdog_pid
         async with open_reaper(watchdog=False) as reaper:
@@ -416,6 +421,7 @@ async def test_hooks_get_default_signal_dispositions(watchdog: bool) -> None:
     assert piped.stdout.split() == ["y", str(128 + signal.SIGPIPE)]
 
 
+@pytest.mark.linux_guard
 async def test_an_unmarked_orphan_of_a_live_run_is_spared() -> None:
     """Left its group, dropped its marker, orphaned: still the live run's, so it lives on while
     other runs end (and sweep) -- and dies once its run is over."""
@@ -423,7 +429,7 @@ async def test_an_unmarked_orphan_of_a_live_run_is_spared() -> None:
     script = f"( setsid env -i {words} & ); sleep 1.2; echo ok"
     try:
         with trio.fail_after(10):
-            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            async with open_guard() as reaper, trio.open_nursery() as nursery:
                 results: list[Any] = []
 
                 async def long() -> None:
@@ -447,13 +453,14 @@ async def test_an_unmarked_orphan_of_a_live_run_is_spared() -> None:
         _kill_pids(_argv_running(argv))
 
 
+@pytest.mark.linux_guard
 async def test_an_unmarked_orphan_waits_for_the_runs_live_at_its_birth() -> None:
     """Which run an unmarked orphan came from is unknown: a run live when it was born may own
     it, so it dies only once those runs ended. (A run started later cannot own it.)"""
     words, argv = _unique_sleep()
     try:
         with trio.fail_after(10):
-            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            async with open_guard() as reaper, trio.open_nursery() as nursery:
                 older: list[Any] = []
 
                 async def old() -> None:
@@ -477,13 +484,14 @@ async def test_an_unmarked_orphan_waits_for_the_runs_live_at_its_birth() -> None
         _kill_pids(_argv_running(argv))
 
 
+@pytest.mark.linux_guard
 async def test_an_orphan_in_a_finished_hooks_session_dies_though_older_runs_live() -> None:
     """Its own group, no marker, but still in the finished hook's session: that run's."""
     words, argv = _unique_sleep()
     regroup = f"import os; os.setpgid(0, 0); os.execvp('env', ['env', '-i', *{words.split()!r}])"
     try:
         with trio.fail_after(10):
-            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            async with open_guard() as reaper, trio.open_nursery() as nursery:
                 nursery.start_soon(reaper.run, sh("sleep 1.5"))
                 await wait_live(reaper, 1)
                 await trio.sleep(0.05)  # a clock tick apart
@@ -499,12 +507,13 @@ async def test_an_orphan_in_a_finished_hooks_session_dies_though_older_runs_live
         _kill_pids(_argv_running(argv))
 
 
+@pytest.mark.linux_guard
 async def test_a_run_started_after_an_orphan_does_not_shield_it(tmp_path: Any) -> None:
     words, argv = _unique_sleep()
     go = tmp_path / "go"
     try:
         with trio.fail_after(10):
-            async with open_reaper() as reaper, trio.open_nursery() as nursery:
+            async with open_guard() as reaper, trio.open_nursery() as nursery:
                 results: list[Any] = []
 
                 async def leaver() -> None:
@@ -529,9 +538,10 @@ async def test_a_run_started_after_an_orphan_does_not_shield_it(tmp_path: Any) -
         _kill_pids(_argv_running(argv))
 
 
+@pytest.mark.linux_guard
 async def test_a_dead_watchdog_helper_loses_one_status_and_is_replaced() -> None:
     with trio.fail_after(10):
-        async with open_reaper() as reaper, trio.open_nursery() as nursery:
+        async with open_guard() as reaper, trio.open_nursery() as nursery:
             results: list[Any] = []
 
             async def one() -> None:
@@ -568,6 +578,7 @@ async def test_hooks_start_here_while_there_is_no_watchdog_helper() -> None:
             await assert_no_survivors(reaper, within=1.0)  # by the marker
 
 
+@pytest.mark.linux_guard
 async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -575,7 +586,7 @@ async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
 
     monkeypatch.setattr(_subreaper, "REPLY_TIMEOUT_S", 0.3)
     with trio.fail_after(10):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             watchdog = reaper.watchdog_pid
             assert watchdog is not None
             os.kill(watchdog, signal.SIGSTOP)
@@ -646,7 +657,7 @@ async def test_a_big_payload_file_is_written_in_a_thread_not_sent(tmp_path: Any)
     """Past PAYLOAD_FILE_INLINE the file does not travel in the spawn request (which the loop
     sends synchronously): the reaper writes it in a thread."""
     with trio.fail_after(10):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             path = str(tmp_path / f"triohooks-payload-{os.urandom(8).hex()}.json")
             big = b"y" * (PAYLOAD_FILE_INLINE + 1)
             spec = sh('wc -c < "$P"', env={**os.environ, "P": path}, payload_file=(path, big))
@@ -704,6 +715,7 @@ async def test_write_and_remove_payload_outside_a_spawn(tmp_path: Any, watchdog:
             assert not os.path.exists(big)
 
 
+@pytest.mark.linux_guard
 async def test_a_stopped_helper_never_stalls_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
     """The helper is stopped (SIGSTOP) while a hook is to be spawned: the spawn waits for its
     reply, every other task runs on (a 10 ms heartbeat never misses long), and after the
@@ -723,7 +735,7 @@ async def test_a_stopped_helper_never_stalls_the_loop(monkeypatch: pytest.Monkey
             last = now
 
     with trio.fail_after(20):
-        async with open_reaper() as reaper:
+        async with open_guard() as reaper:
             stopped = reaper.watchdog_pid
             assert stopped is not None
             os.kill(stopped, signal.SIGSTOP)

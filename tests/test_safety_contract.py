@@ -19,7 +19,7 @@ from triohooks.combine.outcome import Outcome, StopContinues
 
 from .helpers import write_toml_hooks
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
 
 @pytest.fixture
