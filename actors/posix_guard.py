@@ -154,6 +154,10 @@ class PosixGuard:
         self.engine_id = engine_id or uuid.uuid4().hex
         #: Live runs: run number -> the process (its pid is its pgid).
         self._live: dict[int, trio.Process] = {}
+        #: Run numbers handed out and not yet forgotten, spawning ones included (the spawn runs
+        #: in a thread: its process exists, marked, before it is in ``_live``): a sweep spares
+        #: their processes.
+        self._unfinished: set[int] = set()
         self._last_no = 0
         self._closing = False
         self._watchdog: _Watchdog | None = None
@@ -257,6 +261,7 @@ class PosixGuard:
     ) -> tuple[int, trio.Process] | ProcessResult:
         self._last_no += 1
         no = self._last_no
+        self._unfinished.add(no)
         try:
             process = await trio.lowlevel.open_process(
                 list(spec.argv),
@@ -267,7 +272,10 @@ class PosixGuard:
                 env=self._env(spec, no, extra),
                 start_new_session=True,
             )
-        except (OSError, ValueError) as exc:
+        except BaseException as exc:
+            self._unfinished.discard(no)
+            if not isinstance(exc, OSError | ValueError):
+                raise
             self._spawn_failures += 1
             return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
         self._spawned += 1
@@ -411,6 +419,7 @@ class PosixGuard:
         )
 
     def _forget(self, no: int, process: trio.Process) -> None:
+        self._unfinished.discard(no)
         if self._live.pop(no, None) is not None:
             self._say(f"-{process.pid}")
 
@@ -428,7 +437,7 @@ class PosixGuard:
             await self._sweep_wanted.wait()
             self._sweep_wanted = trio.Event()
             await trio.sleep(SWEEP_INTERVAL_S)
-            spared = functools.partial(unfinished, self._last_no, frozenset(self._live))
+            spared = functools.partial(unfinished, self._last_no, frozenset(self._unfinished))
             self._escapees_killed += await trio.to_thread.run_sync(
                 kill_marked, self.engine_id, spared
             )

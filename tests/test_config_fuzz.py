@@ -770,23 +770,27 @@ def test_validate_command_never_prints_a_traceback(config: str | bytes) -> None:
 
 
 def test_the_generators_make_mostly_loadable_files() -> None:
-    """Guard against a generator that only ever produces garbage (a fuzz that tests nothing)."""
-    from hypothesis import find
+    """Guard against a generator that only ever produces garbage (a fuzz that tests nothing): in
+    a sample of generated files (the fixed CI examples), some load hooks with no problem at
+    all, in both dialects. (Most are meant to have problems: that is what they fuzz.)"""
+    toml_loads: list[bool] = []
+    json_loads: list[bool] = []
 
-    # Some generated TOML file loads a hook with no problem at all, and one JSON file does too.
-    find(
-        st.builds(render_toml, toml_documents()),
-        lambda t: (
-            bool(parse_toml_text(t, file="f.toml", scope="global").hooks)
-            and not parse_toml_text(t, file="f.toml", scope="global").problems
-        ),
-        settings=settings(derandomize=True, database=None, max_examples=2000),
-    )
-    find(
-        st.builds(encode_json, json_documents()),
-        lambda b: bool(parse_json_bytes(b, file="f.json", scope="global").specs),
-        settings=settings(derandomize=True, database=None, max_examples=2000),
-    )
+    @fuzz(150)
+    @given(st.builds(render_toml, toml_documents()))
+    def toml_sample(text: str) -> None:
+        parsed = parse_toml_text(text, file="f.toml", scope="global")
+        toml_loads.append(bool(parsed.hooks) and not parsed.problems)
+
+    @fuzz(150)
+    @given(st.builds(encode_json, json_documents()))
+    def json_sample(data: bytes) -> None:
+        json_loads.append(bool(parse_json_bytes(data, file="f.json", scope="global").specs))
+
+    toml_sample()
+    json_sample()
+    assert any(toml_loads), len(toml_loads)
+    assert any(json_loads), len(json_loads)
 
 
 def test_deep_nesting_is_a_problem_not_a_crash(tmp_path: Path) -> None:
