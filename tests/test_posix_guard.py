@@ -76,6 +76,29 @@ def test_the_backend_is_chosen_by_what_the_os_offers_or_forced() -> None:
     assert "posix" in describe({BACKEND_VAR: "posix"})
 
 
+def test_windows_is_refused_in_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "name", "nt")
+    with pytest.raises(GuardUnavailable) as info:
+        backend({})
+    text = str(info.value)
+    assert "\n" not in text
+    assert "Windows would need a Job Object backend" in text
+    assert describe({}).startswith("process guard: none (")
+
+
+async def test_an_engine_without_a_guard_refuses_to_open_saying_why(
+    ws: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Nothing is run unguarded: open raises the one error (not an ExceptionGroup), and no
+    hook process was started."""
+    monkeypatch.setenv(BACKEND_VAR, "jobobject")
+    write_toml_hooks(ws / ".agents", '[[hooks.pre_tool]]\ncommand = "touch ran"\n')
+    with trio.fail_after(10), pytest.raises(GuardUnavailable, match="expected one of linux, posix"):
+        async with engine(ws) as e:
+            await e.pre_tool("bash", {"command": "ls"})
+    assert not (ws / "ran").exists()
+
+
 async def test_every_hook_kind_runs(ws: Path, tmp_path: Path) -> None:
     """TOML command and args hooks, a JSON-dialect executor with its payload file, warm
     workers of both dialects, an in-process hook and an agent's hook."""
