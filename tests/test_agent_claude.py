@@ -17,6 +17,7 @@ import trio
 from triohooks import HookEngine
 from triohooks.agents.config import compile_matcher, load_agent_table, translate_if
 from triohooks.agents.runner import AgentPayloadError
+from triohooks.handlers.process import ProcessResult
 
 pytestmark = pytest.mark.slow
 
@@ -515,3 +516,22 @@ async def test_a_bug_running_an_agent_hook_denies_instead_of_letting_the_call_th
     assert out["permissionDecision"] == "deny"
     assert "triohooks internal error" in out["permissionDecisionReason"]
     assert "a bug in the agent runner" in out["permissionDecisionReason"]
+
+
+async def test_a_run_the_process_guard_lost_denies_like_a_native_one(
+    s: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A ``killed`` result (the guard lost the run's status, or closed under it) is our
+    failure, not the hook's: the agent's guard denies even without failClosed."""
+    s.settings({"PreToolUse": [group(cmd("exit 0"))]})  # not failClosed
+
+    async def lost(self: Any, spec: Any) -> ProcessResult:
+        return ProcessResult(status="killed", error="hook exit status lost (helper gone)")
+
+    monkeypatch.setattr("triohooks.actors.reaper.Reaper.run", lost)
+    monkeypatch.setattr("triohooks.actors.posix_guard.PosixGuard.run", lost)
+    result = await ask(s, s.bash("rm -rf /"))
+    out = result.answer.output["hookSpecificOutput"]
+    assert out["permissionDecision"] == "deny"
+    assert "triohooks internal error running hook" in out["permissionDecisionReason"]
+    assert "exit status lost" in out["permissionDecisionReason"]

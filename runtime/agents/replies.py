@@ -75,12 +75,21 @@ def failed(hook: AgentHook, why: str, **fields: Any) -> AgentReply:
     return AgentReply(status="error", error=why, **fields)
 
 
+def internal_failure(hook: AgentHook, why: str, **fields: Any) -> AgentReply:
+    """Our own failure running ``hook`` (a bug, a run the process guard lost or ended): a
+    block whatever the hook's ``failClosed``, as on the native path -- the guard stays closed."""
+    text = f"triohooks internal error running hook {hook.label}: {why}"
+    return AgentReply(status="block", reason=text, error=text, **fields)
+
+
 def read_process_reply(hook: AgentHook, result: ProcessResult) -> AgentReply:
     common: dict[str, Any] = {
         "exit_code": result.exit_code,
         "duration_ms": result.duration_ms,
         "truncated": result.truncated,
     }
+    if result.internal:
+        return internal_failure(hook, result.error or result.status, **common)
     if result.status != "exited":
         return failed(hook, result.error or result.status, **common)
     if hook.agent == "gemini":

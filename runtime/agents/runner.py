@@ -52,7 +52,13 @@ from .config import (
     table_is_current,
 )
 from .merge import AgentAnswer, merge
-from .replies import AgentReply, failed, read_http_reply, read_process_reply
+from .replies import (
+    AgentReply,
+    failed,
+    internal_failure,
+    read_http_reply,
+    read_process_reply,
+)
 from .spec import AGENTS, SPECS, AgentName, home_dir, hook_environment
 
 log = logging.getLogger("triohooks.agents")
@@ -472,8 +478,7 @@ class AgentHooks:
             return await self._prompt(hook, body)
         except Exception as exc:  # our own bug, not the hook's: the guard stays closed
             log.exception("internal error running %s hook %s", hook.agent, hook.label)
-            why = f"triohooks internal error running hook {hook.label}: {exc!r}"
-            return AgentReply(status="block", reason=why, error=why)
+            return internal_failure(hook, repr(exc))
 
     async def _command(
         self,
