@@ -502,36 +502,40 @@ async def test_agent_traffic_is_ordinary_traffic_to_listeners(s: Setup) -> None:
     assert outcome.blocked and outcome.agent == "claude" and len(outcome.runs) == 2
 
 
-async def test_a_bug_running_an_agent_hook_denies_instead_of_letting_the_call_through(
-    s: Setup, monkeypatch: pytest.MonkeyPatch
+async def _runner_bug(self: Any, *args: Any) -> Any:
+    raise RuntimeError("a bug in the agent runner")
+
+
+async def _status_lost(self: Any, spec: Any) -> ProcessResult:
+    return ProcessResult(status="killed", error="hook exit status lost (helper gone)")
+
+
+#: Our failures, not the hook's: each denies even without failClosed.
+OUR_FAILURES = {
+    "runner bug": (
+        ["triohooks.agents.runner.AgentHooks._command"],
+        _runner_bug,
+        "a bug in the agent runner",
+    ),
+    # A ``killed`` result: the guard lost the run's status, or closed under it.
+    "guard lost the run": (
+        ["triohooks.actors.reaper.Reaper.run", "triohooks.actors.posix_guard.PosixGuard.run"],
+        _status_lost,
+        "exit status lost",
+    ),
+}
+
+
+@pytest.mark.parametrize("case", sorted(OUR_FAILURES))
+async def test_our_failure_running_an_agent_hook_denies_instead_of_letting_the_call_through(
+    s: Setup, monkeypatch: pytest.MonkeyPatch, case: str
 ) -> None:
+    targets, replacement, why = OUR_FAILURES[case]
     s.settings({"PreToolUse": [group(cmd("exit 0"))]})  # not failClosed
-
-    async def broken(self: Any, *args: Any) -> Any:
-        raise RuntimeError("a bug in the agent runner")
-
-    monkeypatch.setattr("triohooks.agents.runner.AgentHooks._command", broken)
-    result = await ask(s, s.bash("rm -rf /"))
-    out = result.answer.output["hookSpecificOutput"]
-    assert out["permissionDecision"] == "deny"
-    assert "triohooks internal error" in out["permissionDecisionReason"]
-    assert "a bug in the agent runner" in out["permissionDecisionReason"]
-
-
-async def test_a_run_the_process_guard_lost_denies_like_a_native_one(
-    s: Setup, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """A ``killed`` result (the guard lost the run's status, or closed under it) is our
-    failure, not the hook's: the agent's guard denies even without failClosed."""
-    s.settings({"PreToolUse": [group(cmd("exit 0"))]})  # not failClosed
-
-    async def lost(self: Any, spec: Any) -> ProcessResult:
-        return ProcessResult(status="killed", error="hook exit status lost (helper gone)")
-
-    monkeypatch.setattr("triohooks.actors.reaper.Reaper.run", lost)
-    monkeypatch.setattr("triohooks.actors.posix_guard.PosixGuard.run", lost)
+    for target in targets:
+        monkeypatch.setattr(target, replacement)
     result = await ask(s, s.bash("rm -rf /"))
     out = result.answer.output["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
     assert "triohooks internal error running hook" in out["permissionDecisionReason"]
-    assert "exit status lost" in out["permissionDecisionReason"]
+    assert why in out["permissionDecisionReason"]
