@@ -51,6 +51,18 @@ LINUX_APIS: Final = (
 #: The error of a run the guard ended because it closed (or that came after it closed).
 CLOSED_ERROR: Final = "killed: reaper closed"
 
+# The timings both backends keep (docs/security.md, "Processes").
+#: Between SIGTERM and SIGKILL to a hook's group.
+TERM_GRACE_S: Final = 0.1
+#: How long pipes may stay open after the direct child exited and its group was killed.
+EOF_GRACE_S: Final = 0.05
+#: Upper bound on shielded cleanup (kill + reap) of one run.
+REAP_BUDGET_S: Final = 2.0
+#: The sweep for marked processes of finished runs runs at most this often.
+SWEEP_INTERVAL_S: Final = 0.25
+#: One read from a hook's pipe.
+READ_CHUNK: Final = 65536
+
 
 class GuardUnavailable(RuntimeError):
     """No process guard can run here (Windows; a forced backend whose APIs are missing)."""

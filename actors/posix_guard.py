@@ -53,20 +53,23 @@ from ._watchdog import (
     signal_group,
     write_private_file,
 )
-from .guard import CLOSED_ERROR, Backend, Capture, GuardStats, process_result, unfinished
+from .guard import (
+    CLOSED_ERROR,
+    EOF_GRACE_S,
+    READ_CHUNK,
+    REAP_BUDGET_S,
+    SWEEP_INTERVAL_S,
+    TERM_GRACE_S,
+    Backend,
+    Capture,
+    GuardStats,
+    process_result,
+    unfinished,
+)
 from .workers import MAX_REPLY_LINE, WORKER_VAR, read_reply, reply_result
 
 log = logging.getLogger("triohooks.posix_guard")
 
-#: Between SIGTERM and SIGKILL to a hook's group.
-TERM_GRACE_S: Final = 0.1
-#: How long pipes may stay open after the direct child exited and its group was killed.
-EOF_GRACE_S: Final = 0.05
-#: Upper bound on shielded cleanup (kill + reap) of one run.
-REAP_BUDGET_S: Final = 2.0
-READ_CHUNK: Final = 65536
-#: The marker sweep after runs end runs at most this often.
-SWEEP_INTERVAL_S: Final = 0.25
 SCRIPT: Final = Path(__file__).with_name("_posix_watchdog.py")
 
 

@@ -62,24 +62,27 @@ from ._watchdog import (
     signal_group,
     write_private_file,
 )
-from .guard import CLOSED_ERROR, Backend, Capture, GuardStats, process_result, unfinished
+from .guard import (
+    CLOSED_ERROR,
+    EOF_GRACE_S,
+    READ_CHUNK,
+    REAP_BUDGET_S,
+    SWEEP_INTERVAL_S,
+    TERM_GRACE_S,
+    Backend,
+    Capture,
+    GuardStats,
+    process_result,
+    unfinished,
+)
 from .supervisor import Supervisor
 from .workers import Workers
 
 log = logging.getLogger("triohooks.reaper")
 
-#: Between SIGTERM and SIGKILL to a hook's group.
-TERM_GRACE_S: Final = 0.1
-#: How long pipes may stay open after the direct child exited and its group was killed.
-EOF_GRACE_S: Final = 0.05
-#: Upper bound on shielded cleanup (kill + reap) of one run.
-REAP_BUDGET_S: Final = 2.0
 #: The largest payload file the watchdog helper writes (it comes with the spawn request, which
 #: the loop sends synchronously); a larger one is written in a worker thread.
 PAYLOAD_FILE_INLINE: Final = 256 * 1024
-#: The background escapee sweep runs at most this often.
-SWEEP_INTERVAL_S: Final = 0.25
-READ_CHUNK: Final = 65536
 _RUN_VAR_BYTES: Final = RUN_VAR.encode()
 
 

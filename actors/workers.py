@@ -43,7 +43,7 @@ import trio
 
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
-from .guard import CLOSED_ERROR
+from .guard import CLOSED_ERROR, READ_CHUNK, REAP_BUDGET_S, TERM_GRACE_S
 
 if TYPE_CHECKING:
     from .reaper import Reaper, _Run
@@ -64,7 +64,6 @@ GIVE_UP_S: Final = 30.0
 RETIRE_GRACE_S: Final = 0.2
 #: Retired workers waiting for the janitor.
 JANITOR_QUEUE: Final = 4096
-READ_CHUNK: Final = 65536
 
 
 class Reply(msgspec.Struct):
@@ -437,8 +436,6 @@ class Workers:
 
 
 def reaper_budget() -> float:
-    from .reaper import REAP_BUDGET_S, TERM_GRACE_S
-
     return TERM_GRACE_S + REAP_BUDGET_S
 
 

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import os
+import random
 import resource
 import subprocess
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import psutil
 
 #: ``python -m triohooks``: the real command line.
 CLI_MODULE = ("-m", "triohooks")
@@ -96,3 +99,18 @@ OUTCOME_KEYS = frozenset(
     }
 )
 RUN_KEYS = frozenset({"hook", "source", "dialect", "outcome", "exit_code", "duration_ms", "error"})
+
+
+def unique_sleep() -> tuple[str, list[str]]:
+    """``sleep 300.<random>``: the shell words and the argv a live one has."""
+    seconds = f"300.{random.randrange(10**8, 10**9)}"
+    return f"sleep {seconds}", ["sleep", seconds]
+
+
+def running(argv: list[str]) -> list[psutil.Process]:
+    """Live processes (zombies excluded) whose argv is exactly ``argv``."""
+    found = []
+    for proc in psutil.process_iter(["cmdline", "status"]):
+        if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
+            found.append(proc)
+    return found

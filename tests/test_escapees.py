@@ -12,7 +12,6 @@ processes whose argv is exactly ``sleep 300.<random>``. Survivors are killed by 
 from __future__ import annotations
 
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -24,6 +23,7 @@ import psutil
 import pytest
 import trio
 
+from tests.helpers import running, unique_sleep
 from triohooks.actors.guard import open_guard
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
@@ -64,21 +64,6 @@ async def assert_outcome(argv: list[str], backend: str, phase: str, name: str) -
         assert len(running(argv)) == 1
     else:
         assert await survivors_after(argv) == []
-
-
-def unique_sleep() -> tuple[str, list[str]]:
-    """``sleep 300.<random>``: the shell words and the argv a live one has."""
-    seconds = f"300.{random.randrange(10**8, 10**9)}"
-    return f"sleep {seconds}", ["sleep", seconds]
-
-
-def running(argv: list[str]) -> list[psutil.Process]:
-    """Live processes (zombies excluded) whose argv is exactly ``argv``."""
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
 
 
 async def until_running(argv: list[str]) -> list[psutil.Process]:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import random
 import signal
 import subprocess
 import sys
@@ -18,11 +17,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import trio
 
-from tests.helpers import write_json_hooks, write_toml_hooks
+from tests.helpers import running, unique_sleep, write_json_hooks, write_toml_hooks
 from triohooks import HookEngine
 from triohooks.actors.guard import BACKEND_VAR, GuardUnavailable, backend, describe
 
@@ -36,19 +34,6 @@ def ws(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv(BACKEND_VAR, "posix")
     (tmp_path / "ws").mkdir()
     return tmp_path / "ws"
-
-
-def unique_sleep() -> tuple[str, list[str]]:
-    seconds = f"300.{random.randrange(10**8, 10**9)}"
-    return f"sleep {seconds}", ["sleep", seconds]
-
-
-def running(argv: list[str]) -> list[psutil.Process]:
-    found = []
-    for proc in psutil.process_iter(["cmdline", "status"]):
-        if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
-            found.append(proc)
-    return found
 
 
 @pytest.fixture
