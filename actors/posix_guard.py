@@ -80,9 +80,16 @@ def _descendants(pid: int) -> list[tuple[int, float]]:
     try:
         import psutil
 
-        return [(p.pid, p.create_time()) for p in psutil.Process(pid).children(recursive=True)]
+        children = psutil.Process(pid).children(recursive=True)
     except Exception:  # psutil missing, the leader gone, a process we may not read
         return []
+    found = []
+    for child in children:  # one that exits meanwhile must not cost us the others
+        try:
+            found.append((child.pid, child.create_time()))
+        except psutil.Error:
+            continue
+    return found
 
 
 def _kill_all_of(snapshot: list[tuple[int, float]]) -> int:

@@ -38,9 +38,10 @@ def survivors(reaper: ProcessGuard) -> list[int]:
 
 async def assert_no_survivors(reaper: ProcessGuard, within: float = 0.3) -> None:
     """Nothing the reaper started is alive ``within`` seconds (a SIGKILLed process can take a
-    moment to become a zombie; an escapee waits for the background sweep)."""
+    moment to become a zombie; an escapee waits for the background sweep; a killed run's own
+    task takes it off ``live`` once it has read its pipes to the end)."""
     with trio.move_on_after(within):
-        while survivors(reaper):
+        while survivors(reaper) or reaper.live:
             await trio.sleep(0.01)
     assert survivors(reaper) == []
     assert reaper.live == 0
