@@ -36,8 +36,9 @@ from triohooks.combine.outcome import (
 )
 from triohooks.config import selection
 from triohooks.config.events import EVENTS, EventBase
-from triohooks.config.model import Hook
+from triohooks.config.model import Hook, HookTable
 from triohooks.config.selection import event_name as _event_name
+from triohooks.config.trust import held_back_message
 from triohooks.handlers.runner import HookInput
 
 from .loader import Loader
@@ -78,12 +79,6 @@ class Dispatcher:
     # -- the per-event path -------------------------------------------------------------------
     # The filters and the "nothing runs" test are :mod:`triohooks.config.selection`'s, shared
     # with ``triohooks fire`` (which asks before it starts an engine at all).
-    def _hooks_for(self, event: str) -> tuple[Hook, ...]:
-        return selection.hooks_for(self.loader.table, self.api_hooks, event)
-
-    def _extra_for(self, event: str, ev: EventBase) -> tuple[Hook, ...]:
-        return selection.extra_for(self.loader.table, self.api_hooks, event, ev)
-
     def nothing_runs(self, ev: EventBase) -> bool:
         """Whether :meth:`dispatch` takes its fast path for ``ev`` (no hook can run): the same
         :func:`~triohooks.config.selection.skips` it asks. Reads the current snapshot only, no
@@ -106,9 +101,11 @@ class Dispatcher:
         shielded and bounded) before ``Cancelled`` propagates to the caller.
         """
         event = _event_name(ev)
-        hooks = self._hooks_for(event)
-        extra = self._extra_for(event, ev)
-        if selection.skips(event, ev, hooks, extra, self.workspace):
+        table = self.loader.table
+        hooks = selection.hooks_for(table, self.api_hooks, event)
+        extra = selection.extra_for(table, self.api_hooks, event, ev)
+        held = selection.held_back(table, event, ev, self.workspace)
+        if selection.skips(event, ev, hooks, extra, held, self.workspace):
             # The fast path: nothing runs, so no copies, no encoding.
             outcome = self.answer_plain(ev)
             await trio.lowlevel.checkpoint()
@@ -116,7 +113,7 @@ class Dispatcher:
         if event == "session_end":
             self.stop_continues.forget_session(ev.session_id)
         try:
-            outcome = await self._run_event(ev, event, hooks, extra)
+            outcome = await self._run_event(ev, event, hooks, extra, self._held_text(table, held))
         except Exception as exc:
             # Containment: a bug while handling one event fails that event only, closed (a
             # guard it would have run must not be bypassed).
@@ -134,6 +131,7 @@ class Dispatcher:
         event: str,
         hooks: tuple[Hook, ...],
         extra: tuple[Hook, ...],
+        held: str | None,
     ) -> Outcome:
         runs = self.runs
         fields: dict[str, Any] = msgspec.to_builtins(ev)
@@ -164,6 +162,8 @@ class Dispatcher:
             result = await runs.run(hook, HookInput(event, ev.session_id, fields=current))
             combiner.add(hook, result)
         outcome = combiner.finish()
+        if held is not None:  # workspace hooks trust keeps from running: never unsaid
+            outcome.warnings.append(held)
         if event == "stop":
             self.stop_continues.settle(stop_key, outcome, ev.session_id)
         if background:
@@ -173,6 +173,14 @@ class Dispatcher:
         if listeners:
             listeners.emit("outcome", event=event, outcome=outcome)
         return outcome
+
+    @staticmethod
+    def _held_text(table: HookTable, held: tuple[Hook, ...]) -> str | None:
+        """The Outcome's warning for the workspace hooks that would have run but are held
+        back (the loader logged the cause once, as it loaded the table)."""
+        if not held or table.trust is None:
+            return None
+        return held_back_message(table.trust, None, len(held))
 
     def _passes_filters(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> bool:
         return selection.passes_filters(hook, event, fields, self.workspace)

@@ -16,7 +16,7 @@ import msgspec
 import trio
 
 from triohooks.config.model import ConfigError, ConfigProblem, HookTable
-from triohooks.config.table import load_table
+from triohooks.config.table import held_back_summary, load_table
 
 log = logging.getLogger("triohooks.loader")
 
@@ -45,6 +45,8 @@ class Loader:
         self.trust_override = trust_override
         self.table = HookTable()
         self._generation = 0
+        #: (workspace, trust state, digest) of held-back workspace hooks already logged.
+        self._told: set[tuple[str, str, str]] = set()
         #: Called after every rebuild that swapped the table (the reaper retires its workers).
         self.on_swap: list[Callable[[], None]] = []
         self._requests_send, self._requests_recv = trio.open_memory_channel[
@@ -72,7 +74,18 @@ class Loader:
             log.warning("%s", problem)
         self._generation = table.generation
         self.table = table
+        self._tell_held_back(table)
         return table
+
+    def _tell_held_back(self, table: HookTable) -> None:
+        """Log, once per workspace content and trust state, that its hooks are held back."""
+        text = held_back_summary(table)
+        if text is None or table.trust is None:
+            return
+        told = (table.trust.workspace, table.trust.state, table.trust.digest)
+        if told not in self._told:
+            self._told.add(told)
+            log.warning("%s", text)
 
     async def _rebuild_now(self) -> RebuildReport:
         table = await trio.to_thread.run_sync(self._build)
@@ -84,6 +97,7 @@ class Loader:
             return RebuildReport(False, self._generation, len(self.table.hooks), table.problems)
         self._generation = table.generation
         self.table = table
+        self._tell_held_back(table)
         for listener in self.on_swap:
             listener()
         return RebuildReport(True, table.generation, len(table.hooks), table.problems)

@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
-from triohooks.combine.outcome import audit_decision
+from triohooks.combine.outcome import audit_decision, failure_text
 from triohooks.config.model import Hook
 from triohooks.config.stamps import utc_stamp
+from triohooks.handlers.outcomes import FAILED_OUTCOMES
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput, Runners
 
@@ -111,12 +112,16 @@ class HookRuns:
         self.audit = audit
         self.listeners = listeners
         self.workspace = workspace
+        #: (hook id, outcome) of failures already logged: each cause is logged once.
+        self._told: set[tuple[str, str]] = set()
 
     async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
         """Run ``hook`` through its runner. A checkpoint; on cancel the run is stopped (its
         process group killed) and ``Cancelled`` propagates, unaudited."""
 
         def summary(result: RunResult) -> RunSummary:
+            if result.outcome in FAILED_OUTCOMES:
+                self._tell_failure(hook, result)
             return RunSummary(
                 outcome=result.outcome,
                 exit_code=result.exit_code,
@@ -176,6 +181,22 @@ class HookRuns:
             if seen.record is not None:
                 listeners.emit("audit", record=seen.record)
         return result
+
+    def _tell_failure(self, hook: Hook, result: RunResult) -> None:
+        """Log a hook's failure the first time it fails this way (a missing script, a
+        timeout ...): an embedder that reads no Outcome still hears of it. Every failure is in
+        its event's Outcome (a warning, or the block of a fail-closed hook) and the audit log."""
+        told = (hook.id, result.outcome)
+        if told in self._told:
+            return
+        self._told.add(told)
+        log.warning(
+            "hook %s (%s) failed: %s (logged once; each failure is in its event's Outcome and "
+            "the audit log)",
+            hook.name,
+            hook.source or hook.scope,
+            failure_text(result),
+        )
 
     def wants_records(self) -> bool:
         """Whether anyone takes audit records (the sink, or a listener)."""

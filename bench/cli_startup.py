@@ -57,7 +57,7 @@ if = "shell(git push *)"
 command = "exit 2"
 
 [[hooks.post_tool]]
-match = "Write|Edit"
+match = "Edit"
 command = "true"
 
 [[hooks.prompt_submit]]

@@ -74,4 +74,4 @@ def test_doctor_reports_untrusted_workspace_and_config_errors(tmp_path: Path) ->
     lines = diagnose(load_table(workspace=tmp_path / "ws", config_dir=tmp_path / "g"))
     bad = [line.text for line in lines if not line.ok]
     assert any("pre_tool[0].command: must not be empty" in t for t in bad)
-    assert any("workspace hooks are new" in t for t in bad)
+    assert any("held back: they are not trusted yet" in t for t in bad)

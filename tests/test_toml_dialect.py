@@ -80,7 +80,7 @@ model = "small"
         ('[[hooks.pre_tool]]\ntype = "prompt"', "pre_tool[0].prompt: a prompt hook needs prompt"),
         ('[[hooks.pre_tool]]\ncommand = "x"\ncomand = "y"', "pre_tool[0].comand: unknown field"),
         ('[[hooks.pre_tools]]\ncommand = "x"', "hooks.toml: pre_tools: unknown event"),
-        ('[[hooks.pre_tool_use]]\ncommand = "x"', "the TOML dialect calls it 'pre_tool'"),
+        ('[[hooks.pre_tool_use]]\ncommand = "x"', "unknown event (did you mean 'pre_tool'?)"),
         ('[[hooks.pre_tool]]\ncommand = "x"\ntimeout_seconds = 0', "pre_tool[0].timeout_seconds"),
         ('[[hooks.pre_tool]]\ncommand = "x"\ntimeout_seconds = "5"', "pre_tool[0].timeout_seconds"),
         ('[[hooks.pre_tool]]\ncommand = "x"\nfail_closed = "yes"', "pre_tool[0].fail_closed"),

@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import os
 import re
-import shlex
 import stat
 from collections.abc import Iterable, Mapping
 from pathlib import Path
@@ -31,6 +30,7 @@ from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import (
     Stamp,
     TrustSource,
+    held_back_message,
     read_store,
     stamp,
     trust_inputs,
@@ -703,25 +703,6 @@ def load_agent_table(
         files=tuple(files),
         trust=trust,
         signature=signature,
-    )
-
-
-def held_back_message(trust: TrustInfo, agent: AgentName, count: int) -> str:
-    """Why ``count`` project hooks do not run, and what to run to review and trust them."""
-    project = trust.workspace.partition("#")[0]
-    if trust.refused:
-        why = "they cannot be trusted: " + "; ".join(f"{n}: {r}" for n, r in trust.refused[:3])
-    elif trust.state == "changed":
-        names = ", ".join(os.path.relpath(n, project) for n in trust.changed[:5]) or "its files"
-        why = f"they changed since you trusted them ({names})"
-    elif trust.state == "declined":
-        why = "you declined them"
-    else:
-        why = "they are not trusted yet"
-    return (
-        f"{count} project {agent} hook(s) of {project} held back: {why}. Review them with "
-        f"`triohooks {agent} list --workspace {shlex.quote(project)}`, then run `triohooks "
-        f"{agent} trust --workspace {shlex.quote(project)}`"
     )
 
 

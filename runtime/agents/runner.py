@@ -36,6 +36,7 @@ from triohooks.actors.runs import HookRuns, RunSummary
 from triohooks.config.model import TrustInfo
 from triohooks.config.paths import global_config_dir
 from triohooks.config.stamps import utc_stamp
+from triohooks.config.trust import held_back_message
 from triohooks.handlers.http import HttpHookClient, expand_headers
 from triohooks.handlers.judge import Judge
 from triohooks.handlers.process import ProcessSpec, Spawner
@@ -47,7 +48,6 @@ from .config import (
     AgentHook,
     AgentTable,
     find_project,
-    held_back_message,
     load_agent_table,
     table_is_current,
 )

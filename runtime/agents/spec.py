@@ -15,6 +15,8 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from triohooks.config.events import AGENT_EVENTS
+
 AgentName = Literal["claude", "gemini", "codex"]
 AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex")
 
@@ -68,26 +70,10 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     command_only_events: frozenset[str] = frozenset()
 
 
-CLAUDE_EVENTS: Final = {
-    "PreToolUse": "pre_tool",
-    "PostToolUse": "post_tool",
-    "PostToolUseFailure": "post_tool_failure",
-    "UserPromptSubmit": "prompt_submit",
-    "Stop": "stop",
-    "SubagentStart": "subagent_start",
-    "SubagentStop": "subagent_stop",
-    "SessionStart": "session_start",
-    "SessionEnd": "session_end",
-    "PreCompact": "pre_compact",
-    "PostCompact": "post_compact",
-    "PermissionRequest": "permission_request",
-    "Notification": "notification",
-}
-
 SPECS: Final[dict[AgentName, AgentSpec]] = {
     "claude": AgentSpec(
         name="claude",
-        events=CLAUDE_EVENTS,
+        events=AGENT_EVENTS["claude"],
         timeout_unit_s=1.0,
         default_timeout_s=600.0,
         handler_types=frozenset({"command", "http", "prompt", "agent"}),
@@ -97,16 +83,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
     ),
     "gemini": AgentSpec(
         name="gemini",
-        events={
-            "BeforeTool": "pre_tool",
-            "AfterTool": "post_tool",
-            "BeforeAgent": "prompt_submit",
-            "AfterAgent": "stop",
-            "SessionStart": "session_start",
-            "SessionEnd": "session_end",
-            "PreCompress": "pre_compact",
-            "Notification": "notification",
-        },
+        events=AGENT_EVENTS["gemini"],
         timeout_unit_s=0.001,
         default_timeout_s=60.0,
         handler_types=frozenset({"command"}),
@@ -115,24 +92,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
     ),
     "codex": AgentSpec(
         name="codex",
-        events={
-            k: v
-            for k, v in CLAUDE_EVENTS.items()
-            if k
-            in (
-                "PreToolUse",
-                "PermissionRequest",
-                "PostToolUse",
-                "UserPromptSubmit",
-                "SessionStart",
-                "SessionEnd",
-                "Stop",
-                "PreCompact",
-                "PostCompact",
-                "SubagentStart",
-                "SubagentStop",
-            )
-        },
+        events=AGENT_EVENTS["codex"],
         timeout_unit_s=1.0,
         default_timeout_s=600.0,
         handler_types=frozenset({"command"}),

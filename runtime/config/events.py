@@ -70,6 +70,44 @@ JSON_ALIASES: Final[dict[str, str]] = {
     "session_end": "session_end",
 }
 
+_CLAUDE_EVENTS: Final = {
+    "PreToolUse": "pre_tool",
+    "PostToolUse": "post_tool",
+    "PostToolUseFailure": "post_tool_failure",
+    "UserPromptSubmit": "prompt_submit",
+    "Stop": "stop",
+    "SubagentStart": "subagent_start",
+    "SubagentStop": "subagent_stop",
+    "SessionStart": "session_start",
+    "SessionEnd": "session_end",
+    "PreCompact": "pre_compact",
+    "PostCompact": "post_compact",
+    "PermissionRequest": "permission_request",
+    "Notification": "notification",
+}
+
+#: Each agent's own event names and the canonical event each one is (docs/agents.md): what
+#: the agent dialects read and answer, and what "did you mean" offers for a name from them.
+AGENT_EVENTS: Final[dict[str, dict[str, str]]] = {
+    "claude": _CLAUDE_EVENTS,
+    "gemini": {
+        "BeforeTool": "pre_tool",
+        "AfterTool": "post_tool",
+        "BeforeAgent": "prompt_submit",
+        "AfterAgent": "stop",
+        "SessionStart": "session_start",
+        "SessionEnd": "session_end",
+        "PreCompress": "pre_compact",
+        "Notification": "notification",
+    },
+    # Codex takes a subset of Claude Code's names.
+    "codex": {
+        name: event
+        for name, event in _CLAUDE_EVENTS.items()
+        if name not in ("PostToolUseFailure", "Notification")
+    },
+}
+
 #: The JSON dialect's name for each canonical event it knows (used in its payloads).
 JSON_NAMES: Final[dict[str, str]] = {canon: alias for alias, canon in JSON_ALIASES.items()}
 
@@ -86,8 +124,13 @@ class UnknownEventError(ValueError):
     """An event name that is neither canonical nor a JSON-dialect alias."""
 
     def __init__(self, name: object) -> None:
-        known = ", ".join(sorted(set(EVENTS) | set(JSON_ALIASES)))
-        super().__init__(f"unknown event {name!r} (known: {known})")
+        names = sorted(set(EVENTS) | set(JSON_ALIASES))
+        hint = ""
+        if isinstance(name, str):
+            from .suggest import did_you_mean, event_synonyms
+
+            hint = did_you_mean(name, names, event_synonyms({e: e for e in EVENTS}))
+        super().__init__(f"unknown event {name!r}{hint} (known: {', '.join(names)})")
         self.name = name
 
 

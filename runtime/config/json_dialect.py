@@ -16,7 +16,7 @@ import msgspec
 
 from triohooks.match.matchers import JsonMatcher, MatcherError, compile_matcher
 
-from .events import JSON_ALIASES
+from .events import JSON_ALIASES, JSON_NAMES
 from .model import (
     JSON_DEFAULT_TIMEOUT_MS,
     JSON_MAX_TIMEOUT_MS,
@@ -28,6 +28,7 @@ from .model import (
     location_name,
     worker_pool,
 )
+from .suggest import JSON_FIELD_SYNONYMS, did_you_mean, event_synonyms
 
 MAX_HOOKS_PER_FILE: Final = 64
 #: Largest hooks.json read (the yolop/everruns limit); checked before reading.
@@ -93,8 +94,10 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         raise EntryError(None, "a hook must be a JSON object")
     for key in raw:
         if key not in _HOOK_KEYS:
+            hint = did_you_mean(key, _HOOK_KEYS, JSON_FIELD_SYNONYMS)
             raise EntryError(
-                location_name(key), f"unknown field (known: {', '.join(sorted(_HOOK_KEYS))})"
+                location_name(key),
+                f"unknown field{hint} (known: {', '.join(sorted(_HOOK_KEYS))})",
             )
     hook_id = raw.get("id")
     if hook_id is not None and (not isinstance(hook_id, str) or not hook_id.strip()):
@@ -103,10 +106,7 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
     if not isinstance(event, str):
         raise EntryError("event", "is required: one of " + ", ".join(JSON_ALIASES))
     if event not in JSON_ALIASES:
-        hint = ""
-        for alias, canon in JSON_ALIASES.items():
-            if canon == event and alias != event:
-                hint = f" (the JSON dialect calls it {alias!r})"
+        hint = did_you_mean(event, JSON_ALIASES, event_synonyms(JSON_NAMES))
         raise EntryError("event", f"unknown event {event!r}{hint}")
 
     matcher = _matcher(raw.get("matcher"), event)
@@ -125,7 +125,8 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         if key not in _EXECUTOR_KEYS:
             raise EntryError(
                 f"executor.{location_name(key)}",
-                f"unknown field (known: {', '.join(sorted(_EXECUTOR_KEYS))})",
+                f"unknown field{did_you_mean(key, _EXECUTOR_KEYS)} "
+                f"(known: {', '.join(sorted(_EXECUTOR_KEYS))})",
             )
     if executor.get("type") != "bash":
         raise EntryError("executor.type", f'must be "bash", not {executor.get("type")!r}')
@@ -194,7 +195,8 @@ def _matcher(raw: object, event: str) -> JsonMatcher | None:
         if key not in _MATCHER_KEYS:
             raise EntryError(
                 f"matcher.{location_name(key)}",
-                f"unknown field (known: {', '.join(sorted(_MATCHER_KEYS))})",
+                f"unknown field{did_you_mean(key, _MATCHER_KEYS)} "
+                f"(known: {', '.join(sorted(_MATCHER_KEYS))})",
             )
         if value is not None and not isinstance(value, str):
             raise EntryError(f"matcher.{key}", "must be a string")

@@ -41,9 +41,14 @@ def extra_for(
     table: HookTable, api_hooks: Sequence[Hook], event: str, ev: EventBase
 ) -> tuple[Hook, ...]:
     """The post_tool_failure hooks a failed post_tool also queues."""
-    if event == "post_tool" and getattr(ev, "error", None):
+    if extra_wanted(event, ev):
         return hooks_for(table, api_hooks, "post_tool_failure")
     return ()
+
+
+def extra_wanted(event: str, ev: EventBase) -> bool:
+    """Whether ``ev`` is a failed ``post_tool``, which fires ``post_tool_failure`` too."""
+    return event == "post_tool" and bool(getattr(ev, "error", None))
 
 
 def passes(hook: Hook, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
@@ -108,13 +113,36 @@ def any_passes(hooks: tuple[Hook, ...], event: str, ev: EventBase, workspace: st
     return any(passes(h, tool, args, workspace) for h in hooks)
 
 
+def held_back(table: HookTable, event: str, ev: EventBase, workspace: str) -> tuple[Hook, ...]:
+    """The workspace hooks trust holds back (``table.untrusted``) that would have run for
+    ``ev``: of its event (and, for a failed ``post_tool``, ``post_tool_failure``), passing
+    their filters on the call as fired. They do not run; the event's Outcome says so."""
+    if not table.untrusted:
+        return ()
+    events = (event, "post_tool_failure") if extra_wanted(event, ev) else (event,)
+    fields = {"tool": getattr(ev, "tool", ""), "args": getattr(ev, "args", None) or {}}
+    return tuple(
+        h
+        for h in table.untrusted
+        if h.event in events and passes_filters(h, h.event, fields, workspace)
+    )
+
+
 def skips(
-    event: str, ev: EventBase, hooks: tuple[Hook, ...], extra: tuple[Hook, ...], workspace: str
+    event: str,
+    ev: EventBase,
+    hooks: tuple[Hook, ...],
+    extra: tuple[Hook, ...],
+    held: tuple[Hook, ...],
+    workspace: str,
 ) -> bool:
     """The fast-path test: no hook can run (``extra`` being the post_tool_failure hooks of a
-    failed post_tool) and the event is no ``stop`` (whose continue state is always settled)."""
+    failed post_tool), none is held back that would have (``held``, :func:`held_back`: its
+    Outcome must say so), and the event is no ``stop`` (whose continue state is always
+    settled)."""
     return (
         event != "stop"
+        and not held
         and not any_passes(hooks, event, ev, workspace)
         and not any_passes(extra, "post_tool_failure", ev, workspace)
     )
@@ -127,4 +155,6 @@ def nothing_runs(
     :func:`~triohooks.combine.outcome.plain_outcome`, with nothing queued or audited."""
     event = event_name(ev)
     hooks = hooks_for(table, api_hooks, event)
-    return skips(event, ev, hooks, extra_for(table, api_hooks, event, ev), workspace)
+    extra = extra_for(table, api_hooks, event, ev)
+    held = held_back(table, event, ev, workspace)
+    return skips(event, ev, hooks, extra, held, workspace)

@@ -33,7 +33,7 @@ from .paths import (
     workspace_config_files,
 )
 from .toml_dialect import MAX_TOML_FILE_BYTES, parse_toml_text
-from .trust import TrustSource, trust_inputs, trust_state
+from .trust import TrustSource, held_back_message, trust_inputs, trust_state
 
 
 class _ScopeFiles:
@@ -150,7 +150,9 @@ def _unique_ids(hooks: list[Hook]) -> list[Hook]:
     return out
 
 
-def _untrusted_problem(problem: ConfigProblem, state: str) -> ConfigProblem:
+def as_untrusted(problem: ConfigProblem, state: str) -> ConfigProblem:
+    """A problem of workspace hooks trust holds back: a warning, never a startup error
+    (nothing untrusted may stop the user's own hooks from running)."""
     if problem.severity == "warning":
         return problem
     note = f" (a warning only: the workspace hooks are {state}, not trusted, and do not run)"
@@ -196,7 +198,7 @@ def load_table(
         else:
             # Not trusted: nothing in it may stop the user's own hooks from running, so its
             # problems are warnings, shown but never a startup error.
-            problems.extend(_untrusted_problem(p, trust.state) for p in ws_problems)
+            problems.extend(as_untrusted(p, trust.state) for p in ws_problems)
         unreadable = {name for name, _ in ws.unreadable}
         for name, reason in inputs.refused:
             if name not in unreadable:  # a hook file's own read problem says it already
@@ -229,3 +231,13 @@ def load_table(
         judge=tuple(sorted(judge.items())),
         generation=generation,
     )
+
+
+def held_back_summary(table: HookTable) -> str | None:
+    """What to tell as a table is loaded whose workspace hooks trust holds back (None: none
+    are, or the user declined them: their own decision, not repeated at every start). Each
+    event a held-back hook would have run for says so in its Outcome as well."""
+    trust = table.trust
+    if not table.untrusted or trust is None or trust.state == "declined":
+        return None
+    return held_back_message(trust, None, len(table.untrusted))

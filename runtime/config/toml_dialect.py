@@ -11,10 +11,10 @@ import re
 from collections.abc import Mapping
 from typing import Any, Final
 
-from triohooks.match.globs import GlobError, validate_go_glob
+from triohooks.match.globs import GlobError, has_bare_bar, validate_go_glob
 from triohooks.match.ifrules import IfRuleError, parse_if_rule
 
-from .events import EVENTS, JSON_ALIASES
+from .events import EVENTS
 from .json_dialect import exec_string_problem
 from .model import (
     TOML_DEFAULT_TIMEOUT_S,
@@ -29,6 +29,7 @@ from .model import (
     location_name,
     worker_pool,
 )
+from .suggest import TOML_FIELD_SYNONYMS, did_you_mean, event_synonyms
 
 _FIELDS: Final = frozenset(
     {
@@ -173,12 +174,24 @@ def _handler(entry: _Entry, raw: Mapping[str, Any], kind: str) -> Handler | None
     return None
 
 
+def bar_hint(match: str) -> str:
+    """Why a TOML ``match`` with ``|`` is refused, and what to write instead."""
+    return (
+        f"{match!r} has '|', which a TOML match (one Go path.Match glob) reads as a literal "
+        "character, so it would match no tool: write one hook per tool, or one glob that covers "
+        "them (such as '*_file'); '\\|' matches a literal '|'"
+    )
+
+
 def _hook(
     entry: _Entry, raw: Mapping[str, Any], scope: Scope, file: str, event: str, index: int
 ) -> Hook | None:
     for key in raw:
         if key not in _FIELDS:
-            entry.error(location_name(key), f"unknown field (known: {', '.join(sorted(_FIELDS))})")
+            hint = did_you_mean(key, _FIELDS, TOML_FIELD_SYNONYMS)
+            entry.error(
+                location_name(key), f"unknown field{hint} (known: {', '.join(sorted(_FIELDS))})"
+            )
     kind = raw.get("type", "command")
     if not isinstance(kind, str):
         entry.error("type", f"must be a string, not {_type_name(kind)}")
@@ -196,6 +209,9 @@ def _hook(
             validate_go_glob(match)
         except GlobError as exc:
             entry.error("match", str(exc))
+        else:
+            if has_bare_bar(match):
+                entry.error("match", bar_hint(match))
     if_text = _string(entry, raw, "if", nonempty=True)
     if_rule: Any = None
     if if_text is not None:
@@ -314,9 +330,7 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
     ids: dict[str, str] = {}
     for event, tables in hooks.items():
         if event not in EVENTS:
-            hint = ""
-            if event in JSON_ALIASES:
-                hint = f" (the TOML dialect calls it {JSON_ALIASES[event]!r})"
+            hint = did_you_mean(event, EVENTS, event_synonyms({e: e for e in EVENTS}))
             known = ", ".join(EVENTS)
             out.problems.append(
                 ConfigProblem(

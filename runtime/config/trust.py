@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shlex
 import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -516,3 +517,26 @@ def record_trust(
         parts=dict(info.parts),
     )
     write_store(config_dir, store)
+
+
+def held_back_message(trust: TrustInfo, agent: str | None, count: int) -> str:
+    """Why ``count`` workspace hooks do not run, and what to run to review and trust them:
+    triohooks' own (``agent`` None) or a project's hooks in ``agent``'s settings. The one text
+    of it, for the Outcome warning, the agent's notice, the log, ``validate`` and ``doctor``."""
+    project = trust.workspace.partition("#")[0]
+    if trust.refused:
+        why = "they cannot be trusted: " + "; ".join(f"{n}: {r}" for n, r in trust.refused[:3])
+    elif trust.state == "changed":
+        names = ", ".join(os.path.relpath(n, project) for n in trust.changed[:5]) or "its files"
+        why = f"they changed since you trusted them ({names})"
+    elif trust.state == "declined":
+        why = "you declined them"
+    else:
+        why = "they are not trusted yet"
+    what = "workspace" if agent is None else f"project {agent}"
+    command = "triohooks" if agent is None else f"triohooks {agent}"
+    where = shlex.quote(project)
+    return (
+        f"{count} {what} hook(s) of {project} held back: {why}. Review them with "
+        f"`{command} list --workspace {where}`, then run `{command} trust --workspace {where}`"
+    )

@@ -23,7 +23,6 @@ import msgspec
 
 from triohooks.agents.config import (
     AgentHook,
-    held_back_message,
     is_ours,
     load_agent_table,
     parse_hooks,
@@ -31,6 +30,7 @@ from triohooks.agents.config import (
 )
 from triohooks.agents.spec import ADOPTED_NAME, TOKEN_VAR, AgentName, levels
 from triohooks.config.paths import UnreadableFileError, read_regular_file
+from triohooks.config.trust import held_back_message
 
 from . import relay
 from .doctor import DoctorLine

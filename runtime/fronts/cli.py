@@ -36,15 +36,18 @@ from triohooks.config.model import ConfigError, Hook, HookTable
 from triohooks.config.paths import (
     UnreadableFileError,
     global_config_dir,
+    global_config_files,
     private_dir,
     read_regular_file,
     state_dir,
+    workspace_config_files,
     write_file_atomic,
 )
-from triohooks.config.table import load_table
-from triohooks.config.trust import TrustRefusedError, record_trust
+from triohooks.config.table import as_untrusted, held_back_summary, load_table
+from triohooks.config.trust import TrustRefusedError, held_back_message, record_trust
 
 from . import fire_cache
+from .entry import stdout_gone
 
 if TYPE_CHECKING:
     from triohooks.combine.outcome import Outcome
@@ -63,8 +66,35 @@ class CliError(Exception):
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
-        print(f"triohooks: {message}", file=sys.stderr)
+        print(f"triohooks: {message}{_choice_hint(message)}", file=sys.stderr)
         raise SystemExit(EXIT_USAGE)
+
+
+class _Version(argparse.Action):
+    """``--version``: the installed distribution's version (looked up only when asked)."""
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            found = version("triohooks")
+        except PackageNotFoundError:  # run from a checkout that was never installed
+            found = "unknown (not installed)"
+        print(f"triohooks {found} (Python {sys.version.split()[0]})")
+        raise SystemExit(EXIT_OK)
+
+
+def _choice_hint(message: str) -> str:
+    """ "did you mean" for argparse's ``invalid choice: 'x' (choose from 'a', 'b')``."""
+    import re
+
+    found = re.search(r"invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if found is None:
+        return ""
+    from triohooks.config.suggest import closest
+
+    choice = closest(found[1], re.findall(r"'([^']*)'", found[2]))
+    return f"; did you mean {choice!r}?" if choice is not None else ""
 
 
 def _scope_args(p: argparse.ArgumentParser, *, configs: bool = True) -> None:
@@ -220,6 +250,9 @@ def _parser(
     argparse about half a millisecond, so ``triohooks fire ...`` builds only ``fire``; the
     usage line (printed for an unrecognized argument) still names every built-in one."""
     parser = _Parser(prog="triohooks", description="Lifecycle hooks for AI coding agents.")
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="print the version of triohooks and exit"
+    )
     sub = parser.add_subparsers(dest="command", required=True, parser_class=_Parser)
     if not plugins and list(builtins) != list(_BUILTINS):
         sub.metavar = "{" + ",".join(_BUILTINS) + "}"
@@ -249,16 +282,47 @@ def _load(args: argparse.Namespace, *, trust: bool = False) -> HookTable:
 
 
 def cmd_validate(args: argparse.Namespace) -> int:
+    """Every problem of the config files, and of the programs their hooks start (``doctor``'s
+    file checks, at the hook's file and field); then plainly which hooks run, which trust
+    holds back and why, or where hooks go when there are none. Exit 1 on any problem."""
+    from .doctor import program_problem
+
     table = _load(args)
-    for problem in table.problems:
+    workspace = Path(table.workspace or ".")
+    problems = list(table.problems)
+    problems += [p for h in table.hooks if (p := program_problem(h, workspace)) is not None]
+    trust = table.trust
+    if trust is not None:  # a held-back hook's problem is a warning, as its file's are
+        problems += [
+            as_untrusted(p, trust.state)
+            for h in table.untrusted
+            if (p := program_problem(h, workspace)) is not None
+        ]
+    for problem in problems:
         label = "error" if problem.severity == "error" else "warning"
         print(f"{problem} ({label})", file=sys.stderr)
-    n = len(table.hooks) + len(table.untrusted)
-    if table.problems:
-        print(f"triohooks: {len(table.problems)} problem(s) in config", file=sys.stderr)
-        return EXIT_USAGE
-    print(f"ok: {n} hook(s) in {len(table.files) or 'no'} file(s)")
-    return EXIT_OK
+    if problems:
+        print(f"triohooks: {len(problems)} problem(s) in config", file=sys.stderr)
+    ok = "" if problems else "ok: "
+    if table.errors:
+        pass  # nothing runs: the engine refuses a config with errors
+    elif table.hooks:
+        print(f"{ok}{len(table.hooks)} hook(s) run, from {len(table.files)} file(s)")
+    elif not table.untrusted:
+        print(f"{ok}no hooks configured; {where_hooks_go(table)}")
+    if table.untrusted and trust is not None:
+        print(held_back_message(trust, None, len(table.untrusted)))
+    return EXIT_USAGE if problems else EXIT_OK
+
+
+def where_hooks_go(table: HookTable) -> str:
+    """Where a user puts hooks, for a table that has none."""
+    user_toml, _ = global_config_files(Path(table.global_dir))
+    text = f"your own hooks go in {user_toml} (or hooks.json beside it)"
+    if table.workspace:
+        ws_toml, _ = workspace_config_files(Path(table.workspace))
+        text += f", a workspace's in {ws_toml} (run once you trust them)"
+    return text
 
 
 def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) -> dict[str, Any]:
@@ -308,7 +372,7 @@ def cmd_list(args: argparse.Namespace) -> int:
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
         return EXIT_OK
     if not views:
-        print("no hooks configured")
+        print(f"no hooks configured: {where_hooks_go(table)}")
     by_event: dict[str, list[dict[str, Any]]] = {}
     for view in views:
         by_event.setdefault(view["event"], []).append(view)
@@ -448,6 +512,11 @@ def cmd_fire(args: argparse.Namespace) -> int:
     telemetry = None
     if outcome is None:
         _log_to_stderr()
+        # fire prints every Outcome warning (a failed hook's included): the run log's
+        # once-per-cause line would only repeat it.
+        import logging
+
+        logging.getLogger("triohooks.runs").setLevel(logging.ERROR)
         # OTLP export when OTEL_EXPORTER_OTLP_*ENDPOINT is set (docs/observability.md): the
         # engine path only (nothing runs on the fast path, so there is nothing to export).
         from . import otel
@@ -460,9 +529,12 @@ def cmd_fire(args: argparse.Namespace) -> int:
             raise
     for warning in outcome.warnings:
         print(f"triohooks: warning: {warning}", file=sys.stderr)
-    sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
-    if telemetry is not None:
+    try:
+        sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
         sys.stdout.flush()  # the Outcome first; then the export's close (bounded: 0.5 s)
+    except BrokenPipeError:
+        stdout_gone()  # nobody reads the Outcome: the exit code below still says the decision
+    if telemetry is not None:
         otel.close_fire(telemetry)
     if outcome.blocked:
         return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
@@ -505,12 +577,15 @@ def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Out
         outcome = plain_outcome(selection.event_name(ev), ev)
     except Exception:
         return None
-    if table.problems or judge_warning:
+    held = held_back_summary(table)
+    if table.problems or judge_warning or held:
         import logging
 
         _log_to_stderr()
         for problem in table.problems:  # Loader.load_initial
             logging.getLogger("triohooks.loader").warning("%s", problem)
+        if held:  # Loader.load_initial
+            logging.getLogger("triohooks.loader").warning("%s", held)
         if judge_warning:  # HookEngine.open
             logging.getLogger("triohooks").warning("%s", judge_warning)
     if snapshot is not None:

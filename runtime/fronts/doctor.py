@@ -19,11 +19,13 @@ import msgspec
 from triohooks.config.model import (
     ArgsHandler,
     CommandHandler,
+    ConfigProblem,
     Hook,
     HookTable,
     HttpHandler,
     PromptHandler,
 )
+from triohooks.config.trust import held_back_message
 
 #: Words bash resolves itself: keywords and builtins (``compgen -k``, ``compgen -b``).
 SHELL_WORDS: Final = frozenset(
@@ -85,6 +87,26 @@ def resolve(word: str, workspace: Path) -> str | None:
     return None
 
 
+def program_problem(hook: Hook, workspace: Path) -> ConfigProblem | None:
+    """What is wrong with the program a command/args hook starts (missing, not executable,
+    not on PATH), located at its file and field; None when it resolves or cannot be told
+    statically. ``validate`` reports these beside the config's own problems."""
+    word = first_word(hook)
+    if word is None or _SKIP_CHARS & set(word):
+        return None
+    problem = resolve(word, workspace)
+    if problem is None:
+        return None
+    field = "args" if isinstance(hook.handler, ArgsHandler) else "command"
+    return ConfigProblem(
+        hook.source or hook.scope,
+        problem,
+        event=hook.config_event,
+        index=hook.index,
+        field=field if hook.dialect == "toml" else f"executor.{field}",
+    )
+
+
 def _check(hook: Hook, workspace: Path) -> Iterator[DoctorLine]:
     where = f"{hook.event} {hook.id} ({hook.source or hook.scope})"
     h = hook.handler
@@ -118,13 +140,7 @@ def diagnose(table: HookTable) -> list[DoctorLine]:
         lines.extend(_check(hook, workspace))
     trust = table.trust
     if trust is not None and trust.state not in ("none", "trusted"):
-        lines.append(
-            DoctorLine(
-                False,
-                f"workspace hooks are {trust.state}: {len(table.untrusted)} hook(s) will not run "
-                f"until you run `triohooks trust --workspace {trust.workspace}`",
-            )
-        )
+        lines.append(DoctorLine(False, held_back_message(trust, None, len(table.untrusted))))
         for hook in table.untrusted:
             lines.extend(_check(hook, workspace))
     elif trust is not None and trust.state == "trusted":

@@ -12,8 +12,29 @@ import sys
 
 from . import fire_cache
 
+#: The exit status of a command whose reader went away (``triohooks list | head -1``): what a
+#: shell reports for a process SIGPIPE ended.
+EXIT_STDOUT_GONE = 141
+
+
+def stdout_gone() -> None:
+    """Standard output's reader is gone: send what is still buffered, and anything written
+    later, to /dev/null, so nothing raises again (at exit either)."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+
 
 def main() -> int:
+    """The command line, ending quietly when its reader closes standard output first."""
+    try:
+        return _main()
+    except BrokenPipeError:
+        stdout_gone()
+        return EXIT_STDOUT_GONE
+
+
+def _main() -> int:
     argv = sys.argv[1:]
     if fire_cache.eligible_event(argv) is not None:
         try:

@@ -41,6 +41,7 @@ __all__ = [
     "compile_go_glob",
     "compile_tool_name_glob",
     "go_path_match",
+    "has_bare_bar",
     "tool_name_glob_match",
     "validate_go_glob",
     "validate_tool_name_glob",
@@ -256,6 +257,28 @@ def validate_go_glob(pattern: str) -> None:
     report ``false`` without an error when an earlier part failed to match).
     """
     _compile_go_glob(pattern)
+
+
+def has_bare_bar(pattern: str) -> bool:
+    """Whether a well-formed Go glob has a ``|`` outside a class and unescaped: a literal
+    character to Go, but written by someone who meant "this tool or that one" (the JSON
+    dialect's ``tool_name_glob`` syntax). No tool name has one."""
+    i, n = 0, len(pattern)
+    while i < n:
+        c = pattern[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "[":  # a class: skip to its closing bracket (the pattern is well formed)
+            i += 1
+            if i < n and pattern[i] == "^":
+                i += 1
+            while i < n and pattern[i] != "]":  # Go: no unescaped ']' inside a class
+                i += 2 if pattern[i] == "\\" else 1
+        elif c == "|":
+            return True
+        i += 1
+    return False
 
 
 def go_path_match(pattern: str, name: str) -> bool:
