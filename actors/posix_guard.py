@@ -169,6 +169,10 @@ class PosixGuard:
         #: their processes.
         self._unfinished: set[int] = set()
         self._last_no = 0
+        #: Spawns in flight (in trio's spawn thread), and set when the last one of them lands
+        #: after close began: close waits for them, so none escapes its kill.
+        self._spawning = 0
+        self._spawns_landed = trio.Event()
         self._closing = False
         self._watchdog: _Watchdog | None = None
         self._spawned = 0
@@ -272,6 +276,7 @@ class PosixGuard:
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
+        self._spawning += 1
         try:
             process = await trio.lowlevel.open_process(
                 list(spec.argv),
@@ -288,10 +293,15 @@ class PosixGuard:
                 raise
             self._spawn_failures += 1
             return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
-        self._spawned += 1
-        self._live[no] = process
-        self._say(f"+{process.pid}")
-        return no, process
+        else:
+            self._spawned += 1
+            self._live[no] = process
+            self._say(f"+{process.pid}")
+            return no, process
+        finally:
+            self._spawning -= 1
+            if not self._spawning and self._closing:
+                self._spawns_landed.set()
 
     async def _run(
         self, spec: ProcessSpec, started: float, extra: dict[str, str] | None = None
@@ -303,6 +313,8 @@ class PosixGuard:
         out, err = Capture(spec.output_cap), Capture(spec.output_cap)
         overflowed = False
         waiting = trio.CancelScope(deadline=trio.current_time() + spec.timeout_s)
+        if self._closing:  # started as the guard closed (after kill_all gave up waiting)
+            waiting.cancel()
 
         async def read(stream: trio.abc.ReceiveStream | None, capture: Capture) -> None:
             nonlocal overflowed
@@ -457,6 +469,9 @@ class PosixGuard:
         every process still carrying this engine's marker. Returns how many groups were live.
         Call it shielded."""
         self._closing = True
+        if self._spawning:  # their processes run already: wait until they are in _live
+            with trio.move_on_after(REAP_BUDGET_S):
+                await self._spawns_landed.wait()
         live = list(self._live.values())
         snapshots = [
             await trio.to_thread.run_sync(_descendants, process.pid)

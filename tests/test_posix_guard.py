@@ -212,6 +212,52 @@ async def test_a_cancel_and_the_close_leave_nothing(ws: Path, sleeps: list[list[
     assert running(first_argv) == []
 
 
+async def test_close_during_a_spawn_kills_that_hook_and_what_it_started(
+    sleeps: list[list[str]], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """trio spawns in a thread: the hook runs (and may start an escapee that drops the run
+    marker) before the guard holds its process. A close in that window used to find nothing
+    to kill; it now waits for the spawn to land and kills the hook's tree like any other."""
+    from triohooks.actors import posix_guard
+    from triohooks.handlers.process import ProcessSpec
+
+    words, argv = unique_sleep()
+    sleeps.append(argv)
+    landed = trio.Event()
+    real_open = trio.lowlevel.open_process
+
+    async def slow_to_land(*args: Any, **kwargs: Any) -> trio.Process:
+        process = await real_open(*args, **kwargs)
+        while not running(argv):  # the escapee is up, the guard does not know the hook yet
+            await trio.sleep(0.01)
+        await landed.wait()
+        return process
+
+    monkeypatch.setattr(posix_guard.trio.lowlevel, "open_process", slow_to_land)
+    script = f"setsid env -u TRIOHOOKS_RUN {words} &\nsleep 30"
+    results = []
+    with trio.fail_after(20):
+        async with trio.open_nursery() as nursery:
+            async with posix_guard.open_posix_guard(watchdog=False) as guard:
+
+                async def run() -> None:
+                    spec = ProcessSpec(argv=("bash", "-c", script), cwd=".", timeout_s=30)
+                    results.append(await guard.run(spec))
+
+                nursery.start_soon(run)
+                while not running(argv):
+                    await trio.sleep(0.01)
+                assert guard.live == 0  # the spawn has not landed
+                nursery.start_soon(set_after, landed, 0.2)  # it lands while close runs
+            assert running(argv) == []
+    assert [r.status for r in results] == ["killed"]
+
+
+async def set_after(event: trio.Event, seconds: float) -> None:
+    await trio.sleep(seconds)
+    event.set()
+
+
 def test_the_watchdog_kills_the_hooks_of_a_host_killed_by_sigkill(
     ws: Path, sleeps: list[list[str]]
 ) -> None:
