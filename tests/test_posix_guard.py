@@ -233,7 +233,7 @@ async def test_close_during_a_spawn_kills_that_hook_and_what_it_started(
         await landed.wait()
         return process
 
-    monkeypatch.setattr(posix_guard.trio.lowlevel, "open_process", slow_to_land)
+    monkeypatch.setattr(trio.lowlevel, "open_process", slow_to_land)
     script = f"setsid env -u TRIOHOOKS_RUN {words} &\nsleep 30"
     results = []
     with trio.fail_after(20):
