@@ -47,6 +47,7 @@ from triohooks.config.table import load_table
 from triohooks.config.toml_dialect import MAX_TIMEOUT_S, parse_toml_text
 from triohooks.fronts.cli import main as cli_main
 from triohooks.match.globs import validate_go_glob
+from triohooks.match.guards import GUARDS
 from triohooks.match.matchers import JsonMatcher
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -203,6 +204,16 @@ numbers = st.one_of(
     st.sampled_from([0, 0.001, 99, 100, 30000, 30001, 3600, 3601]),
 )
 
+#: A built-in guard's parameters: real names and values, and wrong ones.
+guard_params = st.dictionaries(
+    st.sampled_from(["on_uncertain", "protect", "branches", "force", "names", "allow", "x"]),
+    st.one_of(
+        st.sampled_from(["block", "warn", "allow", "off", "maybe"]),
+        st.lists(st.one_of(short_text, st.integers()), max_size=3),
+    ),
+    max_size=3,
+)
+
 TOML_RIGHT: dict[str, st.SearchStrategy[Any]] = {
     "id": st.one_of(st.sampled_from(["a", "no-push", "x.y:z", "-bad"]), short_text),
     "description": text,
@@ -223,6 +234,8 @@ TOML_RIGHT: dict[str, st.SearchStrategy[Any]] = {
     "fail_closed": st.one_of(st.booleans(), st.sampled_from(["true", 1])),
     "worker": st.one_of(st.booleans(), st.sampled_from(["true", 1])),
     "worker_pool": st.one_of(st.integers(-1, 20), st.sampled_from([True, 2.5, "2"])),
+    "builtin": st.one_of(st.sampled_from([*sorted(GUARDS), "destructive", ""]), text),
+    "params": guard_params,
 }
 
 
@@ -399,6 +412,11 @@ def json_matchers(draw: st.DrawFn) -> Any:
 def json_executors(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 9)) == 0:
         return draw(json_value)
+    if draw(st.integers(0, 5)) == 0:
+        guard: dict[str, Any] = {"type": "builtin", "name": draw(TOML_RIGHT["builtin"])}
+        if draw(st.booleans()):
+            guard["params"] = draw(st.one_of(guard_params, json_value))
+        return guard
     out: dict[str, Any] = {
         "type": draw(st.sampled_from(["bash", "bash", "python", None])),
         "command": draw(st.one_of(st.sampled_from(["true", "", " "]), text, json_value)),

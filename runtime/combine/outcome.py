@@ -131,6 +131,8 @@ class Combiner:
         )
         if result.system_message:
             self.outcome.system_messages.append(result.system_message)
+        if result.warning:
+            self._warn(result.warning)
         if result.outcome in FAILED_OUTCOMES:
             self._failed(hook, result)
             return

@@ -23,8 +23,10 @@ from .model import (
     JSON_MIN_TIMEOUT_MS,
     CommandHandler,
     ConfigProblem,
+    GuardHandler,
     Hook,
     Scope,
+    guard_handler,
     location_name,
     worker_pool,
 )
@@ -39,7 +41,9 @@ MAX_MATCHER_FIELD_BYTES: Final = 2048
 _HOOK_KEYS: Final = frozenset(
     {"id", "event", "matcher", "executor", "timeout_ms", "on_error", "description"}
 )
-_EXECUTOR_KEYS: Final = frozenset({"type", "command", "env", "worker", "worker_pool"})
+_EXECUTOR_KEYS: Final = frozenset(
+    {"type", "command", "env", "worker", "worker_pool", "name", "params"}
+)
 _MATCHER_KEYS: Final = frozenset(JsonMatcher.__struct_fields__)
 _TOOL_EVENTS: Final = frozenset({"pre_tool_use", "post_tool_use"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -86,6 +90,8 @@ class JsonHookSpec(msgspec.Struct, frozen=True, kw_only=True):
     compiled_matcher: Any = None
     #: Warm-worker pool size (0: a process per event).
     worker: int = 0
+    #: A built-in guard instead of a bash command (``command`` is then "").
+    guard: GuardHandler | None = None
 
 
 def validate_hook_spec(raw: object) -> JsonHookSpec:
@@ -128,11 +134,32 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
                 f"unknown field{did_you_mean(key, _EXECUTOR_KEYS)} "
                 f"(known: {', '.join(sorted(_EXECUTOR_KEYS))})",
             )
-    if executor.get("type") != "bash":
-        raise EntryError("executor.type", f'must be "bash", not {executor.get("type")!r}')
-    command = executor.get("command")
-    if not isinstance(command, str) or not command.strip():
+    guard = None
+    if executor.get("type") == "builtin":
+        stray = sorted(set(executor) - {"type", "name", "params"})
+        if stray:
+            raise EntryError(f"executor.{location_name(stray[0])}", "does not belong to a builtin")
+        guard, problems = guard_handler(
+            executor.get("name"),
+            executor.get("params"),
+            JSON_ALIASES[event],
+            name_field="executor.name",
+            params_field="executor.params",
+        )
+        if guard is None:
+            raise EntryError(*problems[0])
+    elif executor.get("type") != "bash":
+        raise EntryError(
+            "executor.type", f'must be "bash" or "builtin", not {executor.get("type")!r}'
+        )
+    else:
+        for key in ("name", "params"):
+            if key in executor:
+                raise EntryError(f"executor.{key}", "belongs to a builtin executor, not bash")
+    command = "" if guard is not None else executor.get("command")
+    if guard is None and (not isinstance(command, str) or not command.strip()):
         raise EntryError("executor.command", "must be a non-empty string")
+    assert isinstance(command, str)
     if len(command.encode("utf-8", "surrogatepass")) > MAX_COMMAND_BYTES:
         raise EntryError("executor.command", f"is longer than {MAX_COMMAND_BYTES} bytes")
     bad = exec_string_problem(command)
@@ -181,6 +208,7 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         description=description,
         compiled_matcher=compiled,
         worker=worker,
+        guard=guard,
     )
 
 
@@ -331,7 +359,7 @@ def _to_hook(jf: JsonFile, index: int, spec: JsonHookSpec, resolved: str) -> Hoo
         scope=jf.scope,
         source=jf.file,
         index=index,
-        handler=CommandHandler(spec.command),
+        handler=spec.guard or CommandHandler(spec.command),
         timeout_s=spec.timeout_ms / 1000.0,
         matcher=spec.matcher,
         compiled_matcher=spec.compiled_matcher,

@@ -61,13 +61,21 @@ class PromptHandler(msgspec.Struct, frozen=True, tag="prompt"):
 PythonHookFunc = Callable[[Mapping[str, Any]], Awaitable[Mapping[str, Any] | str | None]]
 
 
+class GuardHandler(msgspec.Struct, frozen=True, tag="builtin"):
+    """A built-in guard (:mod:`triohooks.match.guards`), decided in process: ``builtin =
+    "NAME"`` in TOML, ``{"type": "builtin", "name": ...}`` in JSON. ``params`` validated."""
+
+    name: str
+    params: tuple[tuple[str, Any], ...] = ()
+
+
 class PythonHandler(msgspec.Struct, frozen=True, tag="python"):
     """An async Python callable registered through the engine API."""
 
     func: Any  # PythonHookFunc; typed Any so the Struct stays plain data
 
 
-Handler = CommandHandler | ArgsHandler | HttpHandler | PromptHandler | PythonHandler
+Handler = CommandHandler | ArgsHandler | HttpHandler | PromptHandler | GuardHandler | PythonHandler
 
 
 class Hook(msgspec.Struct, frozen=True, kw_only=True):
@@ -126,7 +134,45 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
             return f"POST {h.url}"
         if isinstance(h, PromptHandler):
             return f"prompt: {h.prompt}" + (f" (model {h.model})" if h.model else "")
+        if isinstance(h, GuardHandler):
+            shown = ", ".join(f"{k}={v!r}" for k, v in h.params)
+            return f"builtin: {h.name}" + (f" ({shown})" if shown else "")
         return f"python: {getattr(h.func, '__qualname__', repr(h.func))}"
+
+
+def guard_handler(
+    name: object, params: object, event: str, *, name_field: str, params_field: str
+) -> tuple[GuardHandler | None, list[tuple[str, str]]]:
+    """A built-in guard's handler, and what is wrong with it as ``(field, message)`` pairs:
+    the same rules in both dialects (the field names are theirs)."""
+    from triohooks.match.guards import GUARD_EVENTS, GUARDS, check_params
+
+    from .suggest import did_you_mean
+
+    if not isinstance(name, str):
+        return None, [(name_field, "must be the name of a built-in guard")]
+    if name not in GUARDS:
+        hint = did_you_mean(name, GUARDS)
+        known = ", ".join(sorted(GUARDS))
+        return None, [(name_field, f"unknown built-in guard {name!r}{hint} (known: {known})")]
+    if event not in GUARD_EVENTS:
+        where = " and ".join(sorted(GUARD_EVENTS))
+        return None, [(name_field, f"a built-in guard reads tool calls: {where} only")]
+    if params is None:
+        params = {}
+    if not isinstance(params, dict):
+        return None, [(params_field, "must be a table of the guard's parameters")]
+    problems = [
+        (f"{params_field}.{key}" if key else name_field, message)
+        for key, message in check_params(name, params)
+    ]
+    if problems:
+        return None, problems
+    return GuardHandler(name, tuple(sorted((k, _frozen(v)) for k, v in params.items()))), []
+
+
+def _frozen(value: Any) -> Any:
+    return tuple(value) if isinstance(value, list) else value
 
 
 def worker_pool(raw: Mapping[str, Any], prefix: str = "") -> tuple[int, list[tuple[str, str]]]:

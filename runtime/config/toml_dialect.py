@@ -21,11 +21,13 @@ from .model import (
     ArgsHandler,
     CommandHandler,
     ConfigProblem,
+    GuardHandler,
     Handler,
     Hook,
     HttpHandler,
     PromptHandler,
     Scope,
+    guard_handler,
     location_name,
     worker_pool,
 )
@@ -49,6 +51,8 @@ _FIELDS: Final = frozenset(
         "fail_closed",
         "worker",
         "worker_pool",
+        "builtin",
+        "params",
     }
 )
 #: Fields only one handler type may carry.
@@ -56,6 +60,7 @@ _TYPE_FIELDS: Final[dict[str, frozenset[str]]] = {
     "command": frozenset({"command", "args", "worker", "worker_pool"}),
     "http": frozenset({"url", "headers", "allowed_env_vars"}),
     "prompt": frozenset({"prompt", "model"}),
+    "builtin": frozenset({"builtin", "params"}),
 }
 _TOP_LEVEL: Final = frozenset({"hooks", "judge"})
 _JUDGE_FIELDS: Final = frozenset({"base_url", "model", "api_key_env"})
@@ -170,7 +175,21 @@ def _handler(entry: _Entry, raw: Mapping[str, Any], kind: str) -> Handler | None
                 entry.error("prompt", "a prompt hook needs prompt")
             return None
         return PromptHandler(prompt, model)
-    entry.error("type", f'must be "command", "http" or "prompt", not {kind!r}')
+    if kind == "builtin":
+        if "builtin" not in raw:
+            entry.error("builtin", 'a builtin hook needs builtin = "<guard name>"')
+            return None
+        guard, problems = guard_handler(
+            raw["builtin"],
+            raw.get("params"),
+            entry.event,
+            name_field="builtin",
+            params_field="params",
+        )
+        for field, message in problems:
+            entry.error(field, message)
+        return guard
+    entry.error("type", f'must be "command", "http", "prompt" or "builtin", not {kind!r}')
     return None
 
 
@@ -192,7 +211,7 @@ def _hook(
             entry.error(
                 location_name(key), f"unknown field{hint} (known: {', '.join(sorted(_FIELDS))})"
             )
-    kind = raw.get("type", "command")
+    kind = raw.get("type", "builtin" if "builtin" in raw else "command")
     if not isinstance(kind, str):
         entry.error("type", f"must be a string, not {_type_name(kind)}")
         return None
@@ -271,6 +290,8 @@ def _display_name(handler: Handler, event: str, index: int) -> str:
         text = " ".join(handler.args)
     elif isinstance(handler, HttpHandler):
         text = handler.url
+    elif isinstance(handler, GuardHandler):
+        text = handler.name
     else:
         text = f"{event}[{index}] prompt"
     return text if len(text) <= 60 else text[:57] + "..."

@@ -5,12 +5,14 @@ from __future__ import annotations
 from triohooks.config.model import (
     ArgsHandler,
     CommandHandler,
+    GuardHandler,
     HttpHandler,
     PromptHandler,
     PythonHandler,
 )
 
 from .command import CommandRunner
+from .guard import GuardRunner
 from .http import HttpHookClient
 from .http_hook import HttpRunner
 from .json_command import JsonCommandRunner
@@ -24,7 +26,8 @@ from .runner import Runners
 def builtin_runners(
     *, spawner: Spawner, http: HttpHookClient | None, judge: Judge | None, workspace: str
 ) -> Runners:
-    """TOML command/args/http/prompt hooks, JSON-dialect bash hooks and in-process Python hooks."""
+    """TOML command/args/http/prompt hooks, JSON-dialect bash hooks, built-in guards (both
+    dialects) and in-process Python hooks."""
     runners = Runners()
     command = CommandRunner(spawner, workspace)
     runners.register(CommandHandler, command)
@@ -33,4 +36,5 @@ def builtin_runners(
     runners.register(HttpHandler, HttpRunner(http))
     runners.register(PromptHandler, PromptRunner(judge))
     runners.register(PythonHandler, PythonRunner())
+    runners.register(GuardHandler, GuardRunner(workspace))
     return runners

@@ -69,6 +69,9 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     #: prompt hooks: the judge's token counts, when it reports them.
     input_tokens: int | None = None
     output_tokens: int | None = None
+    #: What the user should know that is not a decision (a built-in guard that let a call
+    #: it could not read through): an Outcome warning.
+    warning: str | None = None
     #: The failure is ours (a bug in a runner or the process guard), not the hook's: it fails
     #: closed whatever the hook's own failure rule (``triohooks.combine``).
     internal: bool = False

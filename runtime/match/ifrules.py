@@ -573,12 +573,27 @@ def never_applies(rule: IfRule, tool: str) -> bool:
     return False
 
 
-def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
+class CallScripts(msgspec.Struct, frozen=True, gc=False):
+    """The shell scripts one tool call runs (see :func:`call_scripts`)."""
+
+    #: The tool is a known shell tool.
+    shell: bool
+    #: Each script it carries, read: a string as a bash script, a list of strings as an argv.
+    parsed: tuple[ParsedScript, ...] = ()
+    #: A shell tool carrying a script we cannot read (neither a string nor a list of strings).
+    unreadable: bool = False
+
+
+def call_scripts(tool: str, args: Mapping[str, Any]) -> CallScripts:
+    """What a call of ``tool`` with ``args`` runs in a shell: a shell tool's ``command`` /
+    ``cmd`` / ``script``, and the same keys on any other call but a known file tool's (a
+    ``str_replace_based_edit_tool`` ``command`` is ``view``). The one reading of a call's
+    scripts, for ``shell(...)`` rules and the built-in guards."""
     names = _tool_names(tool)
     is_shell = any(n in SHELL_TOOLS for n in names)
     if not is_shell and any(n in _FILE_TOOLS for n in names):
-        return False
-    found = False
+        return CallScripts(False)
+    parsed: list[ParsedScript] = []
     for key in SHELL_KEYS:
         if key not in args:
             continue
@@ -586,17 +601,21 @@ def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
 
         value = args[key]
         if isinstance(value, str):
-            parsed = parse_script(value)
+            parsed.append(parse_script(value))
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
-            parsed = parse_argv(value)
-        else:
-            if is_shell:
-                return True  # a shell call whose script we cannot read
-            continue
-        found = True
-        if _script_matches(rule, parsed):
-            return True
-    return is_shell and not found
+            parsed.append(parse_argv(value))
+        elif is_shell:
+            return CallScripts(True, tuple(parsed), unreadable=True)
+    return CallScripts(is_shell, tuple(parsed))
+
+
+def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
+    call = call_scripts(tool, args)
+    if call.unreadable:
+        return True  # a shell call whose script we cannot read
+    if not call.parsed:
+        return call.shell  # a shell tool without a script: run
+    return any(_script_matches(rule, parsed) for parsed in call.parsed)
 
 
 def _script_matches(rule: IfRule, parsed: ParsedScript) -> bool:
@@ -756,7 +775,7 @@ def _path_applies(rule: IfRule, tool: str, args: Mapping[str, Any], workspace: s
     mine = rule.kind in kinds
     if kinds and not mine:
         return False
-    paths = _call_paths(args, patch=bool(_PATCH_TOOLS.intersection(_tool_names(tool))))
+    paths = call_paths(tool, args)
     if paths is None:
         return True  # a path we cannot read
     if not paths:
@@ -770,6 +789,18 @@ _PATCH_PATH: Final = re.compile(
     r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |(?:---|\+\+\+) (?:[ab]/)?)(.+?)\s*$",
     re.MULTILINE,
 )
+
+
+def call_paths(tool: str, args: Mapping[str, Any]) -> list[str] | None:
+    """Every path a call of ``tool`` names (its path keys, and a patch tool's patch text);
+    ``None`` when one of them cannot be read. The kinds of the tool: :func:`tool_kinds`."""
+    return _call_paths(args, patch=bool(_PATCH_TOOLS.intersection(_tool_names(tool))))
+
+
+def tool_kinds(tool: str) -> frozenset[str]:
+    """The kinds (``read``, ``write``, ``delete``, ``shell``, ``web``...) a tool is known as;
+    empty for a tool we do not know."""
+    return _tool_kinds(tool)
 
 
 def _call_paths(args: Mapping[str, Any], *, patch: bool) -> list[str] | None:

@@ -161,6 +161,9 @@ class ScriptWords(msgspec.Struct, frozen=True, gc=False):
     other_words: tuple[Word, ...] = ()
     #: Why some command's own arguments could not be followed (``dynamic command name`` ...).
     doubts: tuple[str, ...] = ()
+    #: Commands that run code that is not shell, or a file's (``python -c``, ``source x.sh``):
+    #: each as a doubt would be said, but kept apart from ``doubts``.
+    foreign: tuple[str, ...] = ()
     #: Why the script could not be read at all ("" when it could).
     error: str = ""
 
@@ -171,6 +174,13 @@ class _Uncertain(Exception):
 
 class _TooMany(_Uncertain):
     """More commands than :data:`MAX_COMMANDS`: the script cannot be read whole."""
+
+
+class _Foreign(_Uncertain):
+    """The command runs code that is not shell: another language's (``python -c``, ``awk``,
+    ``sed``, ``make``...) or a file's (``source x.sh``). Uncertain for matching like any doubt;
+    :func:`read_words` lists it apart (``foreign``), for readers that only promise to read the
+    shell (the built-in guards)."""
 
 
 # --- tree-sitter plumbing ---------------------------------------------------------------------
@@ -901,6 +911,7 @@ class _Walker:
         self.dynamic: list[str] = []
         self.other_words: list[Word] = []
         self.doubts: list[str] = []
+        self.foreign: list[str] = []
         self.arith_trap = not lenient and bool(source) and _ARITH_TRAP.search(source) is not None
 
     def _semantic(self, check: Callable[[], None]) -> None:
@@ -912,6 +923,8 @@ class _Walker:
             check()
         except _TooMany:
             raise
+        except _Foreign as exc:
+            self.foreign.append(str(exc))
         except _Uncertain as exc:
             self.doubts.append(str(exc))
 
@@ -1074,6 +1087,9 @@ class _Walker:
                 nxt = handler(self, words, open_tail)
             except _TooMany:
                 raise
+            except _Foreign as exc:
+                self.foreign.append(f"{name}: {exc}")
+                return
             except _Uncertain as exc:
                 self.doubts.append(f"{name}: {exc}")
                 return
@@ -1090,6 +1106,7 @@ class _Walker:
             self.dynamic.extend(words.dynamic)
             self.other_words.extend(words.other_words)
             self.doubts.extend(words.doubts)
+            self.foreign.extend(words.foreign)
             return
         inner = _parse(text, self.depth + 1)
         if inner.uncertain:
@@ -1133,9 +1150,41 @@ def _no_dynamic(words: tuple[Word, ...], what: str) -> tuple[str, ...]:
 # shells
 
 
+#: Programs of :data:`OPAQUE` whose code is not shell (REPLs, editors, database shells): what
+#: they run is :class:`_Foreign`. The rest (``eval``, ``trap``, other shells, ``tmux``,
+#: ``at``, remote runners...) run shell code we cannot see.
+_OPAQUE_FOREIGN: Final = _names(
+    """
+        irb jshell iex erl R gdb lldb dc m4 ed ex vi vim nvim vimdiff emacs emacsclient
+        sqlite3 psql mysql mariadb sftp ftp lftp
+    """
+)
+
+
 def _opaque(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     base = posixpath.basename(words[0] or "") or str(words[0])
-    raise _Uncertain(f"{base} runs code we cannot see")
+    why = f"{base} runs code we cannot see"
+    if base in _OPAQUE_FOREIGN:
+        raise _Foreign(why)
+    if base in ("source", ".") and len(words) > 1 and None not in words[1:]:
+        raise _Foreign(why)  # a file of shell code: read like `bash x.sh`, i.e. not followed
+    raise _Uncertain(why)
+
+
+def _foreign(handler: _Handler) -> _Handler:
+    """``handler``, its doubts being about code that is not shell (:class:`_Foreign`)."""
+
+    def wrapped(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+        try:
+            return handler(walker, words, open_tail)
+        except _TooMany:
+            raise
+        except _Uncertain as exc:
+            if isinstance(exc, _Foreign):
+                raise
+            raise _Foreign(str(exc)) from None
+
+    return wrapped
 
 
 def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
@@ -2327,7 +2376,7 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     **{name: _wrapper(name, spec) for name, spec in WRAPPERS.items()},
     **{name: _runner for name in RUNNERS},
     **{name: _subcommand_runner(subs) for name, subs in SUBCOMMAND_RUNNERS.items()},
-    **{name: _interpreter(name, spec) for name, spec in INTERPRETERS.items()},
+    **{name: _foreign(_interpreter(name, spec)) for name, spec in INTERPRETERS.items()},
     "env": _env,
     "find": _find,
     "fd": _fd,
@@ -2341,15 +2390,15 @@ _HANDLERS: Final[dict[str, _Handler]] = {
     "parallel": _parallel,
     "flock": _flock,
     "nix-shell": _nix_shell,
-    "deno": _deno,
-    "awk": _awk,
-    "gawk": _awk,
-    "mawk": _awk,
-    "nawk": _awk,
-    "sed": _sed,
-    "gsed": _sed,
-    "make": _make,
-    "gmake": _make,
+    "deno": _foreign(_deno),
+    "awk": _foreign(_awk),
+    "gawk": _foreign(_awk),
+    "mawk": _foreign(_awk),
+    "nawk": _foreign(_awk),
+    "sed": _foreign(_sed),
+    "gsed": _foreign(_sed),
+    "make": _foreign(_make),
+    "gmake": _foreign(_make),
     "tar": _tar,
     "gtar": _tar,
     "bsdtar": _tar,
@@ -2445,6 +2494,7 @@ def _read_words(script: str, depth: int) -> ScriptWords:
         tuple(walker.dynamic),
         tuple(walker.other_words),
         tuple(walker.doubts),
+        foreign=tuple(walker.foreign),
     )
 
 

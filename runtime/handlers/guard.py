@@ -1,0 +1,57 @@
+"""Built-in guards as hooks: each call read in process by :mod:`triohooks.match.guards`, no
+spawn. A block is the guard's reason; a call the guard cannot read for sure gets its
+``on_uncertain`` (block, or go on with an Outcome warning, or go on)."""
+
+from __future__ import annotations
+
+import functools
+import os
+import time
+from typing import Any
+
+from triohooks.config.model import GuardHandler, Hook
+from triohooks.match.guards import Call, Check, OnUncertain, build
+
+from .replies import RunResult
+from .runner import HookInput
+
+
+@functools.lru_cache(maxsize=256)
+def _compiled(handler: GuardHandler) -> tuple[Check, OnUncertain]:
+    return build(handler.name, dict(handler.params))
+
+
+class GuardRunner:
+    """Runs :class:`GuardHandler` hooks for one engine's workspace."""
+
+    def __init__(self, workspace: str) -> None:
+        self.workspace = workspace
+        self.home = os.path.expanduser("~")
+
+    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
+        handler = hook.handler
+        assert isinstance(handler, GuardHandler)
+        start = time.perf_counter()
+        check, on_uncertain = _compiled(handler)
+        fields = hook_input.fields
+        args: Any = fields.get("args")
+        verdict = check(
+            Call(
+                tool=str(fields.get("tool") or ""),
+                args=args if isinstance(args, dict) else {},
+                cwd=str(fields.get("cwd") or self.workspace),
+                workspace=self.workspace,
+                home=self.home,
+            )
+        )
+        took = (time.perf_counter() - start) * 1000
+        name = handler.name
+        if verdict.block:
+            return RunResult(outcome="block", reason=f"{name}: {verdict.block}", duration_ms=took)
+        if not verdict.uncertain or on_uncertain == "allow":
+            return RunResult(outcome="ok", duration_ms=took)
+        why = f"{name} cannot read this call for sure: {verdict.uncertain}"
+        if on_uncertain == "block":
+            reason = f'{why} (on_uncertain = "block"; "warn" or "allow" lets such calls through)'
+            return RunResult(outcome="block", reason=reason, duration_ms=took)
+        return RunResult(outcome="ok", warning=f"{why}; let through", duration_ms=took)
