@@ -5,7 +5,8 @@ does not know fails :func:`test_every_fence_is_checked`, so a new example cannot
 unchecked:
 
 - ``text``: diagrams and transcripts; not checked.
-- ``toml``: a hooks.toml; it loads without a problem. ``toml invalid``: an example of errors;
+- ``toml``: a hooks.toml; it loads without a problem. ``toml cases``: a ``triohooks test``
+  case file; every case reads. ``toml invalid``: an example of errors;
   the ``output`` fence right after it is exactly what ``triohooks validate`` prints for it.
 - ``json hooks.json``: a hooks.json; it loads without a problem.
 - ``json stdin``: the event a TOML-dialect hook reads on stdin; a real hook reads exactly it.
@@ -116,6 +117,7 @@ _SIMPLE_KINDS = {
     ("text", ()): "text",
     ("toml", ()): "toml",
     ("toml", ("invalid",)): "toml-invalid",
+    ("toml", ("cases",)): "toml-cases",
     ("output", ()): "output",
     ("json", ("hooks.json",)): "json-hooks",
     ("json", ("stdin",)): "json-stdin",
@@ -280,6 +282,15 @@ def test_toml_example_loads(tmp_path: Path, fence: Fence) -> None:
     table = load_table(workspace=None, config_dir=config_dir)
     assert [str(p) for p in table.problems] == []
     assert table.hooks
+
+
+@pytest.mark.parametrize("fence", params("toml-cases"))
+def test_case_file_example_reads(tmp_path: Path, fence: Fence) -> None:
+    from triohooks.fronts.hooktest import read_cases
+
+    path = tmp_path / "hooks.test.toml"
+    path.write_text(fence.body)
+    assert read_cases(path)
 
 
 @pytest.mark.parametrize("fence", params("json-hooks"))

@@ -186,6 +186,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "gemini": (".agents_cli", "add_gemini_command", "cmd_agent"),
     "codex": (".agents_cli", "add_codex_command", "cmd_agent"),
     "service": (".service", "add_service_command", "cmd_service"),
+    "test": (".hooktest", "add_test_command", "cmd_test"),
 }
 
 

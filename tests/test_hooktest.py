@@ -1,0 +1,187 @@
+"""``triohooks test``: case files run through the real engine and the real hooks (bash
+processes, built-in guards), from the command line as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+
+from tests.helpers import write_json_hooks, write_toml_hooks
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def triohooks_test(*argv: str, cwd: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
+    return subprocess.run(
+        [sys.executable, "-m", "triohooks", "test", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.fixture
+def dirs(tmp_path: Path) -> tuple[Path, Path]:
+    ws, cfg = tmp_path / "ws", tmp_path / "cfg"
+    ws.mkdir()
+    cfg.mkdir()
+    return ws, cfg
+
+
+def test_the_examples_pass_and_write_junit_xml(dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    ws, cfg = dirs
+    xml = tmp_path / "out/junit.xml"
+    done = triohooks_test(
+        str(REPO / "examples/hooks.test.toml"),
+        "--config",
+        str(REPO / "examples/hooks.toml"),
+        "--junit-xml",
+        str(xml),
+        cwd=ws,
+        cfg=cfg,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    lines = done.stdout.splitlines()
+    assert lines[0] == f"5 case(s) from {REPO / 'examples/hooks.test.toml'}"
+    assert lines[1] == "....."
+    assert lines[-1].startswith("5 passed in ")
+    suite = ET.parse(xml).getroot()
+    assert (suite.tag, suite.get("tests"), suite.get("failures")) == ("testsuite", "5", "0")
+    assert suite[0].get("name") == "a push is blocked, with the reason"
+
+
+GUARDS = """
+[[hooks.pre_tool]]
+builtin = "protected_push"
+
+[[hooks.pre_tool]]
+id = "stamp"
+match = "Write"
+command = '''echo '{"updated_args": {"file_path": "x.txt", "content": "stamped"}}' '''
+"""
+
+CASES = """
+[[case]]
+name = "push to main"
+tool = "Bash"
+args = { command = "git -C . push origin main" }
+expect.decision = "block"
+expect.reason = "protected branch main"
+
+[[case]]
+name = "wrong on purpose"
+tool = "Bash"
+args = { command = "git push origin feature" }
+expect.decision = "block"
+expect.ran = ["nothing"]
+
+[[case]]
+name = "rewrite"
+tool = "Write"
+args = { file_path = "x.txt", content = "hi" }
+expect.args = { file_path = "x.txt", content = "hi" }
+"""
+
+
+def test_failures_say_expected_and_got(dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    ws, cfg = dirs
+    write_toml_hooks(cfg, GUARDS)
+    (cfg / "hooks.test.toml").write_text(CASES)
+    xml = tmp_path / "j.xml"
+    done = triohooks_test("--junit-xml", str(xml), cwd=ws, cfg=cfg)
+    assert done.returncode == 1
+    out = done.stdout
+    assert out.splitlines()[1] == ".FF"
+    assert f"FAILED {cfg / 'hooks.test.toml'}::wrong on purpose" in out
+    assert "    decision: expected block, got allow" in out
+    assert "    ran: expected ['nothing'], got ['protected_push']" in out
+    assert f"FAILED {cfg / 'hooks.test.toml'}::rewrite" in out
+    assert (
+        "    args: expected {'file_path': 'x.txt', 'content': 'hi'}, "
+        "got {'file_path': 'x.txt', 'content': 'stamped'}"
+    ) in out
+    assert out.rstrip().splitlines()[-1].startswith("1 passed, 2 failed in ")
+    suite = ET.parse(xml).getroot()
+    assert suite.get("failures") == "2"
+    failure = suite[1].find("failure")
+    assert failure is not None and failure.get("message") == ("decision: expected block, got allow")
+
+
+def test_workspace_cases_are_found_and_trust_is_said(dirs: tuple[Path, Path]) -> None:
+    ws, cfg = dirs
+    write_json_hooks(
+        ws / ".agents",
+        [{"event": "pre_tool_use", "executor": {"type": "builtin", "name": "secret_reads"}}],
+    )
+    (ws / ".agents/hooks.test.toml").write_text(
+        '[[case]]\nname = "no .env"\ntool = "Read"\nargs = { file_path = ".env" }\n'
+        'expect.decision = "block"\n'
+    )
+    held = triohooks_test(cwd=ws, cfg=cfg)
+    assert held.returncode == 1
+    assert "held back: they are not trusted yet" in held.stderr  # why it fails
+    assert "(or run with --trust)" in held.stderr
+    trusted = triohooks_test("--trust", cwd=ws, cfg=cfg)
+    assert trusted.returncode == 0, trusted.stdout + trusted.stderr
+    assert trusted.stdout.splitlines()[-1].startswith("1 passed")
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        (
+            "[[case]]\ntool = 'Bash'\nexpect.decison = 'block'\n",
+            "expect.decison: unknown field (did you mean 'decision'?)",
+        ),
+        (
+            "[[case]]\ntol = 'Bash'\nexpect.decision = 'block'\n",
+            "case[0].tol: unknown field (did you mean 'tool'?)",
+        ),
+        ("[[case]]\nexpect.decision = 'deny'\n", 'expect.decision: must be "block" or "allow"'),
+        ("[[case]]\ntool = 'Bash'\n", "case[0].expect: say what must come out"),
+        ("[[case]]\nevent = 'PreToolUse'\nexpect.decision = 'allow'\n", "did you mean 'pre_tool'?"),
+        (
+            "[[cases]]\nexpect.decision = 'allow'\n",
+            "cases: unknown top-level key (did you mean 'case'?)",
+        ),
+        ("[[case]\n", "not valid TOML"),
+        ("", "no [[case]] tables"),
+    ],
+)
+def test_a_bad_case_file_is_one_clear_line(dirs: tuple[Path, Path], text: str, said: str) -> None:
+    ws, cfg = dirs
+    path = ws / "cases.toml"
+    path.write_text(text)
+    done = triohooks_test(str(path), cwd=ws, cfg=cfg)
+    assert done.returncode == 1
+    assert done.stderr.startswith(f"triohooks test: {path}: ")
+    assert said in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_no_case_files_says_where_they_go(dirs: tuple[Path, Path]) -> None:
+    ws, cfg = dirs
+    done = triohooks_test(cwd=ws, cfg=cfg)
+    assert done.returncode == 1
+    assert done.stderr.strip() == (
+        f"triohooks test: no case files; write [[case]] tables in "
+        f"{ws.resolve()}/.agents/hooks.test.toml or {cfg}/hooks.test.toml, or name files"
+    )
+
+
+def test_a_payload_the_engine_refuses_is_an_error_of_that_case(dirs: tuple[Path, Path]) -> None:
+    ws, cfg = dirs
+    path = ws / "cases.toml"
+    path.write_text("[[case]]\ntool = 3\nexpect.decision = 'allow'\n")
+    done = triohooks_test(str(path), cwd=ws, cfg=cfg)
+    assert done.returncode == 1
+    assert "FAILED" in done.stdout and "payload:" in done.stdout
