@@ -185,3 +185,45 @@ def test_a_payload_the_engine_refuses_is_an_error_of_that_case(dirs: tuple[Path,
     done = triohooks_test(str(path), cwd=ws, cfg=cfg)
     assert done.returncode == 1
     assert "FAILED" in done.stdout and "payload:" in done.stdout
+
+
+def run_cli(*argv: str, cwd: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
+    return subprocess.run(
+        [sys.executable, "-m", "triohooks", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_init_writes_a_policy_that_validates_and_passes_its_cases(
+    dirs: tuple[Path, Path],
+) -> None:
+    ws, cfg = dirs
+    done = run_cli("init", cwd=ws, cfg=cfg)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        f"wrote {cfg}/hooks.toml",
+        f"wrote {cfg}/hooks.test.toml",
+    ]
+    assert run_cli("validate", cwd=ws, cfg=cfg).stdout == "ok: 5 hook(s) run, from 1 file(s)\n"
+    tested = run_cli("test", cwd=ws, cfg=cfg)
+    assert tested.returncode == 0, tested.stdout
+    assert tested.stdout.splitlines()[-1].startswith("7 passed")
+    again = run_cli("init", cwd=ws, cfg=cfg)
+    assert again.returncode == 1
+    assert "already there; nothing written (--force overwrites)" in again.stderr
+    assert run_cli("init", "--force", cwd=ws, cfg=cfg).returncode == 0
+
+
+def test_init_into_the_workspace_says_to_trust_it(dirs: tuple[Path, Path]) -> None:
+    ws, cfg = dirs
+    done = run_cli("init", "--workspace-scope", cwd=ws, cfg=cfg)
+    assert done.returncode == 0, done.stderr
+    assert (ws / ".agents/hooks.toml").is_file() and (ws / ".agents/hooks.test.toml").is_file()
+    assert f"next: `triohooks trust --workspace {ws.resolve()}` to turn them on" in done.stdout
+    assert run_cli("test", "--trust", cwd=ws, cfg=cfg).returncode == 0

@@ -187,6 +187,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "codex": (".agents_cli", "add_codex_command", "cmd_agent"),
     "service": (".service", "add_service_command", "cmd_service"),
     "test": (".hooktest", "add_test_command", "cmd_test"),
+    "init": (".init_cli", "add_init_command", "cmd_init"),
 }
 
 
