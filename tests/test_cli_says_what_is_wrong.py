@@ -278,3 +278,41 @@ def test_fire_with_stdout_closed_still_says_blocked_by_its_exit_code(
         os.close(write_end)
     assert done.returncode == 2
     assert "Traceback" not in done.stderr
+
+
+def test_fire_in_a_readable_block(dirs: tuple[Path, Path]) -> None:
+    ws, cfg = dirs
+    write_toml_hooks(
+        cfg,
+        '[[hooks.pre_tool]]\nid = "no-push"\nif = "shell(git push*)"\n'
+        'command = "echo not today >&2; exit 2"\n\n'
+        '[[hooks.pre_tool]]\nid = "quiet"\nif = "shell(pytest*)"\n'
+        """command = '''echo '{"updated_args": {"command": "pytest -q"}}' '''\n""",
+    )
+    push = triohooks(
+        "fire",
+        "pre_tool",
+        "--format",
+        "human",
+        cwd=ws,
+        cfg=cfg,
+        stdin=json.dumps({"tool": "Bash", "args": {"command": "git push"}}),
+    )
+    assert push.returncode == 2
+    lines = push.stdout.splitlines()
+    assert lines[:3] == ["pre_tool Bash: BLOCKED (block)", "  reason: not today", "  runs (1):"]
+    assert lines[3].startswith("    no-push [toml] block exit 2 ")
+    rewrite = triohooks(
+        "fire",
+        "pre_tool",
+        "--format",
+        "human",
+        cwd=ws,
+        cfg=cfg,
+        stdin=json.dumps({"tool": "Bash", "args": {"command": "pytest"}}),
+    )
+    assert rewrite.returncode == 0
+    assert rewrite.stdout.splitlines()[:2] == [
+        "pre_tool Bash: allowed",
+        '  args rewritten: {"command":"pytest -q"}',
+    ]

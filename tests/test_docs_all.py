@@ -672,6 +672,7 @@ PLACEHOLDERS = {
     "COUNT": "256",
     "BYTES": "1048576",
     "SECONDS": "60",
+    "FORMAT": "human",
 }
 
 

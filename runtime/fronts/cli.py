@@ -232,6 +232,12 @@ def _add_fire(sub: Any) -> None:
     _scope_args(p)
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
+    p.add_argument(
+        "--format",
+        choices=("json", "human"),
+        default="json",
+        help="json: the Outcome on one line (the default); human: a readable block",
+    )
     p.add_argument("--no-audit", action="store_true", help="write no audit records")
 
 
@@ -529,10 +535,15 @@ def cmd_fire(args: argparse.Namespace) -> int:
         except BaseException:
             otel.close_fire(telemetry)
             raise
-    for warning in outcome.warnings:
-        print(f"triohooks: warning: {warning}", file=sys.stderr)
+    if args.format != "human":  # (the human block lists them itself)
+        for warning in outcome.warnings:
+            print(f"triohooks: warning: {warning}", file=sys.stderr)
+    if args.format == "human":
+        text = human_outcome(outcome, ev)
+    else:
+        text = msgspec.json.encode(outcome).decode() + "\n"
     try:
-        sys.stdout.write(msgspec.json.encode(outcome).decode() + "\n")
+        sys.stdout.write(text)
         sys.stdout.flush()  # the Outcome first; then the export's close (bounded: 0.5 s)
     except BrokenPipeError:
         stdout_gone()  # nobody reads the Outcome: the exit code below still says the decision
@@ -541,6 +552,44 @@ def cmd_fire(args: argparse.Namespace) -> int:
     if outcome.blocked:
         return EXIT_PROMPT_BLOCKED if event == "prompt_submit" else EXIT_BLOCKED
     return EXIT_OK
+
+
+def human_outcome(outcome: Outcome, ev: EventBase) -> str:
+    """An Outcome as a person reads it: the decision first, then what changed, each run, and
+    the warnings (``fire --format human``)."""
+    tool = getattr(ev, "tool", "")
+    head = f"{outcome.event}{' ' + tool if tool else ''}: "
+    if outcome.blocked:
+        head += f"BLOCKED ({outcome.decision})" if outcome.decision else "BLOCKED"
+    else:
+        head += "allowed" if not outcome.decision else f"allowed ({outcome.decision})"
+    lines = [head]
+    if outcome.reason:
+        lines.append(f"  reason: {outcome.reason}")
+    if outcome.user_message:
+        lines.append(f"  to the user: {outcome.user_message}")
+    if outcome.args is not None and outcome.args != getattr(ev, "args", None):
+        lines.append(f"  args rewritten: {msgspec.json.encode(outcome.args).decode()}")
+    if outcome.prompt is not None and outcome.prompt != getattr(ev, "prompt", None):
+        lines.append(f"  prompt rewritten: {outcome.prompt}")
+    if outcome.additional_context:
+        lines.append(f"  context: {outcome.additional_context}")
+    for message in outcome.system_messages:
+        lines.append(f"  message: {message}")
+    if outcome.continue_:
+        lines.append("  continue: a stop hook asked the agent to go on")
+    if outcome.queued:
+        lines.append("  background hooks queued")
+    lines.append(f"  runs ({len(outcome.runs)}):" if outcome.runs else "  no hook ran")
+    for run in outcome.runs:
+        code = f" exit {run.exit_code}" if run.exit_code is not None else ""
+        said = f": {run.error}" if run.error else ""
+        lines.append(
+            f"    {run.hook} [{run.dialect}] {run.outcome}{code} {run.duration_ms:.1f} ms{said}"
+        )
+    for warning in outcome.warnings:
+        lines.append(f"  warning: {warning}")
+    return "\n".join(lines) + "\n"
 
 
 def _fire_nothing_runs(args: argparse.Namespace, ws: Path, ev: EventBase) -> Outcome | None:
