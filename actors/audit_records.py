@@ -8,7 +8,7 @@ tracer. It must not write records (the sink does).
 from __future__ import annotations
 
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any, Final
@@ -58,6 +58,27 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def read_records(
+    audit_dir: Path, *, days: int = 7, now: Callable[[], datetime] = _utc_now
+) -> Iterator[AuditRecord]:
+    """The records of the last ``days`` UTC days' files, oldest first. Missing files and
+    unreadable or torn lines are skipped (a line being appended is read next time)."""
+    today = now().astimezone(UTC).date()
+    decoder = msgspec.json.Decoder(AuditRecord)
+    for back in range(days - 1, -1, -1):
+        path = audit_file(audit_dir, today - timedelta(days=back))
+        try:
+            with path.open("rb") as f:
+                lines = f.readlines()
+        except OSError:
+            continue
+        for line in lines:
+            try:
+                yield decoder.decode(line)
+            except msgspec.DecodeError:
+                continue
+
+
 # ---------------------------------------------------------------------------------------------
 # Failure memory
 
@@ -97,22 +118,9 @@ class FailureMemory:
         workspace's records count.
         """
         memory = cls()
-        today = now().astimezone(UTC).date()
-        decoder = msgspec.json.Decoder(AuditRecord)
-        for back in range(days - 1, -1, -1):
-            path = audit_file(audit_dir, today - timedelta(days=back))
-            try:
-                with path.open("rb") as f:
-                    lines = f.readlines()
-            except OSError:
+        for record in read_records(audit_dir, days=days, now=now):
+            if workspace is not None and record.workspace != workspace:
                 continue
-            for line in lines:
-                try:
-                    record = decoder.decode(line)
-                except msgspec.DecodeError:
-                    continue
-                if workspace is not None and record.workspace != workspace:
-                    continue
-                if is_failure(record):
-                    memory.add(record.hook, record.time, record.error or "")
+            if is_failure(record):
+                memory.add(record.hook, record.time, record.error or "")
         return memory

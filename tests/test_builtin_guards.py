@@ -470,11 +470,13 @@ async def test_guards_through_the_engine(tmp_path: Path) -> None:
             fine = await engine.pre_tool("Bash", {"command": "ls -la"})
     home = os.path.expanduser("~")
     assert rm.blocked and rm.message_for_model == (
-        f"blocked by pre_tool hook: destructive_delete: `rm -fr ~` deletes {home} and "
+        f"blocked by pre_tool hook: destructive_delete guard: `rm -fr ~` deletes {home} and "
         "everything under it"
     )
     assert [r.outcome for r in rm.runs] == ["block"]  # the chain stopped there
-    assert env.blocked and "secret_reads: Read reads a secret" in (env.reason or "")
+    assert env.blocked and env.reason == (
+        f"secret_reads guard: Read reads {ws / '.env'} (a credentials file)"
+    )
     # destructive_delete cannot see what sh runs from stdin: it blocks first, saying so.
     assert curl.blocked and "cannot read this call for sure" in (curl.reason or "")
     assert not dynamic.blocked
@@ -501,4 +503,6 @@ def test_guards_through_fire(tmp_path: Path) -> None:
         check=False,
     )
     assert done.returncode == 2, done.stderr
-    assert "~/.aws/credentials is under ~/.aws" in json.loads(done.stdout)["reason"]
+    assert json.loads(done.stdout)["reason"] == (
+        "secret_reads guard: the command reads ~/.aws/credentials (under ~/.aws)"
+    )

@@ -188,6 +188,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "service": (".service", "add_service_command", "cmd_service"),
     "test": (".hooktest", "add_test_command", "cmd_test"),
     "init": (".init_cli", "add_init_command", "cmd_init"),
+    "audit": (".audit_cli", "add_audit_command", "cmd_audit"),
 }
 
 

@@ -75,7 +75,7 @@ name = "no reading .env"
 tool = "Read"
 args = { file_path = ".env" }
 expect.decision = "block"
-expect.reason = "secret"
+expect.reason = "a credentials file"
 
 [[case]]
 name = "no curl into a shell"

@@ -47,7 +47,9 @@ class GuardRunner:
         took = (time.perf_counter() - start) * 1000
         name = handler.name
         if verdict.block:
-            return RunResult(outcome="block", reason=f"{name}: {verdict.block}", duration_ms=took)
+            # "<name> guard:", not "<name>:", which a redactor reads as "secret_reads: <value>"
+            reason = f"{name} guard: {verdict.block}"
+            return RunResult(outcome="block", reason=reason, duration_ms=took)
         if not verdict.uncertain or on_uncertain == "allow":
             return RunResult(outcome="ok", duration_ms=took)
         why = f"{name} cannot read this call for sure: {verdict.uncertain}"

@@ -495,11 +495,11 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
         if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET_NAMES):
             return None
         if any(fnmatch.fnmatchcase(name, p) for p in names):
-            return f"{word} is a credentials file"
+            return "a credentials file"
         for directory in home_dirs:
             root = posixpath.join(call.home, directory)
             if path.startswith(root + "/") or (path == root and "/" in directory):
-                return f"{word} is under ~/{directory}"
+                return f"under ~/{directory}"
         return None
 
     def check(call: Call) -> Verdict:
@@ -511,7 +511,7 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
             for path in paths:
                 why = secret(path, call)
                 if why is not None:
-                    return Verdict(block=f"{call.tool} reads a secret: {why}")
+                    return Verdict(block=f"{call.tool} reads {path} ({why})")
         readings, error = _readings(call)
         uncertain = error
         for read in readings:
@@ -522,7 +522,7 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
                 for part in _path_parts(word):
                     why = secret(part, call)
                     if why is not None:
-                        return Verdict(block=f"the command reads a secret: {why}")
+                        return Verdict(block=f"the command reads {part} ({why})")
             if read.dynamic and not uncertain:
                 uncertain = f"a word known only at run time ({read.dynamic[0]}) may name a secret"
             if read.doubts and not uncertain:
