@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # them through a tree of symlinks with the installed names, rebuilt on every run.
 TYPES_TREE := build/mypy
 
-.PHONY: demo test lint types pytest interop bench clean
+.PHONY: demo test lint types pytest long interop bench clean
 
 # The install log is kept in .venv/install.log and shown only when the install fails.
 $(STAMP): pyproject.toml
@@ -41,6 +41,11 @@ test: lint types pytest
 
 # The real agent CLIs (Claude Code, Codex, Gemini CLI) headless against local fake model servers,
 # installed into .cache/interop/ on first use; each is skipped, saying why, when it cannot be.
+# What takes long on its own (pytest marker `long`), and the config fuzz at full scale.
+long: $(STAMP)
+	$(BIN)/pytest -q -n 2 -m long
+	TRIOHOOKS_FUZZ_SCALE=1 $(BIN)/pytest -q -n 2 tests/test_config_fuzz.py
+
 interop: $(STAMP)
 	$(BIN)/pytest -q -rs -m interop tests/interop
 

@@ -744,6 +744,7 @@ def totals(doc: dict[str, Any], signal_name: str) -> tuple[int, int, dict[str, i
     return s["produced"], s["exported"], s["dropped"]
 
 
+@pytest.mark.long
 def test_ten_thousand_events_then_the_receiver_goes_away_and_comes_back(
     tmp_path: Path, receiver: Receiver
 ) -> None:
