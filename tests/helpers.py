@@ -114,3 +114,24 @@ def running(argv: list[str]) -> list[psutil.Process]:
         if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
+
+
+def triohooks_cli(
+    *argv: str, cwd: Path, config_dir: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """``python -m triohooks ARGV`` as a user runs it, with the global config dir (and the
+    state dir under it) set by the environment."""
+    env = {
+        **os.environ,
+        "TRIOHOOKS_CONFIG_DIR": str(config_dir),
+        "TRIOHOOKS_STATE_DIR": str(config_dir / "s"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "triohooks", *argv],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        check=False,
+    )

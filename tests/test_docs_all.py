@@ -659,6 +659,7 @@ async def test_js_example_uses_real_frames(tmp_path: Path, fence: Fence) -> None
 #: Sample values for the placeholders of synopses.
 PLACEHOLDERS = {
     "EVENT": "pre_tool",
+    "TRANSCRIPT": "session.jsonl",
     "ACTION": "list",
     "DIR": ".",
     "FILE": "hooks.toml",

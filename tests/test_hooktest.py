@@ -11,22 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import write_json_hooks, write_toml_hooks
+from tests.helpers import triohooks_cli, write_json_hooks, write_toml_hooks
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def triohooks_test(*argv: str, cwd: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", "test", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return triohooks_cli("test", *argv, cwd=cwd, config_dir=cfg)
 
 
 @pytest.fixture

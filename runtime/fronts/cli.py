@@ -104,13 +104,15 @@ def _choice_hint(message: str) -> str:
     return f"; did you mean {choice!r}?" if choice is not None else ""
 
 
-def _scope_args(p: argparse.ArgumentParser, *, configs: bool = True) -> None:
-    p.add_argument(
-        "--workspace",
-        type=Path,
-        default=None,
-        help="workspace directory (default: the current directory)",
-    )
+def scope_args(
+    p: argparse.ArgumentParser,
+    *,
+    configs: bool = True,
+    workspace_help: str = "workspace directory (default: the current directory)",
+) -> None:
+    """``--workspace``, ``--config`` (unless ``configs`` is False) and ``--config-dir``: which
+    hooks a command reads, the same for every command."""
+    p.add_argument("--workspace", type=Path, default=None, help=workspace_help)
     if configs:
         _config_arg(p)
     p.add_argument(
@@ -196,6 +198,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "test": (".hooktest", "add_test_command", "cmd_test"),
     "init": (".init_cli", "add_init_command", "cmd_init"),
     "audit": (".audit_cli", "add_audit_command", "cmd_audit"),
+    "replay": (".replay", "add_replay_command", "cmd_replay"),
 }
 
 
@@ -212,12 +215,12 @@ def _chosen(argv: Sequence[str]) -> str | None:
 
 def _add_validate(sub: Any) -> None:
     p = sub.add_parser("validate", help="check every config file; list every problem")
-    _scope_args(p)
+    scope_args(p)
 
 
 def _add_list(sub: Any) -> None:
     p = sub.add_parser("list", help="list every effective hook by event")
-    _scope_args(p)
+    scope_args(p)
     p.add_argument("--json", action="store_true", help="machine-readable output")
     p.add_argument("--trust", action="store_true", help="treat the workspace as trusted")
     _show_secrets_arg(p)
@@ -225,7 +228,7 @@ def _add_list(sub: Any) -> None:
 
 def _add_trust(sub: Any) -> None:
     p = sub.add_parser("trust", help="trust the workspace's hooks as they are now")
-    _scope_args(p, configs=False)  # trust is about the workspace files only
+    scope_args(p, configs=False)  # trust is about the workspace files only
     p.add_argument("--decline", action="store_true", help="record that you decline them")
     p.add_argument(
         "--dry-run",
@@ -236,13 +239,13 @@ def _add_trust(sub: Any) -> None:
 
 def _add_doctor(sub: Any) -> None:
     p = sub.add_parser("doctor", help="check that every hook's program resolves; list problems")
-    _scope_args(p)
+    scope_args(p)
 
 
 def _add_fire(sub: Any) -> None:
     p = sub.add_parser("fire", help="fire EVENT with a JSON payload on stdin; print the Outcome")
     p.add_argument("event")
-    _scope_args(p)
+    scope_args(p)
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
     p.add_argument("--json", action="store_true", help="print the Outcome as JSON (the default)")
     p.add_argument(

@@ -63,23 +63,13 @@ class Verdict(msgspec.Struct, kw_only=True):
 
 
 def add_test_command(sub: Any) -> None:
+    from .cli import scope_args
+
     p = sub.add_parser(
         "test", help="run the hook test cases (hooks.test.toml) through the real hooks"
     )
     p.add_argument("files", nargs="*", type=Path, metavar="FILE", help="case files (TOML)")
-    p.add_argument(
-        "--workspace", type=Path, default=None, help="workspace (default: the current directory)"
-    )
-    p.add_argument(
-        "--config",
-        dest="configs",
-        type=Path,
-        action="append",
-        default=[],
-        metavar="FILE",
-        help="extra user-trusted config file; repeatable",
-    )
-    p.add_argument("--config-dir", type=Path, default=None, help="global config directory")
+    scope_args(p)
     p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for the run")
     p.add_argument(
         "--junit-xml",

@@ -1299,10 +1299,10 @@ async def serve(
 # -- the command line ---------------------------------------------------------------------------
 def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
     """Register ``triohooks serve`` on the CLI's subparsers."""
-    from .cli import _scope_args
+    from .cli import scope_args
 
     p = sub.add_parser("serve", help="serve the websocket event stream and remote fire protocol")
-    _scope_args(p)
+    scope_args(p)
     p.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: 8765; 0: any)")
     p.add_argument(
