@@ -117,14 +117,15 @@ def running(argv: list[str]) -> list[psutil.Process]:
 
 
 def triohooks_cli(
-    *argv: str, cwd: Path, config_dir: Path, timeout: float = 120
+    *argv: str, cwd: Path, config_dir: Path, timeout: float = 120, **env_vars: str
 ) -> subprocess.CompletedProcess[str]:
     """``python -m triohooks ARGV`` as a user runs it, with the global config dir (and the
-    state dir under it) set by the environment."""
+    state dir under it) set by the environment, and ``env_vars`` (``HOME`` ...)."""
     env = {
         **os.environ,
         "TRIOHOOKS_CONFIG_DIR": str(config_dir),
         "TRIOHOOKS_STATE_DIR": str(config_dir / "s"),
+        **env_vars,
     }
     return subprocess.run(
         [sys.executable, "-m", "triohooks", *argv],

@@ -3,7 +3,9 @@ processes, built-in guards), from the command line as a user runs it."""
 
 from __future__ import annotations
 
+import json
 import os
+import shlex
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -144,6 +146,20 @@ def test_workspace_cases_are_found_and_trust_is_said(dirs: tuple[Path, Path]) ->
             "[[cases]]\nexpect.decision = 'allow'\n",
             "cases: unknown top-level key (did you mean 'case'?)",
         ),
+        ("[[case]]\nagent = 'cluade'\nexpect.decision = 'allow'\n", "did you mean 'claude'?"),
+        (
+            "[[case]]\nagent = 'claude'\nevent = 'pre_tool'\nexpect.decision = 'allow'\n",
+            "'pre_tool' is triohooks' name; claude calls it PreToolUse",
+        ),
+        (
+            "[[case]]\nagent = 'gemini'\nexpect.args = {}\n",
+            "expect.args: not for an agent case",
+        ),
+        (
+            "[[case]]\ntool = 'Bash'\nexpect.output = {}\n",
+            "expect.output: not for a triohooks case",
+        ),
+        ("[[case]]\ninput = {}\nexpect.decision = 'allow'\n", 'add agent = "claude"'),
         ("[[case]\n", "not valid TOML"),
         ("", "no [[case]] tables"),
     ],
@@ -157,6 +173,87 @@ def test_a_bad_case_file_is_one_clear_line(dirs: tuple[Path, Path], text: str, s
     assert done.stderr.startswith(f"triohooks test: {path}: ")
     assert said in done.stderr
     assert "Traceback" not in done.stderr
+
+
+PROMPT_CONTEXT = {
+    "hookSpecificOutput": {"hookEventName": "UserPromptSubmit", "additionalContext": "branch main"}
+}
+CLAUDE_HOOKS = {
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Bash",
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": "grep -q 'git push' && { echo 'no pushes' >&2; exit 2; }; exit 0",
+                    }
+                ],
+            }
+        ],
+        "UserPromptSubmit": [
+            {
+                "hooks": [
+                    {
+                        "type": "command",
+                        "command": "echo " + shlex.quote(json.dumps(PROMPT_CONTEXT)),
+                    }
+                ]
+            }
+        ],
+    }
+}
+
+AGENT_CASES = """
+[[case]]
+name = "claude: a push is blocked"
+agent = "claude"
+tool = "Bash"
+args = { command = "git push origin main" }
+expect.decision = "block"
+expect.reason = "no pushes"
+expect.output = { hookSpecificOutput = { permissionDecision = "deny" } }
+
+[[case]]
+name = "claude: ls passes"
+agent = "claude"
+tool = "Bash"
+args = { command = "ls" }
+expect.decision = "allow"
+expect.ran = ["project:PreToolUse[0].hooks[0]"]
+
+[[case]]
+name = "claude: prompts get the branch"
+agent = "claude"
+event = "UserPromptSubmit"
+prompt = "fix it"
+input = { permission_mode = "default" }
+expect.context = "branch main"
+"""
+
+
+def test_agent_cases_run_that_agents_own_hooks(dirs: tuple[Path, Path], tmp_path: Path) -> None:
+    ws, cfg = dirs
+    home = tmp_path / "home"
+    home.mkdir()
+    (ws / ".claude").mkdir()
+    (ws / ".claude" / "settings.json").write_text(json.dumps(CLAUDE_HOOKS))
+    cases = ws / "cases.toml"
+    cases.write_text(AGENT_CASES)
+    done = triohooks_cli("test", str(cases), "--trust", cwd=ws, config_dir=cfg, HOME=str(home))
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "3 passed" in done.stdout
+    # Untrusted, the project's Claude hooks do not run, and the failure says why.
+    held = triohooks_cli("test", str(cases), cwd=ws, config_dir=cfg, HOME=str(home))
+    assert held.returncode == 1
+    assert "FAILED" in held.stdout and "claude: a push is blocked" in held.stdout
+    assert "decision: expected block, got allow" in held.stdout
+    cases.write_text(AGENT_CASES.replace('"deny"', '"ask"'))
+    wrong = triohooks_cli("test", str(cases), "--trust", cwd=ws, config_dir=cfg, HOME=str(home))
+    assert wrong.returncode == 1
+    assert "output: expected to hold {'hookSpecificOutput': {'permissionDecision': 'ask'}}" in (
+        wrong.stdout
+    )
 
 
 def test_no_case_files_says_where_they_go(dirs: tuple[Path, Path]) -> None:
