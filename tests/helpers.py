@@ -136,3 +136,15 @@ def triohooks_cli(
         timeout=timeout,
         check=False,
     )
+
+
+async def read_line_with(stream: Any, seen: bytearray, needle: str) -> str:
+    """Read the trio receive ``stream`` into ``seen`` until a whole line holding ``needle``
+    arrived; that line, stripped."""
+    while True:
+        for line in seen.decode().splitlines(keepends=True):
+            if needle in line and line.endswith("\n"):
+                return line.strip()
+        chunk = await stream.receive_some()
+        assert chunk, f"the stream ended before {needle!r}: {seen.decode()}"
+        seen += chunk

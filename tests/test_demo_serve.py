@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import trio
 
+from tests.helpers import read_line_with
 from triohooks.fronts.cli import main as cli_main
 from triohooks.fronts.client import connect
 from triohooks.fronts.demo import DemoService, DemoSummary, ServeOptions, run_demo
@@ -165,17 +166,6 @@ def _watch_args(*argv: str) -> argparse.Namespace:
     return parser.parse_args(["watch", *argv])
 
 
-async def _read_line(stream: trio.abc.ReceiveStream, seen: bytearray, needle: str) -> str:
-    """Read ``stream`` into ``seen`` until a whole line holding ``needle`` arrived; that line."""
-    while True:
-        for line in seen.decode().splitlines(keepends=True):
-            if needle in line and line.endswith("\n"):
-                return line.strip()
-        chunk = await stream.receive_some()
-        assert chunk, f"stdout ended before {needle!r}: {seen.decode()}"
-        seen += chunk
-
-
 async def test_demo_serve_and_watch_commands_in_two_terminals(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -195,7 +185,7 @@ async def test_demo_serve_and_watch_commands_in_two_terminals(
     seen = bytearray()
     try:
         with trio.fail_after(30):
-            shown = await _read_line(demo.stdout, seen, "triohooks watch ws://")
+            shown = await read_line_with(demo.stdout, seen, "triohooks watch ws://")
             _, _, url, _, token_file = shown.split()
             args = _watch_args(url, "--token-file", token_file, "--json")
             code = await trio.to_thread.run_sync(cmd_watch, args, abandon_on_cancel=True)

@@ -19,8 +19,6 @@ import socket
 from collections.abc import Mapping
 from pathlib import Path
 
-import msgspec
-
 from triohooks.agents.config import (
     AgentHook,
     is_ours,
@@ -34,6 +32,7 @@ from triohooks.config.trust import held_back_message
 
 from . import relay
 from .doctor import DoctorLine
+from .serve_file import alive_and_ours, serve_info
 
 _PORT: re.Pattern[str] = re.compile(r"http://127\.0\.0\.1:([0-9]+)/")
 
@@ -51,25 +50,6 @@ def catch_alls(agent: AgentName, project: Path | None, home: Path) -> list[Agent
         parsed = parse_hooks(agent, level, str(level.path), hooks, [], keep_ours=True)
         found += [h for h in parsed if is_ours(h)]
     return found
-
-
-def _server_info(state: Path) -> dict[str, object] | None:
-    try:
-        info = msgspec.json.decode(read_regular_file(state / "serve.json", 65536))
-    except (FileNotFoundError, UnreadableFileError, msgspec.DecodeError):
-        return None
-    return info if isinstance(info, dict) else None
-
-
-def _alive_and_ours(pid: object) -> bool:
-    if not isinstance(pid, int) or pid <= 0:
-        return False
-    import psutil
-
-    try:
-        return bool(psutil.Process(pid).uids().real == os.getuid())
-    except psutil.Error:
-        return False
 
 
 def _holds_port(pid: int, port: int) -> bool:
@@ -139,10 +119,10 @@ def _http_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> lis
     where = f"{hook.source} {hook.event}"
     match = _PORT.match(hook.url)
     port = int(match.group(1)) if match else 0
-    info = _server_info(state)
+    info = serve_info(state)
     lines: list[DoctorLine] = []
     pid = info.get("pid") if info else None
-    if info is None or not _alive_and_ours(pid):
+    if info is None or not alive_and_ours(pid):
         lines.append(
             DoctorLine(
                 False,

@@ -72,6 +72,7 @@ from triohooks.engine.hook_engine import HookEngine
 
 from . import agent_http, otel, relay
 from .agent_http import looks_like_agent_request
+from .serve_file import SERVE_FILE
 from .wire import (
     CLOSE_INVALID_DATA,
     CLOSE_NORMAL,
@@ -106,7 +107,6 @@ log = logging.getLogger("triohooks.server")
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 #: In the state dir while serve listens: its address, token file and pid (for ``watch``).
-SERVE_FILE: Final = "serve.json"
 #: ``serve``'s exit status when the engine itself failed (an actor past its restart budget).
 EXIT_ENGINE_FAILED: Final = 3
 TOKEN_FILE_NAME: Final = "serve-token"

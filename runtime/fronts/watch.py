@@ -628,9 +628,17 @@ def add_watch_command(sub: Any) -> None:
     p = sub.add_parser(
         "watch", help="print the event stream of `serve` or `demo --serve`, or its --stats"
     )
-    p.add_argument("url", help="the service's ws:// URL, as printed at its start")
     p.add_argument(
-        "--token-file", type=Path, required=True, help="the file holding the bearer token"
+        "url",
+        nargs="?",
+        default=None,
+        help="the service's ws:// URL (default: your running serve's, from its serve.json)",
+    )
+    p.add_argument(
+        "--token-file",
+        type=Path,
+        default=None,
+        help="the file holding the bearer token (default: the one your serve uses)",
     )
     p.add_argument(
         "--event",
@@ -678,10 +686,11 @@ def cmd_watch(args: argparse.Namespace) -> int:
             return _fail(f"watch: --{option} needs --stats")
         if not (math.isfinite(value) and value > 0):
             return _fail(f"watch: --{option} must be a positive number of seconds, not {value:g}")
-    try:
-        token = args.token_file.read_text().strip()
-    except OSError as exc:
-        return _fail(f"cannot read token file {args.token_file}: {exc.strerror}")
+    found = _where(args.url, args.token_file)
+    if isinstance(found, str):
+        return _fail(found)
+    url, token = found
+    args.url = url
     events = args.events or ["*"]
     if stats:
         run = partial(
@@ -712,6 +721,38 @@ def cmd_watch(args: argparse.Namespace) -> int:
         file=ended,
     )
     return 0
+
+
+def _where(url: str | None, token_file: Path | None) -> tuple[str, str] | str:
+    """The URL and token to watch: those given, else the running serve's (its ``serve.json``
+    in the state directory names both); a message saying what is missing otherwise."""
+    from triohooks.config.paths import UnreadableFileError, read_regular_file, state_dir
+
+    from .serve_file import SERVE_FILE, running_serve
+
+    state = state_dir()
+    info = running_serve(state)
+    if url is None:
+        if info is None or not isinstance(info.get("url"), str):
+            return (
+                f"watch: no running `triohooks serve` found ({state / SERVE_FILE} names none "
+                "that is alive); start one, or name its URL and --token-file"
+            )
+        url = str(info["url"])
+    if token_file is None:
+        named = info.get("token_file") if info is not None and info.get("url") == url else None
+        if not isinstance(named, str):
+            return f"watch: which token does {url} take? name its file with --token-file"
+        token_file = Path(named)
+    try:
+        token = read_regular_file(token_file, 4096).decode("utf-8", "replace").strip()
+    except FileNotFoundError:
+        return f"cannot read token file {token_file}: no such file"
+    except (OSError, UnreadableFileError) as exc:
+        return f"cannot read token file {token_file}: {getattr(exc, 'strerror', None) or exc}"
+    if not token:
+        return f"token file {token_file} is empty"
+    return url, token
 
 
 def _refusal(exc: BaseException, url: str) -> str | None:
