@@ -199,6 +199,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "init": (".init_cli", "add_init_command", "cmd_init"),
     "audit": (".audit_cli", "add_audit_command", "cmd_audit"),
     "replay": (".replay", "add_replay_command", "cmd_replay"),
+    "completion": (".completion", "add_completion_command", "cmd_completion"),
 }
 
 
