@@ -14,10 +14,13 @@ TYPES_TREE := build/mypy
 
 # The install log is kept in .venv/install.log and shown only when the install fails.
 $(STAMP): pyproject.toml
+	@echo "Setting up .venv: installing triohooks and its dependencies from pyproject.toml"
+	@echo "(first run, or pyproject.toml changed; about a minute; log in $(VENV)/install.log)"
 	$(PYTHON) -m venv $(VENV)
 	@$(BIN)/pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
 	@$(BIN)/pip install --quiet -e '.[dev]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
-	touch $(STAMP)
+	@touch $(STAMP)
+	@echo "Installed: $$($(BIN)/triohooks --version) in $(VENV)"
 
 demo: $(STAMP)
 	$(BIN)/triohooks demo

@@ -66,7 +66,7 @@ from triohooks.handlers.replies import read_json_reply
 
 from .helpers import write_json_hooks, write_toml_hooks
 from .test_docs_examples import DOCS as EXAMPLE_DOCS
-from .test_docs_examples import isolated_env, python_blocks
+from .test_docs_examples import elsewhere, isolated_env, python_blocks
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS_DIR = ROOT / "docs"
@@ -560,7 +560,7 @@ async def run_client_program(tmp_path: Path, server: HookServer, fence: Fence) -
     (Path(env["TRIOHOOKS_STATE_DIR"]) / TOKEN_FILE_NAME).write_text(TOKEN + "\n")
     done = await trio.run_process(
         [sys.executable, "-c", code],
-        cwd=ROOT,
+        cwd=elsewhere(tmp_path),
         env=env,
         capture_stdout=True,
         capture_stderr=True,
@@ -607,11 +607,13 @@ async def test_protocol_examples_against_a_real_server(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("fence", params("python"))
 async def test_python_example_runs(tmp_path: Path, fence: Fence) -> None:
-    env = isolated_env(tmp_path)
+    # integrations.md's agents are templates guarded by the user's own hooks: the examples'.
+    user = (ROOT / "examples/hooks.toml").read_text() if fence.doc == "integrations.md" else None
+    env = isolated_env(tmp_path, user)
     with trio.fail_after(30):
         done = await trio.run_process(
             [sys.executable, "-c", fence.body],
-            cwd=ROOT,
+            cwd=elsewhere(tmp_path),
             env=env,
             capture_stdout=True,
             capture_stderr=True,

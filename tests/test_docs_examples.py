@@ -1,9 +1,11 @@
 """Every Python example in the embedding docs runs, so the docs can't drift from the code.
 
 Each ```python block of docs/getting-started.md and docs/embedding.md is a complete program:
-it runs in a fresh interpreter from the repository root (as a reader would run it), with the
-global config, state and temp dirs pointed at empty temp dirs so the user's own hooks and
-audit log play no part. Its asserts are the check. The example agents in examples/ run too.
+it runs in a fresh interpreter from an empty temp directory (as a reader would run it after
+installing triohooks anywhere), with the global config, state and temp dirs pointed at temp dirs
+so the user's own hooks and audit log play no part. getting-started.md's run after
+``triohooks init`` (its starting policy is the user's config, as the page says); the others
+bring their own config. Its asserts are the check. The example agents in examples/ run too.
 """
 
 from __future__ import annotations
@@ -35,22 +37,50 @@ EXAMPLES = [
 ]
 
 
-def isolated_env(tmp_path: Path) -> dict[str, str]:
+def isolated_env(tmp_path: Path, user_config: str | None = None) -> dict[str, str]:
+    """The environment of a program run as a reader runs it: its own global config dir
+    (holding ``user_config`` as ``hooks.toml`` when given), state dir and temp dir, and the
+    installed triohooks (nothing from the checkout on the path)."""
     env = dict(os.environ)
+    env.pop("PYTHONPATH", None)
     for name in ("TRIOHOOKS_CONFIG_DIR", "TRIOHOOKS_STATE_DIR", "TMPDIR"):
         path = tmp_path / name.lower()
         path.mkdir()
         env[name] = str(path)
-    env["PYTHONPATH"] = str(ROOT)
+    if user_config is not None:
+        Path(env["TRIOHOOKS_CONFIG_DIR"], "hooks.toml").write_text(user_config)
     return env
 
 
-async def run_python(tmp_path: Path, argv: list[str]) -> str:
+def elsewhere(tmp_path: Path) -> Path:
+    """An empty directory to run a doc example in: not the checkout."""
+    path = tmp_path / "elsewhere"
+    path.mkdir()
+    return path
+
+
+def doc_example(module: str) -> tuple[str, list[str]]:
+    """The docs/integrations.md example of ``triohooks.integrations.<module>`` and the lines
+    (code, no blanks or comments) that guard its agent."""
+    (code,) = [
+        code
+        for _, code in python_blocks("integrations.md")
+        if f"from triohooks.integrations.{module} import" in code
+    ]
+    tail = code.split(GUARDED_FROM, 1)[1].splitlines()[1:]
+    return code, [line for line in tail if line.strip() and not line.strip().startswith("#")]
+
+
+#: The line of a doc example after which come the lines a user adds to guard their agent.
+GUARDED_FROM = "# Guarded by triohooks"
+
+
+async def run_python(tmp_path: Path, argv: list[str], user_config: str | None = None) -> str:
     with trio.fail_after(30):
         done = await trio.run_process(
             [sys.executable, *argv],
-            cwd=ROOT,
-            env=isolated_env(tmp_path),
+            cwd=elsewhere(tmp_path),
+            env=isolated_env(tmp_path, user_config),
             capture_stdout=True,
             capture_stderr=True,
             check=False,
@@ -66,7 +96,9 @@ def test_every_doc_has_its_examples() -> None:
 
 @pytest.mark.parametrize(("doc", "code"), EXAMPLES)
 async def test_doc_example_runs(tmp_path: Path, doc: str, code: str) -> None:
-    await run_python(tmp_path, ["-c", code])
+    from triohooks.fronts.init_cli import STARTER
+
+    await run_python(tmp_path, ["-c", code], STARTER if doc == "getting-started.md" else None)
 
 
 @pytest.mark.parametrize("example", ["trio_agent.py", "asyncio_agent.py"])

@@ -39,7 +39,7 @@ from .integration_hooks import (
     sleepers,
     written_json,
 )
-from .test_docs_examples import ROOT, isolated_env, python_blocks
+from .test_docs_examples import GUARDED_FROM, ROOT, doc_example, elsewhere, isolated_env
 
 pytestmark = pytest.mark.slow
 
@@ -422,21 +422,6 @@ def test_the_stop_loop_is_capped_by_the_engine(dirs) -> None:
 
 # -- the example of docs/integrations.md ----------------------------------------------------
 
-#: The line of a doc example after which come the lines a user adds to guard their agent.
-GUARDED_FROM = "# Guarded by triohooks"
-
-
-def doc_example(module: str) -> tuple[str, list[str]]:
-    """The docs/integrations.md example of ``triohooks.integrations.<module>`` and the lines
-    (code, no blanks or comments) that guard its agent."""
-    (code,) = [
-        code
-        for _, code in python_blocks("integrations.md")
-        if f"from triohooks.integrations.{module} import" in code
-    ]
-    tail = code.split(GUARDED_FROM, 1)[1].splitlines()[1:]
-    return code, [line for line in tail if line.strip() and not line.strip().startswith("#")]
-
 
 def test_the_doc_example_runs_and_guards_the_agent_in_ten_lines(tmp_path: Path) -> None:
     code, guarding = doc_example("openai_agents")
@@ -444,8 +429,8 @@ def test_the_doc_example_runs_and_guards_the_agent_in_ten_lines(tmp_path: Path) 
     assert "AsyncioHookEngine" in code.split(GUARDED_FROM)[1]  # everything triohooks is below
     done = subprocess.run(
         [sys.executable, "-c", code],
-        cwd=ROOT,
-        env=isolated_env(tmp_path),
+        cwd=elsewhere(tmp_path),
+        env=isolated_env(tmp_path, (ROOT / "examples" / "hooks.toml").read_text()),
         capture_output=True,
         text=True,
         timeout=60,
