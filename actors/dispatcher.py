@@ -94,18 +94,24 @@ class Dispatcher:
             self.stop_continues.forget_session(ev.session_id)
         return plain_outcome(event, ev)
 
-    async def dispatch(self, ev: EventBase) -> Outcome:
+    async def dispatch(self, ev: EventBase, *, workspace_hooks: bool = True) -> Outcome:
         """Run one event in the caller's task and return its Outcome.
 
-        A checkpoint. On cancel the running hook's process group is killed (by the reaper,
-        shielded and bounded) before ``Cancelled`` propagates to the caller.
+        ``workspace_hooks=False``: the event comes from another project than the engine's
+        (an agent's request through ``serve``): only the user's own hooks (global, extra
+        configs, API) run for it, never this workspace's. A checkpoint. On cancel the running
+        hook's process group is killed (by the reaper, shielded and bounded) before
+        ``Cancelled`` propagates to the caller.
         """
         event = _event_name(ev)
         table = self.loader.table
         hooks = selection.hooks_for(table, self.api_hooks, event)
         extra = selection.extra_for(table, self.api_hooks, event, ev)
-        held = selection.held_back(table, event, ev, self.workspace)
-        if selection.skips(event, ev, hooks, extra, held, self.workspace):
+        judged_in = ev.workspace or self.workspace
+        held = selection.held_back(table, event, ev, judged_in)
+        if not workspace_hooks:
+            hooks, extra, held = selection.user_trusted(hooks), selection.user_trusted(extra), ()
+        if selection.skips(event, ev, hooks, extra, held, judged_in):
             # The fast path: nothing runs, so no copies, no encoding.
             outcome = self.answer_plain(ev)
             await trio.lowlevel.checkpoint()
@@ -183,7 +189,8 @@ class Dispatcher:
         return held_back_message(table.trust, None, len(held))
 
     def _passes_filters(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> bool:
-        return selection.passes_filters(hook, event, fields, self.workspace)
+        judged_in = selection.judged_in(fields, self.workspace)
+        return selection.passes_filters(hook, event, fields, judged_in)
 
     # -- background ---------------------------------------------------------------------------
     def _queue(

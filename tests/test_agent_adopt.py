@@ -13,6 +13,7 @@ import pytest
 
 from triohooks.agents.adopt import member_spans
 from triohooks.agents.spec import PORTABLE_RELAY
+from triohooks.config.events import AGENT_EVENTS
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -238,7 +239,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(d: Dirs) -> None:
     [
         ('{\n  // a comment\n  "hooks": {}\n}\n', "not valid JSON"),
         ("[1, 2]", "must be a JSON object"),
-        ('{"permissions": {}}', "has no hooks object"),
+        ('{"hooks": [1]}', "its hooks value is not an object"),
     ],
 )
 def test_install_refuses_and_never_clobbers(d: Dirs, content: str, message: str) -> None:
@@ -247,6 +248,31 @@ def test_install_refuses_and_never_clobbers(d: Dirs, content: str, message: str)
     assert done.returncode == 1
     assert message in done.stderr and "Traceback" not in done.stderr
     assert d.settings.read_text() == content and not d.adopted.exists()
+
+
+@pytest.mark.parametrize(
+    ("before", "after_uninstall"),
+    [
+        (None, '{\n  "hooks": {}\n}\n'),
+        ('{"permissions": {"allow": []}}\n', '{"permissions": {"allow": []},\n  "hooks": {}\n}\n'),
+    ],
+)
+def test_install_without_hooks_of_its_own_routes_the_agent_to_triohooks(
+    d: Dirs, before: str | None, after_uninstall: str
+) -> None:
+    """No settings file, or one without hooks: the catch-all still goes in (triohooks' own
+    hooks run for the agent's events); uninstall leaves an empty hooks object."""
+    if before is not None:
+        d.settings.write_text(before)
+    done = d.cli("claude", "install")
+    assert done.returncode == 0, done.stderr
+    routed = json.loads(d.settings.read_text())["hooks"]
+    assert set(routed) == set(AGENT_EVENTS["claude"])
+    assert json.loads(d.settings.read_text()).get("permissions") == (
+        None if before is None else {"allow": []}
+    )
+    assert d.cli("claude", "uninstall").returncode == 0
+    assert d.settings.read_text() == after_uninstall
 
 
 def test_install_refuses_a_symlinked_settings_file(d: Dirs, tmp_path: Path) -> None:

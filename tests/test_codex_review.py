@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from triohooks.agents.codex_trust import hook_state_key, hook_states, trusted_hash
+from triohooks.config.events import AGENT_EVENTS
 
 pytestmark = pytest.mark.slow
 
@@ -85,7 +86,12 @@ def test_install_records_the_catch_all_as_reviewed_and_uninstall_restores_the_us
     assert done.returncode == 0, done.stderr
     routed = json.loads(c.hooks.read_text())["hooks"]
     expected = hook_states(str(c.hooks), routed)
-    assert set(expected) == {key}
+    # A catch-all for every Codex event with a triohooks equivalent (triohooks' own hooks run
+    # for them), each recorded as reviewed; PreToolUse's replaces the user's review.
+    assert key in expected and len(expected) == len(routed) == len(AGENT_EVENTS["codex"])
+    assert {k: c.states()[k] for k in expected} == {
+        k: {"trusted_hash": v} for k, v in expected.items()
+    }
     assert c.states()[key] == {"trusted_hash": expected[key]}  # the catch-all, not the user's
     assert tomllib.loads(c.config.read_text())["projects"] == {"/x": {"trust_level": "trusted"}}
     assert "recorded the catch-all as reviewed" in done.stderr

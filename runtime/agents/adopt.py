@@ -139,11 +139,28 @@ def member_spans(text: str) -> dict[str, tuple[int, int]]:
         i = skip(i + 1)
 
 
-def _read_settings(path: Path) -> tuple[bytes, str, dict[str, Any]]:
+def _with_empty_hooks(text: str) -> str:
+    """``text`` (a JSON object) with an empty ``"hooks"`` member added last, the rest as it was."""
+    end = text.rstrip().rfind("}")
+    body = text[:end].rstrip()
+    indent = "  "
+    member = '"hooks": {}'
+    if body.endswith("{"):
+        return f"{body}\n{indent}{member}\n}}{text[end + 1 :]}"
+    return f"{body},\n{indent}{member}\n}}{text[end + 1 :]}"
+
+
+def _read_settings(
+    path: Path, *, missing_ok: bool = False
+) -> tuple[bytes | None, str, dict[str, Any]]:
+    """The settings file's bytes, text and object; with ``missing_ok``, a file that is not
+    there reads as an empty object (``None`` bytes: the install creates it)."""
     try:
         data = read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:
-        raise AdoptError(f"{path}: no such file; there are no hooks to adopt") from None
+        if missing_ok:
+            return None, "{}\n", {}
+        raise AdoptError(f"{path}: no such file; triohooks did not install it") from None
     except UnreadableFileError as exc:
         raise AdoptError(str(exc)) from None
     try:
@@ -189,8 +206,10 @@ def catch_all(
     port: int,
     relay_script: str | None = None,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
-    """The hooks object that routes every event of ``hooks`` to triohooks, the routes (event,
-    the exact command or URL written), notes."""
+    """The hooks object that routes to triohooks every event of ``hooks`` and every event of
+    the agent's that has a triohooks equivalent (the user's own triohooks hooks run for those:
+    :mod:`.native`, even when the agent had no hook of its own), the routes (event, the exact
+    command or URL written), notes."""
     spec = SPECS[agent]
     problems: list[ConfigProblem] = []
     level = Level("adopt", Path(source), False)
@@ -198,7 +217,7 @@ def catch_all(
     out: dict[str, Any] = {}
     routes: list[tuple[str, str]] = []
     notes: list[str] = []
-    for event in hooks:
+    for event in dict.fromkeys([*hooks, *spec.events]):
         mine = [h for h in parsed if h.event == event]
         longest = max((h.timeout_s for h in mine), default=spec.default_timeout_s)
         timeout_s = longest + TIMEOUT_MARGIN_S
@@ -251,10 +270,14 @@ def plan_install(
             check_write_target(target, root)
         except UnsafeWriteError as exc:
             raise AdoptError(str(exc)) from None
-    data, text, doc = _read_settings(path)
+    data, text, doc = _read_settings(path, missing_ok=True)
+    if "hooks" not in doc:
+        # No hooks of the agent's own: the catch-all still routes it to triohooks' hooks.
+        text = _with_empty_hooks(text)
+        doc = json.loads(text)
     spans = member_spans(text)
     if "hooks" not in spans or not isinstance(doc.get("hooks"), dict):
-        raise AdoptError(f"{path}: has no hooks object; there is nothing to adopt")
+        raise AdoptError(f"{path}: its hooks value is not an object; nothing changed")
     start, end = spans["hooks"]
     current = doc["hooks"]
     existing = _existing(adopted_path)

@@ -634,7 +634,8 @@ def load_agent_table(
             h for r in project_reads for h in (x.as_handler() for x in r.hooks) if h is not None
         ]
         inputs = trust_inputs(
-            [s for r in project_reads for s in r.sources],
+            # Each level names its triohooks-hooks.json sibling: the same file, counted once.
+            list(dict.fromkeys(s for r in project_reads for s in r.sources)),
             handlers,
             project,
             variables=project_variables(agent, project),

@@ -32,9 +32,11 @@ import msgspec
 import trio
 
 from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.runs import HookRuns, RunSummary
+from triohooks.config.events import EVENTS, PayloadError, event_from_payload
 from triohooks.config.model import TrustInfo
-from triohooks.config.paths import global_config_dir
+from triohooks.config.paths import global_config_dir, workspace_config_files
 from triohooks.config.stamps import utc_stamp
 from triohooks.config.trust import held_back_message
 from triohooks.handlers.http import HttpHookClient, expand_headers
@@ -52,6 +54,7 @@ from .config import (
     table_is_current,
 )
 from .merge import AgentAnswer, merge
+from .native import NATIVE_LABEL, UnreadableCall, native_fields, native_hook, native_reply
 from .replies import (
     AgentReply,
     failed,
@@ -166,6 +169,36 @@ class AgentHookCall(NamedTuple):
 Offer = Callable[..., bool]
 
 
+class NativePass(NamedTuple):
+    """What the user's own triohooks hooks said of one agent request."""
+
+    hook: AgentHook
+    reply: AgentReply
+    runs: list[AgentRun]
+    warnings: list[str]
+
+
+def _cwd_dir(payload: Mapping[str, Any]) -> Path | None:
+    cwd = payload.get("cwd")
+    return Path(cwd) if isinstance(cwd, str) and cwd and os.path.isabs(cwd) else None
+
+
+def _spelled_alike(where: Path | None, workspace: str) -> bool:
+    """Whether ``where`` names ``workspace`` as written (no file system access)."""
+    return where is not None and os.path.normpath(where) == os.path.normpath(workspace)
+
+
+def _foreign(where: Path | None, workspace: str) -> tuple[bool, bool]:
+    """Whether ``where`` is the engine's ``workspace`` after all (a symlink, another spelling),
+    and, when it is not, whether it has triohooks workspace hook files of its own (which this
+    engine does not run for it). Blocking: in a thread."""
+    if where is None:
+        return False, False
+    if os.path.realpath(where) == os.path.realpath(workspace):
+        return True, False
+    return False, any(path.exists() for path in workspace_config_files(where))
+
+
 def decode_payload(body: bytes) -> dict[str, Any]:
     try:
         payload = msgspec.json.decode(body)
@@ -195,6 +228,7 @@ class AgentHooks:
         home: Path | None = None,
         trust_override: bool = False,
         observer: HookRuns | None = None,
+        native: Dispatcher | None = None,
     ) -> None:
         self._spawner = spawner
         self._http = http
@@ -211,6 +245,9 @@ class AgentHooks:
         #: The engine's run observer: every agent hook run gets the span, listener events and
         #: audit record a native run gets.
         self._observer = observer
+        #: The engine's dispatcher: the user's own triohooks hooks run for every request too
+        #: (:mod:`.native`).
+        self._native = native
 
     @property
     def home(self) -> Path:
@@ -311,22 +348,33 @@ class AgentHooks:
             event=seen_as, session_id=session, payload=body, hooks=later
         )
         replies: list[AgentReply | None] = [None] * len(foreground)
+        native: list[NativePass | None] = [None]
 
         async def one(i: int, hook: AgentHook) -> None:
             replies[i] = await self._observed(call(hook))
 
+        async def ours() -> None:
+            native[0] = await self._native_pass(name, event, payload, project)
+
         if any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):
                 await one(i, hook)
+            await ours()
         else:
             async with trio.open_nursery() as nursery:
                 for i, hook in enumerate(foreground):
                     nursery.start_soon(one, i, hook)
+                nursery.start_soon(ours)
         for hook, reply in zip(foreground, replies, strict=True):
             assert reply is not None
             runs.append((hook, reply))
         runs += self._held_back(table, event, payload, project, adopted_only)
+        passed = native[0]
+        if passed is not None:  # last in order: its rewrite is the one the agent gets
+            runs.append((passed.hook, passed.reply))
         answer = merge(name, event, runs)
+        if passed is not None:
+            answer.warnings += passed.warnings
         for hook in chosen:
             if not hook.supported:
                 answer.warnings.append(f"hook {hook.label} not run: {hook.unsupported}")
@@ -351,8 +399,9 @@ class AgentHooks:
                     truncated=r.truncated,
                 )
                 for h, r in runs
-                if not r.held_back
-            ],
+                if not r.held_back and h.type != "triohooks"
+            ]
+            + (passed.runs if passed is not None else []),
             trust=table.trust,
         )
         if listeners:
@@ -369,6 +418,61 @@ class AgentHooks:
                 ),
             )
         return result
+
+    async def _native_pass(
+        self, agent: AgentName, event: str, payload: Mapping[str, Any], project: Path | None
+    ) -> NativePass | None:
+        """The user's own triohooks hooks for this request (:mod:`.native`): None when the
+        event has no triohooks equivalent or no engine runs them."""
+        dispatcher = self._native
+        canonical = SPECS[agent].events.get(event)
+        if dispatcher is None or canonical is None:
+            return None
+        hook = native_hook(agent, event, canonical)
+        where = project if project is not None else _cwd_dir(payload)
+        own, has_own_hooks = True, False
+        if not _spelled_alike(where, dispatcher.workspace):
+            own, has_own_hooks = await trio.to_thread.run_sync(
+                _foreign, where, dispatcher.workspace
+            )
+        try:
+            fields = native_fields(agent, canonical, payload)
+            fields["workspace"] = str(where) if where is not None else dispatcher.workspace
+            ev = event_from_payload(canonical, fields)
+        except (UnreadableCall, PayloadError) as exc:
+            why = f"triohooks' own hooks cannot read this {event} call: {exc}"
+            if EVENTS[canonical].can_block:  # a guard that cannot look does not wave it on
+                reason = f"triohooks internal error: {why}"
+                return NativePass(hook, AgentReply(status="block", reason=reason), [], [])
+            return NativePass(hook, AgentReply(status="ok"), [], [why])
+        outcome = await dispatcher.dispatch(ev, workspace_hooks=own)
+        reply, warnings = native_reply(agent, canonical, outcome, fields)
+        if has_own_hooks:  # said where the user looks: the agent shows a systemMessage
+            note = (
+                f"triohooks: {where} has its own triohooks hooks (.agents/), which this serve "
+                f"(workspace {dispatcher.workspace}) does not run for it; only your global "
+                "hooks ran"
+            )
+            warnings.append(note)
+            if reply.status == "ok":
+                said = (reply.json or {}).get("systemMessage")
+                message = f"{said}\n{note}" if isinstance(said, str) and said else note
+                reply = msgspec.structs.replace(
+                    reply, json={**(reply.json or {}), "systemMessage": message}
+                )
+        ran = [
+            AgentRun(
+                hook=f"{NATIVE_LABEL}:{r.hook}",
+                source=r.source,
+                status=r.outcome,
+                exit_code=r.exit_code,
+                duration_ms=round(r.duration_ms, 3),
+                error=r.error,
+                truncated=r.truncated,
+            )
+            for r in outcome.runs
+        ]
+        return NativePass(hook, reply, ran, warnings)
 
     async def run_background(self, call: AgentHookCall) -> RunResult:
         """Run a queued ``async`` hook (the post worker calls this), observed like any run;

@@ -37,6 +37,17 @@ def hooks_for(table: HookTable, api_hooks: Sequence[Hook], event: str) -> tuple[
     return (*api, *table_hooks) if api else table_hooks
 
 
+def user_trusted(hooks: tuple[Hook, ...]) -> tuple[Hook, ...]:
+    """``hooks`` without the workspace's own: those an event from another project gets."""
+    return tuple(h for h in hooks if h.scope != "workspace")
+
+
+def judged_in(fields: Mapping[str, Any], engine_workspace: str) -> str:
+    """The workspace a call is judged against (paths, "outside the workspace"): the event's
+    own ``workspace``, else the engine's."""
+    return str(fields.get("workspace") or engine_workspace)
+
+
 def extra_for(
     table: HookTable, api_hooks: Sequence[Hook], event: str, ev: EventBase
 ) -> tuple[Hook, ...]:

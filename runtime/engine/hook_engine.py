@@ -155,6 +155,7 @@ class HookEngine(Guards):
                         config_dir=settings.config_dir,
                         trust_override=settings.trust,
                         observer=runs,
+                        native=dispatcher,
                     )
                     queued.agents = engine._agents
                     try:

@@ -301,18 +301,23 @@ def start_server(directory: str) -> None:
 def _run_here(agent: str, body: bytes, seconds: float) -> bytes:
     """Run the hooks in this process (imports the engine; the slow path), within ``seconds``."""
     import json
+    import os
     from pathlib import Path
 
     import trio
 
+    from triohooks.agents.spec import SPECS
     from triohooks.engine.hook_engine import HookEngine
 
-    cwd = _payload_cwd(body)
+    env = {**posix_environ(), LOOP_VAR: "1"}
+    # The engine's workspace: the agent's project (its own variable names it), else the
+    # call's directory -- whose .agents/ hooks (once trusted) then run for the call too.
+    declared = [env.get(name, "") for name in SPECS[agent].project_env] if agent in SPECS else []
+    workspace = next((d for d in declared if d and os.path.isdir(d)), _payload_cwd(body))
 
     async def main() -> bytes:
         with trio.move_on_after(seconds):
-            async with HookEngine.open(workspace=Path(cwd)) as engine:
-                env = {**posix_environ(), LOOP_VAR: "1"}
+            async with HookEngine.open(workspace=Path(workspace)) as engine:
                 result = await engine.agent_hook(agent, body, adopted_only=True, env=env)
             for warning in result.answer.warnings:
                 print(f"triohooks-relay: warning: {warning}", file=sys.stderr)

@@ -10,6 +10,7 @@ import time
 from typing import Any
 
 from triohooks.config.model import GuardHandler, Hook
+from triohooks.config.selection import judged_in
 from triohooks.match.guards import Call, Check, OnUncertain, build
 
 from .replies import RunResult
@@ -22,7 +23,8 @@ def _compiled(handler: GuardHandler) -> tuple[Check, OnUncertain]:
 
 
 class GuardRunner:
-    """Runs :class:`GuardHandler` hooks for one engine's workspace."""
+    """Runs :class:`GuardHandler` hooks; a call is judged in the event's workspace, else the
+    engine's."""
 
     def __init__(self, workspace: str) -> None:
         self.workspace = workspace
@@ -35,12 +37,13 @@ class GuardRunner:
         check, on_uncertain = _compiled(handler)
         fields = hook_input.fields
         args: Any = fields.get("args")
+        workspace = judged_in(fields, self.workspace)
         verdict = check(
             Call(
                 tool=str(fields.get("tool") or ""),
                 args=args if isinstance(args, dict) else {},
-                cwd=str(fields.get("cwd") or self.workspace),
-                workspace=self.workspace,
+                cwd=str(fields.get("cwd") or workspace),
+                workspace=workspace,
                 home=self.home,
             )
         )

@@ -250,6 +250,7 @@ WEB_TOOLS: Final = frozenset(
         "navigate",
         "web_search",
         "websearch",
+        "google_web_search",  # Gemini CLI
     }
 )
 SKILL_TOOLS: Final = frozenset({"skill", "load_skill", "use_skill", "run_skill", "invoke_skill"})

@@ -346,3 +346,15 @@ def run_claude(
     except ValueError:
         output = None
     return ClaudeRun(process, output if isinstance(output, dict) else None)
+
+
+# --- one triohooks guard for every agent (docs/agents.md) -----------------------------------------
+
+#: A guard in triohooks' own hooks.toml: it knows nothing of any agent.
+NATIVE_GUARD = (
+    '[[hooks.pre_tool]]\nid = "no-push"\nif = "shell(git push*)"\n'
+    "command = \"echo 'pushing is for humans' >&2; exit 2\"\n"
+)
+#: A session's shell commands: were the push let through, it would fail (no repository) and
+#: the marker ``marker-pushed`` be written.
+PUSH_COMMANDS = ["echo marker-0 > marker-0.txt", "git push origin main; echo x > marker-pushed"]

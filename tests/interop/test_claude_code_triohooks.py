@@ -32,7 +32,14 @@ from typing import Any
 import psutil
 import pytest
 
-from tests.interop import ClaudeProject, ClaudeRun, run_bounded, run_claude
+from tests.interop import (
+    NATIVE_GUARD,
+    PUSH_COMMANDS,
+    ClaudeProject,
+    ClaudeRun,
+    run_bounded,
+    run_claude,
+)
 from tests.interop.fake_anthropic import FakeAnthropic
 
 pytestmark = pytest.mark.interop
@@ -682,10 +689,13 @@ def test_a_teammate_without_triohooks_is_blocked_with_a_message(
             env=env,
             timeout=SESSION_TIMEOUT,
         )
-        assert run.process.returncode == 0, run.process.stderr[-2000:]
+    # Every event is routed (triohooks' own hooks run for all): the first, the prompt, is
+    # refused with the message, before the model is asked for anything.
     assert markers(claude_project) == []
-    (result,) = fake_api.tool_results()
-    assert result.is_error and "triohooks-relay is not on PATH" in result.text
+    assert fake_api.tool_results() == []
+    assert run.output is not None
+    assert "UserPromptSubmit operation blocked by hook" in run.output["result"]
+    assert "triohooks-relay is not on PATH" in run.output["result"]
 
 
 def test_claude_code_itself_honours_a_projects_disable_all_hooks_and_validate_says_so(
@@ -783,3 +793,21 @@ def test_exit_codes_are_read_as_claude_code_reads_them(
     with routed(tri, claude_project, "relay", tmp_path):
         session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
     assert (markers(claude_project) == ["marker-0.txt"]) is runs
+
+
+def test_a_triohooks_guard_blocks_git_push_in_claude_code(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    transport: str,
+    tmp_path: Path,
+) -> None:
+    claude_project.write_hooks({})  # Claude Code has no hook of its own here
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    with routed(tri, claude_project, transport, tmp_path):
+        session(claude_bin, claude_project, fake_api, tri, PUSH_COMMANDS)
+    assert markers(claude_project) == ["marker-0.txt"]
+    first, push = fake_api.tool_results()
+    assert not first.is_error
+    assert push.is_error and "pushing is for humans" in push.text, push.text

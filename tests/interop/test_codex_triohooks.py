@@ -18,9 +18,11 @@ from typing import Any
 
 import pytest
 
+from tests.interop import NATIVE_GUARD, PUSH_COMMANDS
 from tests.interop.codex import CodexProject, CodexRun, codex_hooks_list, run_codex
 from tests.interop.fake_openai import FakeOpenAI
 from tests.interop.test_claude_code_triohooks import Server, Triohooks, serving
+from triohooks.config.events import AGENT_EVENTS
 
 pytestmark = pytest.mark.interop
 
@@ -100,8 +102,10 @@ def test_codex_runs_the_catch_all_it_was_never_shown_and_the_guard_blocks(
     codex_project.review(codex_project.user_hooks_path, hooks)  # the user reviewed their guard
     with adopted(tri, codex_project, tmp_path):
         listed = codex_hooks_list(codex_bin, codex_project.path, codex_project.home)
-        (catch_all,) = listed["hooks"]
-        assert catch_all["trustStatus"] == "trusted", catch_all  # Codex's own verdict
+        catch_alls = listed["hooks"]  # one per Codex event with a triohooks equivalent
+        assert len(catch_alls) == len(AGENT_EVENTS["codex"])
+        for catch_all in catch_alls:
+            assert catch_all["trustStatus"] == "trusted", catch_all  # Codex's own verdict
         session(codex_bin, codex_project, fake_openai, tri, n=2)
         outputs = [r.text for r in fake_openai.tool_outputs()]
     assert markers(codex_project) == []
@@ -188,3 +192,29 @@ def test_a_stopped_serve_still_blocks_before_the_catch_alls_timeout(
     assert markers(codex_project) == []
     print(f"session with a stopped serve: {took:.1f} s")
     assert took < 25
+
+
+def test_a_triohooks_guard_blocks_git_push_in_codex(
+    codex_bin: Path,
+    codex_project: CodexProject,
+    fake_openai: FakeOpenAI,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    codex_project.write_hooks({})  # Codex has no hook of its own here
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    with adopted(tri, codex_project, tmp_path):
+        fake_openai.script(PUSH_COMMANDS)
+        run = run_codex(
+            codex_bin,
+            codex_project.path,
+            codex_project.home,
+            fake_openai,
+            timeout=SESSION_TIMEOUT,
+            env=tri.claude_env(),
+        )
+        assert run.completed, run.process.stderr[-2000:]
+        outputs = [r.text for r in fake_openai.tool_outputs()]
+    assert markers(codex_project) == ["marker-0.txt"]
+    assert len(outputs) == 2
+    assert "pushing is for humans" in outputs[1], outputs

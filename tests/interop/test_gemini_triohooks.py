@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.interop import NATIVE_GUARD, PUSH_COMMANDS
 from tests.interop.fake_gemini import FakeGemini
 from tests.interop.gemini import GeminiProject, run_gemini
 from tests.interop.test_claude_code_triohooks import Server, Triohooks, serving
@@ -196,3 +197,29 @@ def test_a_stopped_serve_still_blocks_within_geminis_timeout(
     assert "denied-by-json" in response.text
     print(f"session with a stopped serve: {took:.1f} s")
     assert took < 25
+
+
+def test_a_triohooks_guard_blocks_git_push_in_gemini_cli(
+    gemini_bin: Path,
+    gemini_project: GeminiProject,
+    fake_gemini: FakeGemini,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    gemini_project.write_hooks({})  # Gemini CLI has no hook of its own here
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    with adopted(tri, gemini_project, tmp_path):
+        fake_gemini.script(PUSH_COMMANDS)
+        run = run_gemini(
+            gemini_bin,
+            gemini_project.path,
+            gemini_project.home,
+            fake_gemini,
+            timeout=SESSION_TIMEOUT,
+            env=tri.claude_env(),
+        )
+        assert run.process.returncode == 0, run.process.stderr[-2000:]
+    assert markers(gemini_project) == ["marker-0.txt"]
+    first, push = fake_gemini.function_responses()
+    assert not first.is_error
+    assert push.is_error and "pushing is for humans" in push.text, push.text
