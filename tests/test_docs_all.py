@@ -662,6 +662,7 @@ async def test_js_example_uses_real_frames(tmp_path: Path, fence: Fence) -> None
 PLACEHOLDERS = {
     "EVENT": "pre_tool",
     "TRANSCRIPT": "session.jsonl",
+    "AGENT": "claude",
     "ACTION": "list",
     "DIR": ".",
     "FILE": "hooks.toml",

@@ -4,10 +4,8 @@ processes, built-in guards), from the command line as a user runs it."""
 from __future__ import annotations
 
 import json
-import os
 import shlex
 import subprocess
-import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
@@ -276,16 +274,7 @@ def test_a_payload_the_engine_refuses_is_an_error_of_that_case(dirs: tuple[Path,
 
 
 def run_cli(*argv: str, cwd: Path, cfg: Path) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return triohooks_cli(*argv, cwd=cwd, config_dir=cfg)
 
 
 def test_init_writes_a_policy_that_validates_and_passes_its_cases(
@@ -315,3 +304,37 @@ def test_init_into_the_workspace_says_to_trust_it(dirs: tuple[Path, Path]) -> No
     assert (ws / ".agents/hooks.toml").is_file() and (ws / ".agents/hooks.test.toml").is_file()
     assert f"next: `triohooks trust --workspace {ws.resolve()}` to turn them on" in done.stdout
     assert run_cli("test", "--trust", cwd=ws, cfg=cfg).returncode == 0
+
+
+#: Where each agent's user-level hooks live.
+AGENT_SETTINGS = {
+    "claude": ".claude/settings.json",
+    "gemini": ".gemini/settings.json",
+    "codex": ".codex/hooks.json",
+}
+
+
+@pytest.mark.parametrize("agent", sorted(AGENT_SETTINGS))
+def test_init_for_an_agent_routes_it_and_its_cases_pass(
+    dirs: tuple[Path, Path], tmp_path: Path, agent: str
+) -> None:
+    ws, cfg = dirs
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return triohooks_cli(*argv, cwd=ws, config_dir=cfg, HOME=str(home))
+
+    done = cli("init", "--agent", agent)
+    assert done.returncode == 0, done.stderr
+    settings = json.loads((home / AGENT_SETTINGS[agent]).read_text())
+    hooks = settings.get("hooks", settings) if agent == "codex" else settings["hooks"]
+    assert "relay.py " + agent in json.dumps(hooks)  # the user-level catch-all
+    cases = (cfg / "hooks.test.toml").read_text()
+    assert f'agent = "{agent}"' in cases
+    assert cli("validate").returncode == 0
+    tested = cli("test")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "9 passed" in tested.stdout
+    checked = cli(agent, "validate")
+    assert checked.returncode == 0, checked.stdout + checked.stderr

@@ -4,6 +4,11 @@ Asks nothing. Writes ``hooks.toml`` and ``hooks.test.toml`` into the global conf
 (``--workspace-scope``: the workspace's ``.agents/``, which then needs ``triohooks trust``);
 never overwrites a file that exists (``--force`` does). ``validate`` and ``test`` pass on what it
 writes (tests/test_hooktest.py holds it to that).
+
+``--agent claude|gemini|codex``: the same policy, for that agent too. Its sessions are routed
+through triohooks as ``triohooks <agent> install --scope user`` does (a catch-all per event in
+the agent's user settings: the policy's guards then answer the agent's calls, in its format),
+and the test cases include that agent's own hook inputs (``agent = "claude"`` cases).
 """
 
 from __future__ import annotations
@@ -98,6 +103,38 @@ expect.decision = "allow"
 """
 
 
+#: Per agent: its shell tool, its pre-tool event, and the part of its answer that says "denied".
+_AGENT_CASES: Final = {
+    "claude": ("Claude Code", "Bash", '{ hookSpecificOutput = { permissionDecision = "deny" } }'),
+    "codex": ("Codex", "Bash", '{ hookSpecificOutput = { permissionDecision = "deny" } }'),
+    "gemini": ("Gemini CLI", "run_shell_command", '{ decision = "deny" }'),
+}
+
+
+def agent_cases(agent: str) -> str:
+    """Cases in ``agent``'s own dialect: its hook input for a call the policy refuses and one
+    it lets through, answered in its format."""
+    name, shell, denied = _AGENT_CASES[agent]
+    return f"""
+# The same policy, as {name} asks it (its own hook input; its own answer).
+
+[[case]]
+name = "{name}: rm -rf of the home directory is refused"
+agent = "{agent}"
+tool = "{shell}"
+args = {{ command = "rm -rf ~" }}
+expect.decision = "block"
+expect.output = {denied}
+
+[[case]]
+name = "{name}: ordinary work goes on"
+agent = "{agent}"
+tool = "{shell}"
+args = {{ command = "pytest -q" }}
+expect.decision = "allow"
+"""
+
+
 def add_init_command(sub: Any) -> None:
     p = sub.add_parser("init", help="write a starting config of built-in guards, with tests")
     p.add_argument(
@@ -108,6 +145,12 @@ def add_init_command(sub: Any) -> None:
     p.add_argument("--workspace", type=Path, default=None, help="workspace (default: cwd)")
     p.add_argument("--config-dir", type=Path, default=None, help="global config directory")
     p.add_argument("--force", action="store_true", help="overwrite files that exist")
+    p.add_argument(
+        "--agent",
+        choices=tuple(_AGENT_CASES),
+        default=None,
+        help="also route this agent's sessions (user settings) through the policy",
+    )
 
 
 def cmd_init(args: argparse.Namespace) -> int:
@@ -116,7 +159,8 @@ def cmd_init(args: argparse.Namespace) -> int:
         directory = workspace_config_files(workspace)[0].parent
     else:
         directory = args.config_dir or global_config_dir()
-    targets = [(directory / "hooks.toml", STARTER), (directory / "hooks.test.toml", STARTER_CASES)]
+    cases = STARTER_CASES + (agent_cases(args.agent) if args.agent else "")
+    targets = [(directory / "hooks.toml", STARTER), (directory / "hooks.test.toml", cases)]
     existing = [path for path, _ in targets if path.exists()]
     if existing and not args.force:
         names = ", ".join(str(p) for p in existing)
@@ -136,5 +180,24 @@ def cmd_init(args: argparse.Namespace) -> int:
         return 1
     if args.workspace_scope:
         print(f"next: `triohooks trust --workspace {directory.parent}` to turn them on")
+    if args.agent and _route(args) != 0:
+        return 1
     print("check it with `triohooks validate`, run its cases with `triohooks test`")
     return 0
+
+
+def _route(args: argparse.Namespace) -> int:
+    """``triohooks <agent> install --scope user``, as the user would type it."""
+    from .agents_cli import cmd_agent
+
+    install = argparse.Namespace(
+        command=args.agent,
+        action="install",
+        scope="user",
+        dry_run=False,
+        transport="relay",
+        port=8765,
+        workspace=args.workspace,
+        config_dir=args.config_dir,
+    )
+    return cmd_agent(install)
