@@ -21,6 +21,7 @@ import psutil
 import pytest
 import trio
 
+from triohooks.agents.adopt import catch_all
 from triohooks.config.paths import state_dir
 from triohooks.fronts import relay
 from triohooks.fronts.agent_http import PRE_AUTH_TIMEOUT_S
@@ -53,11 +54,23 @@ class Env:
         self.state = root / "state"
         for d in (self.home / ".claude", self.project / ".claude", root / "g"):
             d.mkdir(parents=True)
-        # As `triohooks claude install` leaves it: the hooks moved beside the settings file.
+        # As `triohooks claude install --scope user` leaves it: the hooks moved beside the
+        # settings file, the catch-alls in their place.
         self.adopted = self.home / ".claude" / "triohooks-hooks.json"
         self.adopted.write_text(json.dumps(GUARD))
-        # Claude Code runs what is left in settings.json itself: never run by us again.
-        (self.home / ".claude" / "settings.json").write_text(
+        routed, _, _ = catch_all(
+            "claude",
+            GUARD,
+            source=str(self.adopted),
+            scope="user",
+            transport="relay",
+            port=8765,
+            relay_script=relay.__file__,
+        )
+        (self.home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
+        # Claude Code runs the hooks of the settings files triohooks did not adopt itself: never
+        # run by us again.
+        (self.project / ".claude" / "settings.json").write_text(
             json.dumps(
                 {
                     "hooks": {

@@ -52,6 +52,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from triohooks.actors.audit import AuditSink, add_record_exporter
 from triohooks.actors.audit_records import AuditRecord
+from triohooks.agents.adopt import catch_all
 from triohooks.fronts import otel
 from triohooks.fronts.client import connect
 from triohooks.fronts.otel import Batcher, read_settings
@@ -1005,7 +1006,18 @@ def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     guard = {"PreToolUse": [{"hooks": [{"type": "command", "command": "echo no >&2; exit 2"}]}]}
-    (home / ".claude" / "triohooks-hooks.json").write_text(json.dumps(guard))
+    adopted = home / ".claude" / "triohooks-hooks.json"
+    adopted.write_text(json.dumps(guard))
+    routed, _, _ = catch_all(  # as `triohooks claude install --scope user` leaves it
+        "claude",
+        guard,
+        source=str(adopted),
+        scope="user",
+        transport="relay",
+        port=8765,
+        relay_script=str(RELAY),
+    )
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
     (tmp_path / "state").mkdir(mode=0o700)
     env = cli_env(tmp_path, receiver.endpoint, HOME=str(home))
     body = json.dumps(

@@ -191,6 +191,10 @@ class AgentTable(msgspec.Struct, frozen=True):
     #: (stamped before it was read; absent ones too) and each file trust hashed (stamped as it
     #: was hashed), by :func:`triohooks.config.trust.stamp`.
     signature: tuple[Stamp, ...] = ()
+    #: Settings files triohooks installed its catch-alls into whose hooks changed since, not by
+    #: triohooks (a hook beside the catch-all, a catch-all removed or pointed elsewhere): one
+    #: line each, for the tamper alarm (:func:`tampered`).
+    tampered: tuple[str, ...] = ()
 
     def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
         return [h for h in self.hooks if h.event == event and (h.adopted or not adopted_only)]
@@ -559,6 +563,9 @@ class _LevelRead(msgspec.Struct):
     switches: dict[str, Any]
     #: ``(file, why)`` for this level's files that are there but cannot be read.
     unreadable: list[tuple[str, str]] = msgspec.field(default_factory=list)
+    #: This level was installed into (its triohooks-hooks.json is there) and its settings'
+    #: hooks are no longer only triohooks' catch-alls: what changed.
+    tampered: str | None = None
 
 
 def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
@@ -593,12 +600,47 @@ def _read_level(
         files.append(str(adopted_path))
         out.sources.append(TrustSource(str(adopted_path), _covered(adopted)))
         out.hooks += parse_hooks(agent, level, str(adopted_path), adopted, problems, adopted=True)
+        if level.name in INSTALL_LEVELS:  # the file install wrote (not the local one beside)
+            hooks_obj = _hooks_object(agent, level.path, doc) if doc is not None else None
+            out.tampered = tampered(agent, level, hooks_obj, adopted)
     if agent == "codex" and level.name == "user":
         extra = _codex_toml_hooks(home, problems)
         if extra is not None:
             files.append(extra[0])
             out.hooks += parse_hooks(agent, level, extra[0], extra[1], problems)
     return out
+
+
+#: The levels ``install`` writes its catch-alls into (``--scope user|project``).
+INSTALL_LEVELS: Final = frozenset({"user", "project"})
+
+
+def tampered(agent: AgentName, level: Level, hooks: object, adopted: object) -> str | None:
+    """For a settings file triohooks installed into (``adopted``: its triohooks-hooks.json),
+    what changed in its ``hooks`` that triohooks did not write -- a hook beside the catch-alls,
+    a catch-all removed or pointed elsewhere -- or None when they are still exactly ours, one
+    for every event that needs one (each of the agent's events with a triohooks equivalent,
+    and each event of the adopted hooks)."""
+    where = str(level.path)
+    if not isinstance(hooks, dict):
+        return f"{where}: its hooks are gone (triohooks' catch-alls were removed)"
+    parsed = parse_hooks(agent, level, where, hooks, [], keep_ours=True)
+    foreign = [h for h in parsed if not is_ours(h)]
+    if foreign:
+        shown = ", ".join(f"{h.where} ({h.type})" for h in foreign[:3])
+        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
+        return (
+            f"{where}: hook(s) triohooks did not write beside its catch-alls: {shown}{more}; "
+            f"the agent runs them itself"
+        )
+    needed = set(SPECS[agent].events) | (set(adopted) if isinstance(adopted, dict) else set())
+    missing = sorted(needed - {h.event for h in parsed})
+    if missing:
+        return (
+            f"{where}: no triohooks catch-all for {', '.join(missing)} (removed, or written by an "
+            "older triohooks)"
+        )
+    return None
 
 
 def project_variables(agent: AgentName, project: Path) -> dict[str, str]:
@@ -695,11 +737,13 @@ def load_agent_table(
                 held[0].source, held_back_message(trust, agent, len(held)), severity="warning"
             )
         )
+    alarms = tuple(r.tampered for r in reads if r.tampered is not None)
     return AgentTable(
         agent=agent,
         project=str(project) if project is not None else None,
         hooks=tuple(trusted),
         untrusted=tuple(held),
+        tampered=alarms,
         problems=tuple(problems),
         files=tuple(files),
         trust=trust,

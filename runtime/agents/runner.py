@@ -245,6 +245,8 @@ class AgentHooks:
         #: The engine's run observer: every agent hook run gets the span, listener events and
         #: audit record a native run gets.
         self._observer = observer
+        #: Tamper alarms already logged and audited (each is said once per change).
+        self._alarmed: set[str] = set()
         #: The engine's dispatcher: the user's own triohooks hooks run for every request too
         #: (:mod:`.native`).
         self._native = native
@@ -375,6 +377,8 @@ class AgentHooks:
         answer = merge(name, event, runs)
         if passed is not None:
             answer.warnings += passed.warnings
+        if table.tampered:
+            self._alarm(table, seen_as, session, answer)
         for hook in chosen:
             if not hook.supported:
                 answer.warnings.append(f"hook {hook.label} not run: {hook.unsupported}")
@@ -418,6 +422,42 @@ class AgentHooks:
                 ),
             )
         return result
+
+    def _alarm(self, table: AgentTable, seen_as: str, session: str, answer: AgentAnswer) -> None:
+        """The tamper alarm: settings triohooks installed into changed behind its back. Said on
+        every answer while it lasts (the agent shows a systemMessage to the user), and once per
+        change in the log and the audit log."""
+        agent = table.agent
+        lines = [
+            f"triohooks TAMPER ALARM: {alarm}. If you did not make this change, remove it; "
+            f"`triohooks {agent} validate` shows it"
+            for alarm in table.tampered
+        ]
+        said = answer.output.get("systemMessage")
+        answer.output["systemMessage"] = "\n".join([*([said] if said else []), *lines])
+        answer.warnings += lines
+        for alarm in table.tampered:
+            if alarm in self._alarmed:
+                continue
+            if len(self._alarmed) >= MAX_SESSIONS:
+                self._alarmed.clear()
+            self._alarmed.add(alarm)
+            log.warning("tamper alarm: %s", alarm)
+            audit = self._observer.audit if self._observer is not None else None
+            if audit is not None:
+                audit.submit(
+                    AuditRecord(
+                        time=utc_stamp(),
+                        session=session,
+                        kind="tamper",
+                        event=seen_as,
+                        hook=f"{agent}:settings",
+                        decision="alarm",
+                        error=alarm,
+                        duration_ms=None,
+                        workspace=table.project or "",
+                    )
+                )
 
     async def _native_pass(
         self, agent: AgentName, event: str, payload: Mapping[str, Any], project: Path | None

@@ -230,9 +230,11 @@ def check_agent(
     """Every finding about ``agent``'s live setup; [] when nothing of it is installed."""
     env = os.environ if environ is None else environ
     hooks = catch_alls(agent, project, home)
+    table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
+    alarms = [DoctorLine(False, f"tamper alarm: {alarm}") for alarm in table.tampered]
     if not hooks:
-        return []
-    lines: list[DoctorLine] = []
+        return alarms  # every catch-all removed: only the alarm is left to say it
+    lines: list[DoctorLine] = alarms
     for hook in hooks:
         if hook.type == "http":
             lines += _http_lines(hook, state, env)
@@ -243,7 +245,6 @@ def check_agent(
     if agent == "codex":
         lines += _codex_reviewed(hooks, home)
     lines += _agent_side_switches(agent, project, home)
-    table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
     held = [h for h in table.untrusted if h.adopted]
     if held and table.trust is not None:
         lines.append(DoctorLine(False, held_back_message(table.trust, agent, len(held))))

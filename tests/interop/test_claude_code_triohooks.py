@@ -811,3 +811,43 @@ def test_a_triohooks_guard_blocks_git_push_in_claude_code(
     first, push = fake_api.tool_results()
     assert not first.is_error
     assert push.is_error and "pushing is for humans" in push.text, push.text
+
+
+def test_a_hook_planted_in_the_user_settings_after_install_raises_the_alarm(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """What a worm does to persist: a SessionStart hook written into ~/.claude/settings.json
+    beside triohooks' catch-alls. Claude Code runs it (it is the agent's own), and triohooks
+    says so at the next event: in the audit log, and in the answer's systemMessage."""
+    settings = claude_project.home / ".claude" / "settings.json"
+    settings.parent.mkdir(parents=True, exist_ok=True)
+    settings.write_text('{"hooks": {}}\n')
+    tri.state_dir.chmod(0o700)
+    with serving(tri, claude_project.path, tmp_path / "serve.log"):
+        tri.cli("claude", "install", "--scope", "user", cwd=claude_project.path)
+        doc = json.loads(settings.read_text())
+        worm = {"type": "command", "command": f"echo ran > {tmp_path / 'worm-ran'}"}
+        doc["hooks"]["SessionStart"].append({"hooks": [worm]})
+        settings.write_text(json.dumps(doc))
+        session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
+        validated = run_bounded(
+            [sys.executable, "-m", "triohooks", "claude", "validate"],
+            timeout=CLI_TIMEOUT,
+            cwd=claude_project.path,
+            env=tri.env(),
+        )
+    assert (tmp_path / "worm-ran").exists()  # Claude Code ran it: not ours to stop
+    alarms = [
+        json.loads(line)
+        for path in (tri.state_dir / "audit").glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if '"tamper"' in line
+    ]
+    assert len(alarms) == 1, alarms
+    assert "did not write beside its catch-alls" in alarms[0]["error"]
+    assert str(settings) in alarms[0]["error"]
+    assert validated.returncode == 1 and "tamper alarm" in validated.stdout
