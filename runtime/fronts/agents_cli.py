@@ -60,6 +60,22 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
     q = actions.add_parser("trust", help="trust the project's agent hooks as they are now")
     q.add_argument("--decline", action="store_true", help="record that you decline them")
     common(q)
+    if agent == "claude":
+        q = actions.add_parser(
+            "plugin", help="write a Claude Code plugin that routes every event to triohooks"
+        )
+        q.add_argument(
+            "--out",
+            type=Path,
+            default=Path("triohooks-plugin"),
+            help="where (default: ./triohooks-plugin)",
+        )
+        q.add_argument(
+            "--local",
+            action="store_true",
+            help="run this install's relay (default: triohooks-relay from PATH, to share)",
+        )
+        q.add_argument("--force", action="store_true", help="overwrite the plugin's files")
 
 
 def add_claude_command(sub: argparse._SubParsersAction[Any]) -> None:
@@ -273,7 +289,31 @@ def _print_covered(table: AgentTable) -> None:
         print(f"  note: {note}")
 
 
+def _plugin(args: argparse.Namespace) -> int:
+    from triohooks.agents.plugin import plugin_files, write_plugin
+
+    from . import relay
+    from .cli import version
+
+    files = plugin_files(
+        version=version(), local=args.local, relay_script=str(Path(relay.__file__).resolve())
+    )
+    try:
+        written = write_plugin(args.out, files, force=args.force)
+    except (ValueError, OSError) as exc:
+        print(f"triohooks: {exc}", file=sys.stderr)
+        return 1
+    for path in written:
+        print(f"wrote {path}")
+    print(
+        f"load it with `claude --plugin-dir {args.out}`, or add it to a plugin marketplace; "
+        "then your triohooks hooks answer every Claude Code event"
+    )
+    return 0
+
+
 _ACTIONS = {
+    "plugin": _plugin,
     "install": _install,
     "uninstall": _uninstall,
     "list": _list,

@@ -77,17 +77,22 @@ class _Parser(argparse.ArgumentParser):
         raise SystemExit(EXIT_USAGE)
 
 
+def version() -> str:
+    """The installed distribution's version (looked up only when asked)."""
+    from importlib.metadata import PackageNotFoundError
+    from importlib.metadata import version as installed
+
+    try:
+        return installed("triohooks")
+    except PackageNotFoundError:  # run from a checkout that was never installed
+        return "unknown (not installed)"
+
+
 class _Version(argparse.Action):
-    """``--version``: the installed distribution's version (looked up only when asked)."""
+    """``--version``: the installed distribution's version."""
 
     def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> NoReturn:
-        from importlib.metadata import PackageNotFoundError, version
-
-        try:
-            found = version("triohooks")
-        except PackageNotFoundError:  # run from a checkout that was never installed
-            found = "unknown (not installed)"
-        print(f"triohooks {found} (Python {sys.version.split()[0]})")
+        print(f"triohooks {version()} (Python {sys.version.split()[0]})")
         raise SystemExit(EXIT_OK)
 
 

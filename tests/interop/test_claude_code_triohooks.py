@@ -851,3 +851,36 @@ def test_a_hook_planted_in_the_user_settings_after_install_raises_the_alarm(
     assert "did not write beside its catch-alls" in alarms[0]["error"]
     assert str(settings) in alarms[0]["error"]
     assert validated.returncode == 1 and "tamper alarm" in validated.stdout
+
+
+def test_the_plugin_loaded_by_claude_code_blocks_a_call(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """No settings rewritten: `triohooks claude plugin`, loaded with --plugin-dir, routes the
+    session's events to triohooks, whose own guard blocks the push."""
+    plugin = tmp_path / "plugin"
+    tri.cli("claude", "plugin", "--out", str(plugin), cwd=tmp_path)
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    tri.state_dir.chmod(0o700)
+    fake_api.script(PUSH_COMMANDS)
+    with serving(tri, claude_project.path, tmp_path / "serve.log"):
+        process, output = run_claude(
+            claude_bin,
+            claude_project.path,
+            claude_project.home,
+            fake_api,
+            timeout=SESSION_TIMEOUT,
+            args=["--plugin-dir", str(plugin)],
+            env=tri.claude_env(),
+        )
+    assert process.returncode == 0, process.stderr[-2000:]
+    assert output is not None and output.get("result") == "Done.", output
+    assert not (claude_project.path / ".claude").exists()  # no settings file touched
+    assert markers(claude_project) == ["marker-0.txt"]
+    first, push = fake_api.tool_results()
+    assert not first.is_error
+    assert push.is_error and "pushing is for humans" in push.text, push.text
