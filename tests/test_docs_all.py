@@ -663,6 +663,8 @@ PLACEHOLDERS = {
     "EVENT": "pre_tool",
     "TRANSCRIPT": "session.jsonl",
     "AGENT": "claude",
+    "TARGET": "triohooks",
+    "SCOPE": "project",
     "ACTION": "list",
     "DIR": ".",
     "FILE": "hooks.toml",

@@ -205,6 +205,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "audit": (".audit_cli", "add_audit_command", "cmd_audit"),
     "replay": (".replay", "add_replay_command", "cmd_replay"),
     "completion": (".completion", "add_completion_command", "cmd_completion"),
+    "convert": (".convert_cli", "add_convert_command", "cmd_convert"),
 }
 
 
