@@ -39,7 +39,7 @@ import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 import trio
 
@@ -93,19 +93,37 @@ def _descendants(pid: int) -> list[tuple[int, float]]:
 
 
 def _kill_all_of(snapshot: list[tuple[int, float]]) -> int:
-    """SIGKILL what of ``snapshot`` still runs (the same process: the same create time)."""
+    """SIGKILL what of ``snapshot`` still runs (the same process: the same create time), and
+    wait (at most :data:`REAP_BUDGET_S`) until each is gone: a SIGKILL lands when the kernel
+    gets to it, and "nothing left" must hold when the run or the close returns. Blocking: in
+    a thread."""
     import psutil
 
-    killed = 0
+    killed = []
     for pid, created in snapshot:
         try:
             proc = psutil.Process(pid)
             if proc.create_time() == created and proc.status() != psutil.STATUS_ZOMBIE:
                 proc.kill()
-                killed += 1
+                killed.append(proc)
         except psutil.Error:
             continue
-    return killed
+    deadline = time.monotonic() + REAP_BUDGET_S
+    waiting = killed
+    while waiting and time.monotonic() < deadline:  # not our children: polled
+        time.sleep(0.002)
+        waiting = [p for p in waiting if _still_running(p)]
+    return len(killed)
+
+
+def _still_running(proc: Any) -> bool:
+    """Whether ``proc`` (a psutil Process) has not died yet (a zombie has: its parent reaps)."""
+    import psutil
+
+    try:
+        return bool(proc.status() != psutil.STATUS_ZOMBIE)
+    except psutil.Error:
+        return False
 
 
 def _psutil_path() -> list[str]:
