@@ -102,6 +102,12 @@ class Loader:
             listener()
         return RebuildReport(True, table.generation, len(table.hooks), table.problems)
 
+    async def refresh(self) -> RebuildReport:
+        """Re-read the config now, in the caller's task, without the actor: for a loader that
+        has no :meth:`serve` running (a project's, :mod:`.projects`). Errors keep the previous
+        table, as a rebuild's do."""
+        return await self._rebuild_now()
+
     def _not_rebuilt(self, why: str) -> RebuildReport:
         return RebuildReport(
             False, self._generation, len(self.table.hooks), (ConfigProblem("<rebuild>", why),)

@@ -13,7 +13,9 @@ from typing import Any
 import pytest
 import trio
 
+from tests.helpers import write_toml_hooks
 from triohooks import HookEngine
+from triohooks.actors.projects import REFRESH_S
 
 pytestmark = pytest.mark.slow
 
@@ -57,6 +59,16 @@ class Setup:
     def body(self, event: str, cwd: Path | None = None, **fields: Any) -> bytes:
         base = {"session_id": "s1", "cwd": str(cwd or self.project), "hook_event_name": event}
         return json.dumps({**base, **fields}).encode()
+
+    def engine(self, workspace: Path | None = None, *, trust: bool = False) -> Any:
+        """An engine on ``workspace`` (default: the project) with the global config."""
+        return HookEngine.open(
+            workspace=workspace or self.project,
+            config_dir=self.config,
+            state_dir=self.root / "state",
+            audit=False,
+            trust=trust,
+        )
 
     async def ask(self, agent: str, *bodies: bytes, workspace: Path | None = None) -> list[Any]:
         with trio.fail_after(30):
@@ -157,13 +169,7 @@ async def test_the_agents_hooks_and_ours_fold_by_its_merge(setup: Setup) -> None
     }
     (claude / "settings.json").write_text(json.dumps(settings))
     with trio.fail_after(30):
-        async with HookEngine.open(
-            workspace=setup.project,
-            config_dir=setup.config,
-            state_dir=setup.root / "state",
-            audit=False,
-            trust=True,
-        ) as engine:
+        async with setup.engine(trust=True) as engine:
             push = await engine.agent_hook(
                 "claude", setup.body("PreToolUse", **shell_call("claude", "git push"))
             )
@@ -181,40 +187,81 @@ async def test_the_agents_hooks_and_ours_fold_by_its_merge(setup: Setup) -> None
     assert tests.runs[2].hook.startswith("triohooks:") and "secret_reads" in tests.runs[2].hook
 
 
-async def test_another_projects_request_gets_the_global_hooks_only(setup: Setup) -> None:
-    """A serve's workspace hooks are that workspace's: a request from another project runs
-    the user's global hooks, not them, and says so when that project has hooks of its own."""
+async def test_each_projects_own_hooks_run_for_its_requests(setup: Setup) -> None:
+    """One serve, many projects: a request runs the user's global hooks and its own project's
+    trusted ones, never the serve's workspace's or another project's."""
     serve_ws = setup.root / "serve-ws"
-    (serve_ws / ".agents").mkdir(parents=True)
-    (serve_ws / ".agents" / "hooks.toml").write_text(
-        '[[hooks.pre_tool]]\nid = "ws-only"\ncommand = "echo ws >&2; exit 2"\n'
+    write_toml_hooks(
+        serve_ws / ".agents", '[[hooks.pre_tool]]\nid = "ws-only"\ncommand = "exit 2"\n'
     )
-    (setup.project / ".agents").mkdir()
-    (setup.project / ".agents" / "hooks.toml").write_text(
-        '[[hooks.pre_tool]]\nid = "theirs"\ncommand = "true"\n'
+    write_toml_hooks(
+        setup.project / ".agents",
+        '[[hooks.pre_tool]]\nid = "theirs"\nif = "shell(make deploy*)"\n'
+        "command = \"echo 'not from here' >&2; exit 2\"\n",
     )
     with trio.fail_after(30):
-        async with HookEngine.open(
-            workspace=serve_ws,
-            config_dir=setup.config,
-            state_dir=setup.root / "state",
-            audit=False,
-            trust=True,
-        ) as engine:
-            ls = await engine.agent_hook(
-                "claude", setup.body("PreToolUse", **shell_call("claude", "ls"))
-            )
-            push = await engine.agent_hook(
-                "claude", setup.body("PreToolUse", **shell_call("claude", "git push"))
-            )
+        async with setup.engine(serve_ws, trust=True) as engine:
+            ls, deploy, push = [
+                await engine.agent_hook(
+                    "claude", setup.body("PreToolUse", **shell_call("claude", command))
+                )
+                for command in ("ls", "make deploy", "git push")
+            ]
             own = await engine.agent_hook(
                 "claude", setup.body("PreToolUse", cwd=serve_ws, **shell_call("claude", "ls"))
             )
-    assert not ls.answer.blocked  # ws-only would have blocked it
-    assert any("has its own triohooks hooks" in w for w in ls.answer.warnings)
-    assert "has its own triohooks hooks" in ls.answer.output["systemMessage"]  # the user sees it
-    assert push.answer.blocked  # the global guard still holds
-    assert own.answer.blocked and "ws" in (own.answer.reason or "")  # its own: they run
+    assert not ls.answer.blocked  # ws-only is the serve's workspace's, not this project's
+    assert deploy.answer.blocked and "not from here" in (deploy.answer.reason or "")
+    assert "triohooks:theirs" in [r.hook for r in deploy.runs]
+    assert push.answer.blocked  # the global guard holds everywhere
+    assert own.answer.blocked  # the serve's own workspace: its hooks run
+
+
+@pytest.mark.parametrize("trusted", [False, True])
+async def test_a_project_whose_hooks_are_held_back_or_broken_says_so(
+    setup: Setup, trusted: bool
+) -> None:
+    """Untrusted, a project's hooks are held back; trusted and broken, they cannot run: either
+    way the global guard still holds and the agent shows the user why."""
+    serve_ws = setup.root / "serve-ws"
+    serve_ws.mkdir()
+    agents = setup.project / ".agents"
+    if trusted:
+        write_toml_hooks(agents, "[[hooks.pre_tool]\n")  # not TOML
+    else:
+        write_toml_hooks(agents, '[[hooks.pre_tool]]\nid = "theirs"\ncommand = "exit 2"\n')
+    with trio.fail_after(30):
+        async with setup.engine(serve_ws, trust=trusted) as engine:
+            ls, push = [
+                await engine.agent_hook(
+                    "claude", setup.body("PreToolUse", **shell_call("claude", command))
+                )
+                for command in ("ls", "git push")
+            ]
+    assert not ls.answer.blocked and push.answer.blocked  # the global guard still holds
+    said = ls.answer.output["systemMessage"]
+    if trusted:
+        assert "own triohooks hooks did not run" in said and "hooks.toml" in said
+    else:
+        assert "not trusted" in said and "triohooks trust" in said
+
+
+async def test_a_projects_table_is_read_again_after_a_while(setup: Setup) -> None:
+    """No file watcher: a project's hooks are read again at its first event after
+    REFRESH_S, so a new guard there applies without restarting serve."""
+    serve_ws = setup.root / "serve-ws"
+    serve_ws.mkdir()
+    write_toml_hooks(setup.project / ".agents", '[[hooks.pre_tool]]\nid = "a"\ncommand = "true"\n')
+    body = setup.body("PreToolUse", **shell_call("claude", "ls"))
+    with trio.fail_after(30):
+        async with setup.engine(serve_ws, trust=True) as engine:
+            before = await engine.agent_hook("claude", body)
+            write_toml_hooks(
+                setup.project / ".agents", '[[hooks.pre_tool]]\nid = "b"\ncommand = "exit 2"\n'
+            )
+            await trio.sleep(REFRESH_S)
+            after = await engine.agent_hook("claude", body)
+    assert not before.answer.blocked and after.answer.blocked
 
 
 async def test_a_call_our_hooks_cannot_read_is_denied_not_waved_on(setup: Setup) -> None:

@@ -136,8 +136,11 @@ def native_reply(
         )
     if outcome.additional_context:
         specific["additionalContext"] = outcome.additional_context
-    if outcome.system_messages:
-        out["systemMessage"] = "\n".join(outcome.system_messages)
+    # The Outcome's warnings (a hook that failed, workspace hooks trust holds back) go where
+    # the user looks: the agent shows a systemMessage.
+    shown = [*outcome.system_messages, *(f"triohooks: {w}" for w in outcome.warnings)]
+    if shown:
+        out["systemMessage"] = "\n".join(shown)
     if specific:
         out["hookSpecificOutput"] = specific
     return AgentReply(status="ok", json=out or None), warnings

@@ -32,11 +32,11 @@ import msgspec
 import trio
 
 from triohooks.actors.audit_records import AuditRecord
-from triohooks.actors.dispatcher import Dispatcher
+from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, RunSummary
 from triohooks.config.events import EVENTS, PayloadError, event_from_payload
 from triohooks.config.model import TrustInfo
-from triohooks.config.paths import global_config_dir, workspace_config_files
+from triohooks.config.paths import global_config_dir
 from triohooks.config.stamps import utc_stamp
 from triohooks.config.trust import held_back_message
 from triohooks.handlers.http import HttpHookClient, expand_headers
@@ -188,17 +188,6 @@ def _spelled_alike(where: Path | None, workspace: str) -> bool:
     return where is not None and os.path.normpath(where) == os.path.normpath(workspace)
 
 
-def _foreign(where: Path | None, workspace: str) -> tuple[bool, bool]:
-    """Whether ``where`` is the engine's ``workspace`` after all (a symlink, another spelling),
-    and, when it is not, whether it has triohooks workspace hook files of its own (which this
-    engine does not run for it). Blocking: in a thread."""
-    if where is None:
-        return False, False
-    if os.path.realpath(where) == os.path.realpath(workspace):
-        return True, False
-    return False, any(path.exists() for path in workspace_config_files(where))
-
-
 def decode_payload(body: bytes) -> dict[str, Any]:
     try:
         payload = msgspec.json.decode(body)
@@ -228,7 +217,7 @@ class AgentHooks:
         home: Path | None = None,
         trust_override: bool = False,
         observer: HookRuns | None = None,
-        native: Dispatcher | None = None,
+        native: ProjectDispatchers | None = None,
     ) -> None:
         self._spawner = spawner
         self._http = http
@@ -247,8 +236,8 @@ class AgentHooks:
         self._observer = observer
         #: Tamper alarms already logged and audited (each is said once per change).
         self._alarmed: set[str] = set()
-        #: The engine's dispatcher: the user's own triohooks hooks run for every request too
-        #: (:mod:`.native`).
+        #: The engine's dispatchers (its own workspace's and other projects'): the user's own
+        #: triohooks hooks run for every request too (:mod:`.native`).
         self._native = native
 
     @property
@@ -463,18 +452,28 @@ class AgentHooks:
         self, agent: AgentName, event: str, payload: Mapping[str, Any], project: Path | None
     ) -> NativePass | None:
         """The user's own triohooks hooks for this request (:mod:`.native`): None when the
-        event has no triohooks equivalent or no engine runs them."""
-        dispatcher = self._native
+        event has no triohooks equivalent or no engine runs them. The project's own hooks
+        run through its dispatcher (:mod:`triohooks.actors.projects`); with no project known,
+        or one whose config has errors, only the user's global hooks run, and the answer
+        says why."""
+        projects = self._native
         canonical = SPECS[agent].events.get(event)
-        if dispatcher is None or canonical is None:
+        if projects is None or canonical is None:
             return None
         hook = native_hook(agent, event, canonical)
         where = project if project is not None else _cwd_dir(payload)
-        own, has_own_hooks = True, False
-        if not _spelled_alike(where, dispatcher.workspace):
-            own, has_own_hooks = await trio.to_thread.run_sync(
-                _foreign, where, dispatcher.workspace
-            )
+        dispatcher, own, note = projects.main, False, None
+        if where is not None:
+            real = str(where)
+            if not _spelled_alike(where, projects.main.workspace):
+                real = await trio.to_thread.run_sync(os.path.realpath, where)
+            try:
+                dispatcher, own = await projects.for_project(real), True
+            except ProjectUnreadable as exc:
+                note = (
+                    f"triohooks: {where}'s own triohooks hooks did not run: {exc}; only your "
+                    "global hooks ran (`triohooks validate` there shows every problem)"
+                )
         try:
             fields = native_fields(agent, canonical, payload)
             fields["workspace"] = str(where) if where is not None else dispatcher.workspace
@@ -487,12 +486,7 @@ class AgentHooks:
             return NativePass(hook, AgentReply(status="ok"), [], [why])
         outcome = await dispatcher.dispatch(ev, workspace_hooks=own)
         reply, warnings = native_reply(agent, canonical, outcome, fields)
-        if has_own_hooks:  # said where the user looks: the agent shows a systemMessage
-            note = (
-                f"triohooks: {where} has its own triohooks hooks (.agents/), which this serve "
-                f"(workspace {dispatcher.workspace}) does not run for it; only your global "
-                "hooks ran"
-            )
+        if note is not None:  # said where the user looks: the agent shows a systemMessage
             warnings.append(note)
             if reply.status == "ok":
                 said = (reply.json or {}).get("systemMessage")

@@ -23,6 +23,7 @@ from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.guard import ProcessGuard, open_guard
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
+from triohooks.actors.projects import ProjectDispatchers
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
 from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentResult
@@ -142,6 +143,32 @@ class HookEngine(Guards):
                     drain_timeout_s=drain_timeout_s,
                 )
                 dispatcher = Dispatcher(loader=loader, runs=runs, post_worker=post_worker)
+
+                def project_dispatcher(project_loader: Loader) -> Dispatcher:
+                    """Another project's hooks (agent requests through one serve): its own
+                    loader and observer, everything else the engine's."""
+                    where = str(project_loader.workspace)
+                    project_runners = builtin_runners(
+                        spawner=reaper,
+                        http=http,
+                        judge=built if built is not None else judge,
+                        workspace=where,
+                    )
+                    return Dispatcher(
+                        loader=project_loader,
+                        runs=HookRuns(
+                            project_runners, audit=sink, listeners=listeners, workspace=where
+                        ),
+                        post_worker=post_worker,
+                    )
+
+                projects = ProjectDispatchers(
+                    dispatcher,
+                    project_dispatcher,
+                    config_dir=settings.config_dir,
+                    extra_configs=settings.extra_configs,
+                    trust_override=settings.trust,
+                )
                 engine = cls(dispatcher, loader, reaper, sink, judge_warning)
                 async with trio.open_nursery() as background:
                     # The post worker's consumer, started on first use; its crash is its own
@@ -155,7 +182,7 @@ class HookEngine(Guards):
                         config_dir=settings.config_dir,
                         trust_override=settings.trust,
                         observer=runs,
-                        native=dispatcher,
+                        native=projects,
                     )
                     queued.agents = engine._agents
                     try:

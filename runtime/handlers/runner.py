@@ -71,8 +71,9 @@ class HookInput:
         return self._payload
 
     def cwd(self, workspace: str) -> str:
-        """Where a hook process runs: the engine's workspace, else the event's, else ours."""
-        return workspace or str(self.fields.get("workspace") or "") or os.getcwd()
+        """Where a hook process runs: the event's workspace (the project the agent works in;
+        the engine's unless the caller named another), else the engine's, else ours."""
+        return str(self.fields.get("workspace") or "") or workspace or os.getcwd()
 
 
 class Runner(Protocol):
