@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 import triohooks.fronts.relay as relay_module
-from triohooks.agents.adopt import relay_command
+from triohooks.agents.adopt import catch_all, relay_command
 from triohooks.fronts.server import SOCKET_FILE
 
 BODY = json.dumps(
@@ -61,7 +61,18 @@ def main() -> None:
         hooks = {
             "PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "true"}]}]
         }
-        (home / ".claude" / "triohooks-hooks.json").write_text(json.dumps(hooks))
+        adopted = home / ".claude" / "triohooks-hooks.json"
+        adopted.write_text(json.dumps(hooks))
+        routed, _, _ = catch_all(  # as `triohooks claude install --scope user` leaves it
+            "claude",
+            hooks,
+            source=str(adopted),
+            scope="user",
+            transport="relay",
+            port=8765,
+            relay_script=str(Path(relay_module.__file__).resolve()),
+        )
+        (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
         env = {
             **os.environ,
             "HOME": str(home),
