@@ -307,3 +307,20 @@ def test_the_documented_tool_names_are_known(tool: str, kind: str) -> None:
     from triohooks.match.ifrules import tool_kinds
 
     assert kind in tool_kinds(tool)
+
+
+@pytest.mark.parametrize(
+    ("command", "behavior"), [("exit 2", "deny"), ('echo \'{"decision": "allow"}\'', "allow")]
+)
+async def test_a_permission_request_is_answered_by_our_hooks(
+    setup: Setup, command: str, behavior: str
+) -> None:
+    (setup.config / "hooks.toml").write_text(
+        f"[[hooks.permission_request]]\nid = \"ask-me-not\"\ncommand = '''{command}'''\n"
+    )
+    (result,) = await setup.ask(
+        "claude", setup.body("PermissionRequest", **shell_call("claude", "rm -rf build"))
+    )
+    decision = result.answer.output["hookSpecificOutput"]["decision"]
+    assert decision["behavior"] == behavior
+    assert result.answer.blocked is (behavior == "deny")

@@ -121,9 +121,10 @@ def native_reply(
         return AgentReply(status="block", reason=reason), warnings
     out: dict[str, Any] = {}
     specific: dict[str, Any] = {}
-    if canonical == "permission_request" and outcome.decision in ("allow", "deny"):
-        chosen: dict[str, Any] = {"behavior": outcome.decision}
-        if outcome.decision == "deny":
+    if canonical == "permission_request" and (outcome.blocked or outcome.decision == "allow"):
+        behavior = "deny" if outcome.blocked else "allow"
+        chosen: dict[str, Any] = {"behavior": behavior}
+        if behavior == "deny":
             chosen["message"] = reason
         specific["decision"] = chosen
     rewritten = outcome.args is not None and outcome.args != asked.get("args")
