@@ -347,8 +347,8 @@ class AgentHooks:
         async def ours() -> None:
             native[0] = await self._native_pass(name, event, payload, project)
 
-        if any(h.sequential for h in foreground):
-            for i, hook in enumerate(foreground):
+        if not foreground or any(h.sequential for h in foreground):
+            for i, hook in enumerate(foreground):  # (no agent hook: ours alone, no nursery)
                 await one(i, hook)
             await ours()
         else:
