@@ -170,3 +170,24 @@ def test_bad_input_is_one_clear_line(tmp_path: Path, argv: tuple[str, ...], said
     done, _, _ = convert(tmp_path, *argv)
     assert done.returncode == 1
     assert said in done.stderr and "Traceback" not in done.stderr
+
+
+def test_codex_hooks_in_config_toml_convert_when_named(tmp_path: Path) -> None:
+    config = tmp_path / "config.toml"
+    config.write_text(
+        'model = "gpt-5"\n\n[[hooks.PreToolUse]]\nmatcher = "Bash"\n\n'
+        '[[hooks.PreToolUse.hooks]]\ntype = "command"\ncommand = "cat"\ntimeout = 7\n\n'
+        '[hooks.state."x:pre_tool_use:0:0"]\ntrusted_hash = "sha256:00"\n'
+    )
+    done, _, out = convert(tmp_path, "--from", "codex", "--to", "claude", str(config))
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(out)["hooks"]
+    assert hooks == {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "cat", "timeout": 7}]}
+        ]
+    }
+    empty = tmp_path / "empty.toml"
+    empty.write_text('model = "gpt-5"\n')
+    refused, _, _ = convert(tmp_path, "--from", "codex", "--to", "claude", str(empty))
+    assert refused.returncode == 1 and "it has no [hooks]" in refused.stderr

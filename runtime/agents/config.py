@@ -499,7 +499,12 @@ def read_json_object(
 
 
 def _codex_toml_hooks(home: Path, problems: list[ConfigProblem]) -> tuple[str, object] | None:
-    path = home / ".codex" / "config.toml"
+    return codex_toml_hooks(home / ".codex" / "config.toml", problems)
+
+
+def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, object] | None:
+    """The ``[hooks]`` of a Codex ``config.toml`` (without Codex's ``[hooks.state]`` review
+    record), and the file's name; None when it has none or cannot be read (a warning)."""
     try:
         data = read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:

@@ -26,7 +26,14 @@ from typing import Any, Final, Literal
 
 from triohooks.config.model import ConfigProblem
 
-from .config import MATCHER_FIELD, AgentHook, is_ours, parse_hooks, translate_if
+from .config import (
+    MATCHER_FIELD,
+    AgentHook,
+    codex_toml_hooks,
+    is_ours,
+    parse_hooks,
+    translate_if,
+)
 from .spec import AGENTS, SPECS, AgentName, Level
 
 Target = Literal["claude", "gemini", "codex", "triohooks"]
@@ -81,6 +88,13 @@ def read_source(agent: AgentName, path: Path) -> tuple[object, str]:
     ``triohooks-hooks.json`` beside it, which is read instead."""
     from .spec import ADOPTED_NAME
 
+    if agent == "codex" and path.suffix == ".toml":  # hooks written in Codex's config.toml
+        problems: list[ConfigProblem] = []
+        found = codex_toml_hooks(path, problems)
+        if found is None:
+            why = f": {problems[0].message}" if problems else ": it has no [hooks]"
+            raise ConvertError(f"{path}: no hooks to convert{why}")
+        return found[1], found[0]
     adopted = path.with_name(ADOPTED_NAME)
     if path.name != ADOPTED_NAME and adopted.is_file():
         path = adopted
