@@ -506,3 +506,50 @@ def test_guards_through_fire(tmp_path: Path) -> None:
     assert json.loads(done.stdout)["reason"] == (
         "secret_reads guard: the command reads ~/.aws/credentials (under ~/.aws)"
     )
+
+
+# -- parameters beside the guard's name (the pinned spelling), in both dialects -----------------
+
+
+def test_parameters_beside_the_name_in_both_dialects(tmp_path: Path) -> None:
+    from triohooks.config.table import load_table
+
+    toml = tmp_path / "hooks.toml"
+    toml.write_text(
+        '[[hooks.pre_tool]]\nbuiltin = "protected_push"\nbranches = ["release"]\n'
+        'on_uncertain = "warn"\n'
+    )
+    js = tmp_path / "hooks.json"
+    js.write_text(
+        '{"hooks": [{"id": "p", "event": "pre_tool_use", "executor": {"type": "builtin", '
+        '"name": "protected_push", "branches": ["release"]}}]}'
+    )
+    empty = tmp_path / "g"
+    empty.mkdir()
+    table = load_table(workspace=tmp_path, config_dir=empty, extra_configs=[toml, js])
+    assert table.errors == ()
+    from triohooks.config.model import GuardHandler
+
+    params = [dict(h.handler.params) for h in table.hooks if isinstance(h.handler, GuardHandler)]
+    assert params == [
+        {"branches": ("release",), "on_uncertain": "warn"},
+        {"branches": ("release",)},
+    ]
+
+
+@pytest.mark.parametrize(
+    ("text", "said"),
+    [
+        ('branchs = ["x"]', "pre_tool[0].branchs: unknown parameter of protected_push"),
+        ('branches = ["x"]\nparams = { branches = ["y"] }', "branches: given twice"),
+    ],
+)
+def test_a_bad_parameter_beside_the_name_is_named(tmp_path: Path, text: str, said: str) -> None:
+    from triohooks.config.table import load_table
+
+    toml = tmp_path / "hooks.toml"
+    toml.write_text(f'[[hooks.pre_tool]]\nbuiltin = "protected_push"\n{text}\n')
+    empty = tmp_path / "g"
+    empty.mkdir()
+    table = load_table(workspace=tmp_path, config_dir=empty, extra_configs=[toml])
+    assert any(said in str(p) for p in table.errors), table.errors

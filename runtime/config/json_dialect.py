@@ -28,6 +28,7 @@ from .model import (
     Scope,
     guard_handler,
     location_name,
+    merged_params,
     worker_pool,
 )
 from .suggest import JSON_FIELD_SYNONYMS, did_you_mean, event_synonyms
@@ -127,8 +128,9 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
     executor = raw.get("executor")
     if not isinstance(executor, dict):
         raise EntryError("executor", 'is required: {"type": "bash", "command": "..."}')
+    is_guard = executor.get("type") == "builtin"
     for key in executor:
-        if key not in _EXECUTOR_KEYS:
+        if key not in _EXECUTOR_KEYS and not is_guard:  # a guard's parameters: beside its name
             raise EntryError(
                 f"executor.{location_name(key)}",
                 f"unknown field{did_you_mean(key, _EXECUTOR_KEYS)} "
@@ -136,15 +138,18 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
             )
     guard = None
     if executor.get("type") == "builtin":
-        stray = sorted(set(executor) - {"type", "name", "params"})
+        stray = sorted((set(executor) & _EXECUTOR_KEYS) - {"type", "name", "params"})
         if stray:
             raise EntryError(f"executor.{location_name(stray[0])}", "does not belong to a builtin")
+        beside = {k: v for k, v in executor.items() if k not in _EXECUTOR_KEYS}
         guard, problems = guard_handler(
             executor.get("name"),
-            executor.get("params"),
+            merged_params(executor.get("params"), beside),
             JSON_ALIASES[event],
             name_field="executor.name",
             params_field="executor.params",
+            beside=frozenset(beside),
+            beside_prefix="executor.",
         )
         if guard is None:
             raise EntryError(*problems[0])

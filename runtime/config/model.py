@@ -140,11 +140,41 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
         return f"python: {getattr(h.func, '__qualname__', repr(h.func))}"
 
 
+class _Clash:
+    """A parameter given both beside the guard's name and in its ``params`` table."""
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+
+
+def merged_params(table: object, beside: Mapping[str, Any]) -> object:
+    """A guard's parameters: those written beside its name, and those of a ``params`` table
+    (the older spelling); a key in both is a clash :func:`guard_handler` reports."""
+    if not beside:
+        return table
+    if table is None:
+        return dict(beside)
+    if not isinstance(table, dict):
+        return table  # reported as not a table
+    both = sorted(set(table) & set(beside))
+    if both:
+        return _Clash(both[0])
+    return {**table, **beside}
+
+
 def guard_handler(
-    name: object, params: object, event: str, *, name_field: str, params_field: str
+    name: object,
+    params: object,
+    event: str,
+    *,
+    name_field: str,
+    params_field: str,
+    beside: frozenset[str] = frozenset(),
+    beside_prefix: str = "",
 ) -> tuple[GuardHandler | None, list[tuple[str, str]]]:
     """A built-in guard's handler, and what is wrong with it as ``(field, message)`` pairs:
-    the same rules in both dialects (the field names are theirs)."""
+    the same rules in both dialects (the field names are theirs). ``beside``: the parameters
+    written beside the guard's name (reported under their own name)."""
     from triohooks.match.guards import GUARD_EVENTS, GUARDS, check_params
 
     from .suggest import did_you_mean
@@ -158,14 +188,20 @@ def guard_handler(
     if event not in GUARD_EVENTS:
         where = " and ".join(sorted(GUARD_EVENTS))
         return None, [(name_field, f"a built-in guard reads tool calls: {where} only")]
+    if isinstance(params, _Clash):
+        where = f"{beside_prefix}{params.key}"
+        return None, [(where, f"given twice: beside the name and in {params_field}")]
     if params is None:
         params = {}
     if not isinstance(params, dict):
         return None, [(params_field, "must be a table of the guard's parameters")]
-    problems = [
-        (f"{params_field}.{key}" if key else name_field, message)
-        for key, message in check_params(name, params)
-    ]
+
+    def field(key: str) -> str:
+        if not key:
+            return name_field
+        return f"{beside_prefix}{key}" if key in beside else f"{params_field}.{key}"
+
+    problems = [(field(key), message) for key, message in check_params(name, params)]
     if problems:
         return None, problems
     return GuardHandler(name, tuple(sorted((k, _frozen(v)) for k, v in params.items()))), []

@@ -29,6 +29,7 @@ from .model import (
     Scope,
     guard_handler,
     location_name,
+    merged_params,
     worker_pool,
 )
 from .suggest import TOML_FIELD_SYNONYMS, did_you_mean, event_synonyms
@@ -179,12 +180,14 @@ def _handler(entry: _Entry, raw: Mapping[str, Any], kind: str) -> Handler | None
         if "builtin" not in raw:
             entry.error("builtin", 'a builtin hook needs builtin = "<guard name>"')
             return None
+        beside = {k: v for k, v in raw.items() if k not in _FIELDS}
         guard, problems = guard_handler(
             raw["builtin"],
-            raw.get("params"),
+            merged_params(raw.get("params"), beside),
             entry.event,
             name_field="builtin",
             params_field="params",
+            beside=frozenset(beside),
         )
         for field, message in problems:
             entry.error(field, message)
@@ -205,8 +208,9 @@ def bar_hint(match: str) -> str:
 def _hook(
     entry: _Entry, raw: Mapping[str, Any], scope: Scope, file: str, event: str, index: int
 ) -> Hook | None:
+    guard_params = "builtin" in raw and raw.get("type", "builtin") == "builtin"
     for key in raw:
-        if key not in _FIELDS:
+        if key not in _FIELDS and not guard_params:  # a guard's parameters sit beside its name
             hint = did_you_mean(key, _FIELDS, TOML_FIELD_SYNONYMS)
             entry.error(
                 location_name(key), f"unknown field{hint} (known: {', '.join(sorted(_FIELDS))})"

@@ -37,7 +37,7 @@ builtin = "destructive_delete"
 # Force pushes, and pushes to (or deletes of) protected branches.
 [[hooks.pre_tool]]
 builtin = "protected_push"
-params = { branches = ["main", "master"] }
+branches = ["main", "master"]
 
 # Reading .env files, keys, ~/.ssh, ~/.aws, ~/.config/gcloud ... (warns when it cannot tell).
 [[hooks.pre_tool]]
