@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import time
 import tomllib
 from collections.abc import Iterator
@@ -29,9 +28,10 @@ from typing import Any, Final
 import msgspec
 
 from triohooks.config.events import UnknownEventError, canonical_event
-from triohooks.config.model import ConfigError
 from triohooks.config.paths import global_config_dir, workspace_config_files
 from triohooks.config.suggest import did_you_mean
+
+from .rehearsal import check_config, rehearsal_engine
 
 #: The case file's name beside each hooks file.
 CASE_FILE: Final = "hooks.test.toml"
@@ -313,28 +313,18 @@ async def _run_agent_case(engine: Any, case: Case, common: dict[str, Any]) -> Ve
 async def run_cases(cases: list[Case], args: argparse.Namespace, workspace: Path) -> list[Verdict]:
     import trio
 
-    from triohooks.engine.hook_engine import HookEngine
-
     verdicts: list[Verdict] = []
-    with tempfile.TemporaryDirectory(prefix="triohooks-test-") as state:
-        async with HookEngine.open(
-            workspace=workspace,
-            config_dir=args.config_dir,
-            extra_configs=args.configs,
-            state_dir=Path(state),
-            trust=args.trust,
-            audit=False,
-        ) as engine:
-            for n, case in enumerate(cases):
-                common = {"session_id": f"triohooks-test-{n}", "cwd": str(workspace)}
-                started = time.perf_counter()
-                with trio.fail_after(3600):
-                    verdict = await _run_case(engine, case, common)
-                verdict.duration_s = time.perf_counter() - started
-                verdicts.append(verdict)
-                if not args.quiet:
-                    mark = "." if not verdicts[-1].failures else "F"
-                    print(mark, end="", flush=True)
+    async with rehearsal_engine(args, workspace) as engine:
+        for n, case in enumerate(cases):
+            common = {"session_id": f"triohooks-test-{n}", "cwd": str(workspace)}
+            started = time.perf_counter()
+            with trio.fail_after(3600):
+                verdict = await _run_case(engine, case, common)
+            verdict.duration_s = time.perf_counter() - started
+            verdicts.append(verdict)
+            if not args.quiet:
+                mark = "." if not verdicts[-1].failures else "F"
+                print(mark, end="", flush=True)
     return verdicts
 
 
@@ -353,8 +343,6 @@ async def _run_case(engine: Any, case: Case, common: dict[str, Any]) -> Verdict:
 def cmd_test(args: argparse.Namespace) -> int:
     import trio
 
-    from triohooks.config.table import held_back_summary, load_table
-
     workspace = (args.workspace or Path.cwd()).resolve()
     config_dir = args.config_dir or global_config_dir()
     files = list(args.files) or default_files(workspace, config_dir)
@@ -371,17 +359,7 @@ def cmd_test(args: argparse.Namespace) -> int:
     except CaseError as exc:
         print(f"triohooks test: {exc}", file=sys.stderr)
         return 1
-    table = load_table(
-        workspace=workspace,
-        config_dir=config_dir,
-        extra_configs=args.configs,
-        trust_override=args.trust,
-    )
-    if table.errors:
-        raise ConfigError(table.errors)
-    held = held_back_summary(table)
-    if held:
-        print(f"note: {held} (or run with --trust)", file=sys.stderr)
+    check_config(args, workspace)
     if not args.quiet:
         print(f"{len(cases)} case(s) from {', '.join(str(f) for f in files)}")
     started = time.perf_counter()

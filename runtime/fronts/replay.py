@@ -21,12 +21,13 @@ import argparse
 import shutil
 import stat
 import sys
-import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Final, Literal
 
 import msgspec
+
+from .rehearsal import check_config, rehearsal_engine
 
 #: One transcript line longer than this is skipped (counted): no session line comes close.
 MAX_LINE: Final = 16 * 1024 * 1024
@@ -277,44 +278,32 @@ async def replay(transcript: Transcript, args: argparse.Namespace, workspace: Pa
     """Every step through the engine, in order."""
     import trio
 
-    from triohooks.engine.hook_engine import HookEngine
-
     rows: list[Row] = []
-    with tempfile.TemporaryDirectory(prefix="triohooks-replay-") as state:
-        async with HookEngine.open(
-            workspace=workspace,
-            config_dir=args.config_dir,
-            extra_configs=args.configs,
-            state_dir=Path(state),
-            trust=args.trust,
-            audit=False,
-        ) as engine:
-            for step in transcript.steps:
-                common = {
-                    "session_id": step.session or "replay",
-                    "cwd": step.cwd,
-                    "workspace": str(workspace),
-                    "transcript_path": transcript.path,
-                    "agent": "claude",
-                }
-                with trio.fail_after(EVENT_TIMEOUT_S):
-                    if step.kind == "prompt":
-                        outcome = await engine.fire(
-                            "prompt_submit", {**common, "prompt": step.prompt}
-                        )
-                    else:
-                        call = {**common, "tool": step.tool, "args": step.args or {}}
-                        if step.tool_use_id:
-                            call["tool_call_id"] = step.tool_use_id
-                        outcome = await engine.fire("pre_tool", call)
-                        if args.all and step.then in ("ran", "failed"):
-                            if step.then == "ran":
-                                await engine.fire("post_tool", {**call, "result": step.result})
-                            else:
-                                await engine.fire(
-                                    "post_tool_failure", {**call, "error": step.then_detail}
-                                )
-                rows.append(Row(step=step, now=_now(step, outcome)))
+    async with rehearsal_engine(args, workspace) as engine:
+        for step in transcript.steps:
+            common = {
+                "session_id": step.session or "replay",
+                "cwd": step.cwd,
+                "workspace": str(workspace),
+                "transcript_path": transcript.path,
+                "agent": "claude",
+            }
+            with trio.fail_after(EVENT_TIMEOUT_S):
+                if step.kind == "prompt":
+                    outcome = await engine.fire("prompt_submit", {**common, "prompt": step.prompt})
+                else:
+                    call = {**common, "tool": step.tool, "args": step.args or {}}
+                    if step.tool_use_id:
+                        call["tool_call_id"] = step.tool_use_id
+                    outcome = await engine.fire("pre_tool", call)
+                    if args.all and step.then in ("ran", "failed"):
+                        if step.then == "ran":
+                            await engine.fire("post_tool", {**call, "result": step.result})
+                        else:
+                            await engine.fire(
+                                "post_tool_failure", {**call, "error": step.then_detail}
+                            )
+            rows.append(Row(step=step, now=_now(step, outcome)))
     return rows
 
 
@@ -437,9 +426,6 @@ def as_json(rows: list[Row], transcript: Transcript, workspace: Path) -> bytes:
 def cmd_replay(args: argparse.Namespace) -> int:
     import trio
 
-    from triohooks.config.model import ConfigError
-    from triohooks.config.table import held_back_summary, load_table
-
     try:
         transcript = read_claude_transcript(args.transcript)
     except TranscriptError as exc:
@@ -461,17 +447,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         print(f"triohooks replay: workspace {workspace} is not a directory", file=sys.stderr)
         return 1
     workspace = workspace.resolve()
-    table = load_table(
-        workspace=workspace,
-        config_dir=args.config_dir,
-        extra_configs=args.configs,
-        trust_override=args.trust,
-    )
-    if table.errors:
-        raise ConfigError(table.errors)
-    held_back = held_back_summary(table)
-    if held_back:
-        print(f"note: {held_back} (or run with --trust)", file=sys.stderr)
+    check_config(args, workspace)
     for step in transcript.steps:  # the hooks' cwd: the session's, while it is still there
         if not (step.cwd and Path(step.cwd).is_dir()):
             step.cwd = str(workspace)
