@@ -1,9 +1,9 @@
-"""Per-tool-call latency of the real Codex or Gemini CLI, with its own hook and through triohooks.
+"""Per-tool-call latency of a real agent CLI, with its own hook and through triohooks.
 
-    .venv/bin/python -m bench.agent_cli codex [-n 10] [--rounds 3]
-    .venv/bin/python -m bench.agent_cli gemini [-n 10] [--rounds 3]
+    .venv/bin/python -m bench.agent_cli codex|gemini|qwen|copilot [-n 10] [--rounds 3]
 
-Each session is one headless run (``codex exec`` / ``gemini -p``) against the fake model server
+Each session is one headless run (``codex exec`` / ``gemini -p`` / ``qwen`` / ``copilot -p``)
+against the fake model server
 of ``tests/interop``, scripted to make N shell calls of ``true``; a call's latency is the fake's
 view (its function-call reply sent -> the request carrying the call's output), medians of calls
 2..N. Configurations, round-robin so machine drift hits them alike:
@@ -13,7 +13,9 @@ view (its function-call reply sent -> the request carrying the call's output), m
   records it);
 - ``c`` the same hook adopted by ``triohooks <agent> install --scope user`` (the default
   transport: this install's relay as a bare script, to the user's running ``serve``);
-- ``d`` adopted at project scope (the portable ``triohooks-relay`` from PATH).
+- ``d`` adopted at project scope (the portable ``triohooks-relay`` from PATH; Codex and Gemini
+  CLI only: Qwen Code and Copilot CLI load a project's hooks only in a folder trusted through
+  their own interactive prompt).
 
 The line under the table is what the issue asks for: the default transport's cost against the
 agent's own ``true`` hook, (c) - (b) and (d) - (b), in the same run.
@@ -111,15 +113,71 @@ def _gemini(tmp: Path, name: str, n: int, tri_root: Path) -> list[float | None]:
         return fake.call_latencies()
 
 
+def _qwen(tmp: Path, name: str, n: int, tri_root: Path) -> list[float | None] | None:
+    from tests.interop import install_npm_cli
+    from tests.interop.fake_anthropic import FakeAnthropic
+    from tests.interop.qwen import QWEN, SHELL_TOOL, QwenProject, run_qwen, shell_call
+
+    if name == "d":
+        return None
+    binary = install_npm_cli(QWEN)
+    home, project = tmp / "home", tmp / "project"
+    home.mkdir()
+    project.mkdir()
+    with FakeAnthropic(shell_tool=SHELL_TOOL, call_of=shell_call) as fake:
+        qwen = QwenProject(project, home)
+        hook = {"type": "command", "command": "true"}
+        if name in ("b", "c"):
+            qwen.write_user_settings({"hooks": {"PreToolUse": [{"hooks": [hook]}]}})
+        fake.script(["true"] * n)
+        if name == "c":
+            tri, run = _triohooks(tri_root, home, project)
+            with run:
+                tri.cli("qwen", "install", "--scope", "user", "--workspace", str(project))
+                run_qwen(binary, qwen, fake, timeout=300, env=tri.claude_env())
+        else:
+            run_qwen(binary, qwen, fake, timeout=300)
+        return fake.call_latencies()
+
+
+def _copilot(tmp: Path, name: str, n: int, tri_root: Path) -> list[float | None] | None:
+    from tests.interop import install_npm_cli
+    from tests.interop.copilot import COPILOT, SHELL_TOOL, CopilotProject, run_copilot, shell_call
+    from tests.interop.fake_openai import FakeOpenAI
+
+    if name == "d":
+        return None
+    binary = install_npm_cli(COPILOT)
+    home, project = tmp / "home", tmp / "project"
+    home.mkdir()
+    project.mkdir()
+    with FakeOpenAI(shell_tool=SHELL_TOOL, call_of=shell_call) as fake:
+        copilot = CopilotProject(project, home)
+        if name in ("b", "c"):
+            hook = {"type": "command", "bash": "true", "timeoutSec": 30}
+            copilot.write_hooks({"preToolUse": [hook]}, name="triohooks.json")
+        fake.script(["true"] * n)
+        if name == "c":
+            tri, run = _triohooks(tri_root, home, project)
+            with run:
+                tri.cli("copilot", "install", "--scope", "user", "--workspace", str(project))
+                run_copilot(binary, copilot, fake, timeout=300, env=tri.claude_env())
+        else:
+            run_copilot(binary, copilot, fake, timeout=300)
+        return fake.call_latencies()
+
+
 def _triohooks(root: Path, home: Path, project: Path) -> tuple[Triohooks, Any]:
     tri = Triohooks.create(root / f"tri-{len(list(root.iterdir()))}", home)
     tri.state_dir.chmod(0o700)
     return tri, serving(tri, project, tri.state_dir.parent / "serve.log")
 
 
-RUNNERS: dict[str, Callable[[Path, str, int, Path], list[float | None]]] = {
+RUNNERS: dict[str, Callable[[Path, str, int, Path], list[float | None] | None]] = {
     "codex": _codex,
     "gemini": _gemini,
+    "qwen": _qwen,
+    "copilot": _copilot,
 }
 
 
@@ -140,6 +198,9 @@ def main(argv: list[str] | None = None) -> int:
                     session = root / f"{name}-{round_no}"
                     session.mkdir()
                     latencies = RUNNERS[args.agent](session, name, args.n, root)
+                    if latencies is None:  # a configuration this agent cannot have
+                        calls.pop(name, None)
+                        continue
                     calls[name] += [x for x in latencies[1:] if x is not None]
                 print(f"round {round_no + 1}/{args.rounds} done", file=sys.stderr, flush=True)
     except AgentCliUnavailable as exc:
@@ -150,9 +211,14 @@ def main(argv: list[str] | None = None) -> int:
         f"{args.agent}: per-call latency of a shell `true`, calls 2..{args.n}, {args.rounds} rounds"
     )
     for name, description in CONFIGS.items():
+        if name not in medians:
+            print(f"  {name}  {description:64}     n/a")
+            continue
         delta = "" if name == "a" else f"{medians[name] - medians['a']:+.1f}"
         print(f"  {name}  {description:64} {medians[name]:7.1f} ms  {delta:>7} vs a")
     for name in ("c", "d"):
+        if name not in medians:
+            continue
         print(
             f"the default transport ({name}) against the agent's own `true` hook: "
             f"({name}) - (b) = {medians[name] - medians['b']:+.1f} ms per call"

@@ -43,6 +43,8 @@ AGENTS = {
     "claude": ("Bash", "PreToolUse", "UserPromptSubmit"),
     "codex": ("Bash", "PreToolUse", "UserPromptSubmit"),
     "gemini": ("run_shell_command", "BeforeTool", "BeforeAgent"),
+    "qwen": ("run_shell_command", "PreToolUse", "UserPromptSubmit"),
+    "copilot": ("bash", "preToolUse", "userPromptSubmitted"),
 }
 
 
@@ -90,6 +92,8 @@ def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
 
 def shell_call(agent: str, command: str) -> dict[str, Any]:
     tool, _, _ = AGENTS[agent]
+    if agent == "copilot":  # its camelCase input, toolArgs as a JSON string
+        return {"toolName": tool, "toolArgs": json.dumps({"command": command})}
     return {"tool_name": tool, "tool_input": {"command": command}}
 
 
@@ -105,6 +109,9 @@ async def test_one_guard_blocks_git_push_in_every_agent(setup: Setup, agent: str
     out = push.answer.output
     if agent == "gemini":
         assert out["decision"] == "deny" and "pushing is for humans" in out["reason"]
+    elif agent == "copilot":
+        assert out["permissionDecision"] == "deny"
+        assert "pushing is for humans" in out["permissionDecisionReason"]
     else:
         specific = out["hookSpecificOutput"]
         assert specific["permissionDecision"] == "deny"
@@ -117,6 +124,9 @@ async def test_one_guard_blocks_git_push_in_every_agent(setup: Setup, agent: str
 async def test_a_rewrite_reaches_the_agents_own_input_shape(setup: Setup, agent: str) -> None:
     _, pre, _ = AGENTS[agent]
     (result,) = await setup.ask(agent, setup.body(pre, **shell_call(agent, "pytest tests")))
+    if agent == "copilot":
+        assert result.answer.output == {"modifiedArgs": {"command": "pytest -q -x"}}
+        return
     specific = result.answer.output["hookSpecificOutput"]
     key = "tool_input" if agent == "gemini" else "updatedInput"
     assert specific[key] == {"command": "pytest -q -x"}
@@ -124,7 +134,7 @@ async def test_a_rewrite_reaches_the_agents_own_input_shape(setup: Setup, agent:
         assert specific["permissionDecision"] == "allow"
 
 
-@pytest.mark.parametrize("agent", sorted(AGENTS))
+@pytest.mark.parametrize("agent", sorted(set(AGENTS) - {"copilot"}))
 async def test_prompt_context_is_added(setup: Setup, agent: str) -> None:
     _, _, prompt = AGENTS[agent]
     (result,) = await setup.ask(agent, setup.body(prompt, prompt="fix it"))

@@ -39,17 +39,19 @@ from triohooks.config.paths import (
 )
 
 from . import codex_review
-from .config import MAX_SETTINGS_BYTES, is_ours, parse_hooks
+from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
 from .spec import (
-    ADOPTED_NAME,
     LOCAL_RELAY,
     PORTABLE_RELAY,
     SPECS,
     TOKEN_VAR,
     AgentName,
     Level,
+    event_arg,
     http_handler,
+    levels,
 )
+from .spec import adopted_path as adopted_path_of
 
 Scope = Literal["user", "project"]
 Transport = Literal["http", "relay"]
@@ -95,9 +97,8 @@ class Plan(msgspec.Struct, frozen=True):
 
 
 def settings_path(agent: AgentName, scope: Scope, *, home: Path, project: Path) -> Path:
-    base = home if scope == "user" else project
-    name = "hooks.json" if agent == "codex" else "settings.json"
-    return base / SPECS[agent].project_dir / name
+    """The file ``install --scope`` writes the catch-alls into: that level's settings."""
+    return next(lv.path for lv in levels(agent, project, home) if lv.name == scope)
 
 
 # -- the top-level member spans of a JSON object, in bytes ------------------------------------
@@ -178,18 +179,25 @@ def _timeout_text(value: float) -> str:
 
 
 def relay_command(
-    agent: AgentName, scope: Scope, timeout_s: float, *, relay_script: str | None = None
+    agent: AgentName,
+    scope: Scope,
+    timeout_s: float,
+    *,
+    relay_script: str | None = None,
+    event: str = "",
 ) -> str:
     """The command a catch-all runs (:data:`PORTABLE_RELAY` for a project, :data:`LOCAL_RELAY`
     for the user, with this interpreter and ``relay_script``). ``timeout_s`` is the catch-all's
     own timeout: the relay answers before it (docs/agents.md). Measured: ``bench/relay.py``."""
     timeout = _timeout_text(timeout_s)
+    words = event_arg(agent, event)
     if scope == "project":
-        return PORTABLE_RELAY.format(agent=agent, timeout=timeout)
+        return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout)
     if relay_script is None:
         raise ValueError("a user-scope catch-all needs the relay's file")
     return LOCAL_RELAY.format(
         agent=agent,
+        event=words,
         timeout=timeout,
         python=shlex.quote(sys.executable),
         script=shlex.quote(str(Path(relay_script).resolve())),
@@ -236,15 +244,18 @@ def catch_all(
             handler = http_handler(agent, port, timeout_value)
             routes.append((event, f"POST {handler['url']}"))
         else:
-            command = relay_command(agent, scope, timeout_s, relay_script=relay_script)
-            handler = {"type": "command", "command": command, "timeout": timeout_value}
+            command = relay_command(agent, scope, timeout_s, relay_script=relay_script, event=event)
+            if agent == "copilot":  # its own form: a handler per entry, ``bash``, seconds
+                handler = {"type": "command", "bash": command, "timeoutSec": timeout_value}
+            else:
+                handler = {"type": "command", "command": command, "timeout": timeout_value}
             routes.append((event, command))
             if fail_closed and transport == "http" and agent == "claude":
                 notes.append(
                     f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
                     "fails open when the server is down; the relay runs the hooks itself)"
                 )
-        out[event] = [{"hooks": [handler]}]
+        out[event] = [handler] if agent == "copilot" else [{"hooks": [handler]}]
     return out, routes, notes
 
 
@@ -264,13 +275,18 @@ def plan_install(
     that replaces)."""
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
-    adopted_path = path.with_name(ADOPTED_NAME)
+    adopted_path = adopted_path_of(agent, path)
     for target in (path, adopted_path):
         try:
             check_write_target(target, root)
         except UnsafeWriteError as exc:
             raise AdoptError(str(exc)) from None
+    if agent == "copilot":
+        _refuse_neighbours(path)
     data, text, doc = _read_settings(path, missing_ok=True)
+    if data is None and agent == "copilot":
+        text = '{\n  "version": 1\n}\n'  # Copilot CLI's hooks file format
+        doc = json.loads(text)
     if "hooks" not in doc:
         # No hooks of the agent's own: the catch-all still routes it to triohooks' hooks.
         text = _with_empty_hooks(text)
@@ -346,7 +362,7 @@ def plan_uninstall(
 ) -> Plan:
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
-    adopted_path = path.with_name(ADOPTED_NAME)
+    adopted_path = adopted_path_of(agent, path)
     try:
         check_write_target(path, root)
     except UnsafeWriteError as exc:
@@ -406,6 +422,28 @@ def apply(plan: Plan) -> None:
             )
 
 
+def _refuse_neighbours(path: Path) -> None:
+    """Copilot CLI runs every ``*.json`` of its hooks directory, and install adopts one file
+    (``path``): another file there with hooks would go on running beside triohooks, unguarded.
+    Say so and change nothing."""
+    level = Level("install", path, False)
+    others = []
+    for other in level_files("copilot", level):
+        try:
+            doc = json.loads(read_regular_file(other, MAX_SETTINGS_BYTES))
+        except (OSError, UnreadableFileError, ValueError):
+            others.append(other.name)  # unreadable to us; Copilot may read it
+            continue
+        if not isinstance(doc, dict) or doc.get("hooks"):
+            others.append(other.name)
+    if others:
+        raise AdoptError(
+            f"{path.parent}: Copilot CLI runs every hooks file there, and triohooks adopts one "
+            f"({path.name}): move the hooks of {', '.join(others)} into {path.name} (or out of "
+            "the directory), then install again; nothing changed"
+        )
+
+
 def _existing(path: Path) -> bytes | None:
     try:
         return read_regular_file(path, MAX_SETTINGS_BYTES)
@@ -420,15 +458,16 @@ def _all_ours(agent: AgentName, hooks: object, source: str) -> bool:
     if not isinstance(hooks, dict) or not hooks:
         return False
     count = 0
-    for groups in hooks.values():
+    for event, groups in hooks.items():
         if not isinstance(groups, list):
             return False
-        for group in groups:
+        for entry in groups:
+            group = as_group(agent, entry)
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(handlers, list):
                 return False
             for raw in handlers:
-                one = {"E": [{"hooks": [raw]}]}
+                one = {event: [{"hooks": [raw]}]}  # (a catch-all names its event)
                 parsed = parse_hooks(
                     agent, Level("x", Path(source), False), source, one, [], keep_ours=True
                 )

@@ -40,12 +40,13 @@ from triohooks.config.trust import (
 from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule
 
 from .spec import (
-    ADOPTED_NAME,
     LOCAL_RELAY,
     PORTABLE_RELAY,
     SPECS,
     AgentName,
     Level,
+    adopted_path,
+    event_arg,
     http_handler,
     levels,
 )
@@ -75,6 +76,15 @@ MATCHER_FIELD: Final = {
     "Notification": "notification_type",
     "SubagentStart": "agent_type",
     "SubagentStop": "agent_type",
+    # Copilot CLI's events (its input read under Claude Code's names: .copilot.claude_view)
+    "preToolUse": "tool_name",
+    "postToolUse": "tool_name",
+    "postToolUseFailure": "tool_name",
+    "permissionRequest": "tool_name",
+    "preCompact": "trigger",
+    "notification": "notification_type",
+    "subagentStart": "agent_type",
+    "subagentStop": "agent_type",
 }
 #: Claude permission-rule tool names -> our ``if`` rule kinds.
 _IF_KINDS: Final = {
@@ -96,13 +106,15 @@ class Matcher(msgspec.Struct, frozen=True):
     text: str | None
     names: frozenset[str] | None = None
     pattern: Any = None
+    #: Both kinds, tried in turn (Qwen Code): a name equal to the value, else the pattern.
+    either: bool = False
 
     def matches(self, value: object) -> bool:
         if self.names is None and self.pattern is None:
             return True
         if not isinstance(value, str):
             return False
-        if self.names is not None:
+        if self.names is not None and (value in self.names or not self.either):
             return value in self.names
         return self.pattern.search(value) is not None
 
@@ -201,26 +213,93 @@ class AgentTable(msgspec.Struct, frozen=True):
 
 
 def compile_matcher(agent: AgentName, text: object) -> Matcher:
-    """Claude: absent, ``""`` or ``*`` match all; only ``[A-Za-z0-9_\\- ,|]`` is an exact name
-    or a ``|``/``,`` list; anything else an unanchored regex. Codex: the same with only
-    ``[A-Za-z0-9_|]`` for names. Gemini: a regex.
+    """The agent's reading of a matcher (``SPECS[agent].matcher_style``). Claude: absent, ``""``
+    or ``*`` match all; only ``[A-Za-z0-9_\\- ,|]`` is an exact name or a ``|``/``,`` list;
+    anything else an unanchored regex. Codex: the same with only ``[A-Za-z0-9_|]`` for names.
+    Gemini: an unanchored regex. Qwen Code: exact names first (a ``|`` list, trimmed, Claude
+    Code's tool names as aliases), else an unanchored regex of the entries. Copilot CLI: a regex
+    that must match the whole value.
     Raises ValueError for a matcher that is not a string or does not compile."""
     if text is None:
         return Matcher(None)
     if not isinstance(text, str):
         raise ValueError("must be a string")
-    if text in ("", "*"):
+    style = SPECS[agent].matcher_style
+    if text in ("", "*") or (style == "qwen" and text == ".*"):
         return Matcher(text)
-    plain = _CODEX_PLAIN_MATCHER if agent == "codex" else _PLAIN_MATCHER
-    if agent != "gemini" and plain.match(text):
-        names = frozenset(n.strip() for n in re.split(r"[|,]", text) if n.strip())
-        return Matcher(text, names=names)
+    if style == "qwen":
+        return _qwen_matcher(text)
+    if style in ("claude", "codex"):
+        plain = _CODEX_PLAIN_MATCHER if style == "codex" else _PLAIN_MATCHER
+        if plain.match(text):
+            names = frozenset(n.strip() for n in re.split(r"[|,]", text) if n.strip())
+            return Matcher(text, names=names)
+    return Matcher(text, pattern=_re2(f"^(?:{text})$" if style == "anchored" else text))
+
+
+def _re2(source: str) -> Any:
     import re2
 
     try:
-        return Matcher(text, pattern=re2.compile(text))
+        return re2.compile(source)
     except re2.error as exc:
         raise ValueError(f"not a regular expression we can run in linear time: {exc}") from None
+
+
+#: Qwen Code: Claude Code's tool names it accepts in a matcher, compared exactly.
+QWEN_ALIASES: Final = {
+    "Bash": "run_shell_command",
+    "Read": "read_file",
+    "Write": "write_file",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "notebook_edit",
+    "Glob": "glob",
+    "Grep": "grep_search",
+    "LS": "list_directory",
+    "WebFetch": "web_fetch",
+    "WebSearch": "web_search",
+    "Task": "agent",
+}
+
+
+def _top_level_bars(text: str) -> list[str]:
+    """``text`` split at each ``|`` outside ``[...]`` and groups, not escaped."""
+    parts: list[str] = []
+    depth, in_class, escaped, start = 0, False, False, 0
+    for i, ch in enumerate(text):
+        if escaped:
+            escaped = False
+        elif ch == "\\":
+            escaped = True
+        elif in_class:
+            in_class = ch != "]"
+        elif ch == "[":
+            in_class = True
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth = max(depth - 1, 0)
+        elif ch == "|" and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+    parts.append(text[start:])
+    return parts
+
+
+def _qwen_matcher(text: str) -> Matcher:
+    """Qwen Code's matcher: a value equal to an entry (or to the tool an alias names) matches;
+    otherwise the trimmed entries as one unanchored regex. One starting with ``^`` or ``(`` is
+    only a regex, compiled as written."""
+    if text.startswith(("^", "(")):
+        return Matcher(text, pattern=_re2(text))
+    entries = [e.strip() for e in _top_level_bars(text) if e.strip()]
+    if any(e in ("*", ".*") for e in entries):
+        return Matcher(text)
+    if not entries:
+        return Matcher(text, names=frozenset())  # only bars: matches nothing
+    names = frozenset(entries) | {QWEN_ALIASES[e] for e in entries if e in QWEN_ALIASES}
+    return Matcher(text, names=names, pattern=_re2("|".join(entries)), either=True)
 
 
 def translate_if(text: str) -> str:
@@ -247,12 +326,23 @@ def _timeout(
     agent: AgentName, raw: Mapping[str, Any], problems: list[ConfigProblem], at: Any
 ) -> float:
     spec = SPECS[agent]
-    value = raw.get("timeout")
+    kind = raw.get("type", "command")
+    default = (
+        spec.type_timeouts_s.get(kind, spec.default_timeout_s)
+        if isinstance(kind, str)
+        else spec.default_timeout_s
+    )
+    field = "timeout"
+    if agent == "copilot" and "timeoutSec" in raw:
+        field = "timeoutSec"
+    value = raw.get(field)
     if value is None:
-        return spec.default_timeout_s
+        return default
     if isinstance(value, bool) or not isinstance(value, (int, float)) or value <= 0:
-        at("timeout", "must be a positive number")
-        return spec.default_timeout_s
+        at(field, "must be a positive number")
+        return default
+    if kind == "command" and spec.command_ms_from is not None and value >= spec.command_ms_from:
+        return float(value) / 1000.0  # Qwen Code reads these as milliseconds
     return float(value) * spec.timeout_unit_s
 
 
@@ -294,6 +384,8 @@ def _handler(
     fields: dict[str, Any] = {}
     if kind == "command":
         command, args = raw.get("command"), raw.get("args")
+        if agent == "copilot" and command is None:
+            command = raw.get("bash")  # Copilot CLI's unix command; ``command`` is its alias
         if isinstance(args, list):
             argv = _strings(args)
             if not argv or not argv[0].strip():
@@ -369,6 +461,14 @@ def _handler(
     )
 
 
+def as_group(agent: AgentName, entry: object) -> object:
+    """One entry of an event's list as a matcher group (``{"matcher", "hooks": [...]}``).
+    Copilot CLI also takes its own form, where the entry is one handler with its own matcher."""
+    if agent == "copilot" and isinstance(entry, dict) and "hooks" not in entry:
+        return {"matcher": entry.get("matcher"), "hooks": [entry]}
+    return entry
+
+
 def parse_hooks(
     agent: AgentName,
     level: Level,
@@ -390,8 +490,9 @@ def parse_hooks(
                 ConfigProblem(source, "must be a list of matcher groups", field=str(event))
             )
             continue
-        for g, group in enumerate(groups):
+        for g, entry in enumerate(groups):
             where = f"{event}[{g}]"
+            group = as_group(agent, entry)
             if not isinstance(group, dict):
                 problems.append(ConfigProblem(source, "must be an object", field=where))
                 continue
@@ -406,7 +507,8 @@ def parse_hooks(
                     ConfigProblem(source, "must be a list of handlers", field=f"{where}.hooks")
                 )
                 continue
-            sequential = group.get("sequential") is True
+            # Copilot CLI runs an event's hooks one after another, in order.
+            sequential = group.get("sequential") is True or agent == "copilot"
             for n, raw in enumerate(handlers):
                 hook = _handler(
                     agent,
@@ -428,12 +530,12 @@ _SHELL_WORD: Final = r"(?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+)"
 _NUMBER: Final = r"[0-9]+(?:\.[0-9]+)?"
 
 
-@functools.lru_cache(maxsize=16)
-def _form(template: str, agent: str) -> re.Pattern[str]:
-    """``template`` as a pattern matching exactly what it writes for ``agent``, any timeout,
-    any shell-quoted path for the python and script."""
+@functools.lru_cache(maxsize=32)
+def _form(template: str, agent: str, event: str) -> re.Pattern[str]:
+    """``template`` as a pattern matching exactly what it writes for ``agent``'s catch-all of
+    ``event``, any timeout, any shell-quoted path for the python and script."""
     marks = {"timeout": "\x00T\x00", "python": "\x00P\x00", "script": "\x00S\x00"}
-    text = re.escape(template.format(agent=agent, **marks))
+    text = re.escape(template.format(agent=agent, event=event_arg(agent, event), **marks))
     for mark, pattern in (
         ("\x00T\x00", _NUMBER),
         ("\x00P\x00", _SHELL_WORD),
@@ -462,7 +564,7 @@ def is_ours(hook: AgentHook) -> bool:
     if hook.type != "command" or hook.command is None:
         return False
     return any(
-        _form(template, hook.agent).fullmatch(hook.command) is not None
+        _form(template, hook.agent, hook.event).fullmatch(hook.command) is not None
         for template in (PORTABLE_RELAY, LOCAL_RELAY)
     )
 
@@ -540,23 +642,35 @@ def _signature(paths: Iterable[str | Path]) -> tuple[Stamp, ...]:
     return tuple(out)
 
 
+#: Most hooks files read from one of Copilot CLI's hooks directories.
+MAX_HOOK_FILES: Final = 64
+
+
+def level_files(agent: AgentName, level: Level) -> list[Path]:
+    """The files besides ``level.path`` the agent reads at that level: for Copilot CLI, every
+    other ``*.json`` of its hooks directory (at most :data:`MAX_HOOK_FILES`, by name)."""
+    if agent != "copilot":
+        return []
+    try:
+        with os.scandir(level.path.parent) as entries:
+            names = sorted(
+                e.name for e in entries if e.name.endswith(".json") and e.name != level.path.name
+            )
+    except OSError:
+        return []
+    return [level.path.parent / name for name in names[:MAX_HOOK_FILES]]
+
+
 def candidate_files(agent: AgentName, project: Path | None, home: Path) -> list[Path]:
     """Every file whose change changes the table (for reuse checks)."""
     files: list[Path] = []
     for level in levels(agent, project, home):
-        files += [level.path, level.path.with_name(ADOPTED_NAME)]
+        files += [level.path, adopted_path(agent, level.path), *level_files(agent, level)]
+        if agent == "copilot":
+            files.append(level.path.parent)  # a hooks file added or removed
     if agent == "codex":
         files.append(home / ".codex" / "config.toml")
     return files
-
-
-#: Settings keys that turn hooks off (per agent): honoured only from levels that are trusted,
-#: and part of what trust covers at the project level.
-SWITCHES: Final[dict[AgentName, tuple[str, ...]]] = {
-    "claude": ("disableAllHooks", "allowManagedHooksOnly"),
-    "gemini": ("hooksConfig",),
-    "codex": (),
-}
 
 
 class _LevelRead(msgspec.Struct):
@@ -593,21 +707,35 @@ def _read_level(
     if doc is not None:
         files.append(str(level.path))
         hooks_obj = _hooks_object(agent, level.path, doc)
-        out.switches = {k: doc[k] for k in SWITCHES[agent] if k in doc}
+        out.switches = {k: doc[k] for k in SPECS[agent].switches if k in doc}
         if hooks_obj is not None:
             out.hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
         if hooks_obj is not None or out.switches:
             covered = {"hooks": hooks_obj, **out.switches}
             out.sources.append(TrustSource(str(level.path), _covered(covered)))
-    adopted_path = level.path.with_name(ADOPTED_NAME)
-    adopted = read_json_object(adopted_path, problems, out.unreadable)
+    beside: list[str] = []  # Copilot CLI: the other hooks files of the directory, with hooks
+    for other_path in level_files(agent, level):
+        other = read_json_object(other_path, problems, out.unreadable)
+        if other is None or other.get("hooks") is None:
+            continue
+        files.append(str(other_path))
+        beside.append(str(other_path))
+        out.sources.append(TrustSource(str(other_path), _covered({"hooks": other["hooks"]})))
+        out.hooks += parse_hooks(agent, level, str(other_path), other["hooks"], problems)
+    moved_to = adopted_path(agent, level.path)
+    adopted = read_json_object(moved_to, problems, out.unreadable)
     if adopted is not None:
-        files.append(str(adopted_path))
-        out.sources.append(TrustSource(str(adopted_path), _covered(adopted)))
-        out.hooks += parse_hooks(agent, level, str(adopted_path), adopted, problems, adopted=True)
+        files.append(str(moved_to))
+        out.sources.append(TrustSource(str(moved_to), _covered(adopted)))
+        out.hooks += parse_hooks(agent, level, str(moved_to), adopted, problems, adopted=True)
         if level.name in INSTALL_LEVELS:  # the file install wrote (not the local one beside)
             hooks_obj = _hooks_object(agent, level.path, doc) if doc is not None else None
             out.tampered = tampered(agent, level, hooks_obj, adopted)
+            if out.tampered is None and beside:
+                out.tampered = (
+                    f"{level.path.parent}: hooks file(s) triohooks did not write beside its own: "
+                    f"{', '.join(Path(b).name for b in beside)}; Copilot CLI runs them itself"
+                )
     if agent == "codex" and level.name == "user":
         extra = _codex_toml_hooks(home, problems)
         if extra is not None:
@@ -704,7 +832,7 @@ def load_agent_table(
             disable_all.add(r.level.name)
         if r.level.name == "managed" and r.switches.get("allowManagedHooksOnly") is True:
             managed_only = True
-        if counts and agent == "gemini":
+        if counts and "hooksConfig" in SPECS[agent].switches:
             hooks = _gemini_disabled(r.switches, hooks)
         per_level.append((r.level, hooks))
     if "managed" in disable_all:
@@ -720,7 +848,7 @@ def load_agent_table(
                 held.append(hook)
                 continue
             key = hook.identity()
-            if key in seen and agent != "codex":  # Codex runs each copy (measured)
+            if key in seen and not SPECS[agent].runs_duplicates:
                 continue
             seen.add(key)
             trusted.append(hook)

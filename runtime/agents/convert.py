@@ -36,20 +36,48 @@ from .config import (
 )
 from .spec import AGENTS, SPECS, AgentName, Level
 
-Target = Literal["claude", "gemini", "codex", "triohooks"]
+Target = Literal["claude", "gemini", "codex", "qwen", "copilot", "triohooks"]
 TARGETS: Final = (*AGENTS, "triohooks")
 
 #: Each agent's name for the same tool (by role): what a tool matcher's names become.
 TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
-    "shell": {"claude": "Bash", "gemini": "run_shell_command", "codex": "Bash"},
-    "read": {"claude": "Read", "gemini": "read_file"},
-    "write": {"claude": "Write", "gemini": "write_file", "codex": "apply_patch"},
-    "edit": {"claude": "Edit", "gemini": "replace", "codex": "apply_patch"},
-    "glob": {"claude": "Glob", "gemini": "glob"},
-    "grep": {"claude": "Grep", "gemini": "search_file_content"},
-    "ls": {"claude": "LS", "gemini": "list_directory"},
-    "web_fetch": {"claude": "WebFetch", "gemini": "web_fetch"},
-    "web_search": {"claude": "WebSearch", "gemini": "google_web_search"},
+    "shell": {
+        "claude": "Bash",
+        "gemini": "run_shell_command",
+        "codex": "Bash",
+        "qwen": "run_shell_command",
+        "copilot": "bash",
+    },
+    "read": {"claude": "Read", "gemini": "read_file", "qwen": "read_file", "copilot": "view"},
+    "write": {
+        "claude": "Write",
+        "gemini": "write_file",
+        "codex": "apply_patch",
+        "qwen": "write_file",
+        "copilot": "create",
+    },
+    "edit": {
+        "claude": "Edit",
+        "gemini": "replace",
+        "codex": "apply_patch",
+        "qwen": "edit",
+        "copilot": "edit",
+    },
+    "glob": {"claude": "Glob", "gemini": "glob", "qwen": "glob", "copilot": "glob"},
+    "grep": {
+        "claude": "Grep",
+        "gemini": "search_file_content",
+        "qwen": "grep_search",
+        "copilot": "grep",
+    },
+    "ls": {"claude": "LS", "gemini": "list_directory", "qwen": "list_directory"},
+    "web_fetch": {
+        "claude": "WebFetch",
+        "gemini": "web_fetch",
+        "qwen": "web_fetch",
+        "copilot": "web_fetch",
+    },
+    "web_search": {"claude": "WebSearch", "gemini": "google_web_search", "qwen": "web_search"},
 }
 
 
@@ -86,7 +114,7 @@ def read_source(agent: AgentName, path: Path) -> tuple[object, str]:
     """The hooks ``path`` holds for ``agent``, and where they came from. An installed settings
     file's hooks are triohooks' catch-alls: the agent's own hooks are in the
     ``triohooks-hooks.json`` beside it, which is read instead."""
-    from .spec import ADOPTED_NAME
+    from .spec import ADOPTED_NAME, adopted_path
 
     if agent == "codex" and path.suffix == ".toml":  # hooks written in Codex's config.toml
         problems: list[ConfigProblem] = []
@@ -95,7 +123,7 @@ def read_source(agent: AgentName, path: Path) -> tuple[object, str]:
             why = f": {problems[0].message}" if problems else ": it has no [hooks]"
             raise ConvertError(f"{path}: no hooks to convert{why}")
         return found[1], found[0]
-    adopted = path.with_name(ADOPTED_NAME)
+    adopted = adopted_path(agent, path)
     if path.name != ADOPTED_NAME and adopted.is_file():
         path = adopted
     try:

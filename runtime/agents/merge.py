@@ -20,8 +20,9 @@ from typing import Any, Final
 import msgspec
 
 from .config import AgentHook
+from .copilot import CLAUDE_NAMES, claude_reply
 from .replies import MAX_TEXT, AgentReply
-from .spec import AgentName
+from .spec import SPECS, AgentName
 
 #: Claude events where ``decision: "block"`` (or exit 2) blocks, and what blocking means.
 _BLOCKABLE: dict[str, str] = {
@@ -105,8 +106,13 @@ class _Fold:
                 self.reasons.append(reply.reason)
             if self.event in ("PreToolUse", "BeforeTool"):
                 self.permit("deny", reply.reason or f"blocked by hook {hook.label}")
-            elif self.event == "PermissionRequest" and not hook.fail_closed:
-                # Claude Code does not honour exit 2 here (only decision.behavior): nor do we.
+            elif (
+                self.event == "PermissionRequest"
+                and not hook.fail_closed
+                and self.agent != "copilot"
+            ):
+                # Claude Code does not honour exit 2 here (only decision.behavior): nor do we
+                # (Copilot CLI does: a deny).
                 self.warnings.append(
                     f"hook {hook.label} exited 2 on PermissionRequest, which does not deny "
                     "(answer decision.behavior instead)"
@@ -129,6 +135,8 @@ class _Fold:
         self._json(hook, data)
 
     def _json(self, hook: AgentHook, data: Mapping[str, Any]) -> None:
+        if self.agent == "copilot":
+            data = claude_reply(self.event, data)
         if data.get("continue") is False:
             self.stopped = True
             if self.stop is None:
@@ -180,15 +188,17 @@ def merge(
     agent: AgentName, event: str, runs: Sequence[tuple[AgentHook, AgentReply]]
 ) -> AgentAnswer:
     """The agent-format answer for ``event`` after ``runs`` (in config order)."""
-    fold = _Fold(agent, event)
+    fold = _Fold(agent, CLAUDE_NAMES.get(event, event) if agent == "copilot" else event)
     for hook, reply in runs:
         fold.add(hook, reply)
     if fold.updated_by:
         fold.warnings.append(
             f"{len(fold.updated_by) + 1} hooks rewrote the input; the last in config order won"
         )
-    if agent == "gemini":
+    if SPECS[agent].answer == "gemini":
         return _gemini(fold)
+    if SPECS[agent].answer == "copilot":
+        return _copilot(fold)
     if agent == "codex" and fold.permission == "ask":
         # Codex counts an ask as a failed hook and goes on: the only safe answer is a deny.
         fold.permission = "deny"
@@ -325,12 +335,73 @@ def _gemini(fold: _Fold) -> AgentAnswer:
     return answer
 
 
+#: The events (Claude's names) whose Copilot CLI answer takes ``additionalContext``.
+_COPILOT_CONTEXT: Final = frozenset(
+    {"PreToolUse", "PostToolUseFailure", "SubagentStart", "Notification"}
+)
+
+
+def _copilot(fold: _Fold) -> AgentAnswer:
+    """Copilot CLI's answer (its hooks reference): a pre-tool ``permissionDecision`` (any deny
+    wins; a deny always with its reason) with ``modifiedArgs``, a permission request's
+    ``behavior``, a stop's ``decision: block``, ``additionalContext`` where the event takes it.
+    Copilot shows no hook message to the user: what Claude Code would show (system messages,
+    the tamper alarm, a failed hook) goes with the context, where the model reads it."""
+    out: dict[str, Any] = {}
+    answer = AgentAnswer(output=out, warnings=fold.warnings)
+    contexts = [*fold.contexts, *fold.system]
+    if fold.stopped and fold.stop:
+        contexts.append(fold.stop)
+    if fold.event == "PreToolUse":
+        if fold.stopped and fold.permission != "deny":
+            fold.permit("deny", fold.stop or "a hook stopped the agent")
+        if fold.permission is not None:
+            reason = _join(fold.permission_reason)
+            out["permissionDecision"] = answer.decision = fold.permission
+            if fold.permission == "deny":
+                reason = reason or "denied by a hook"
+                answer.blocked, answer.reason = True, reason
+            if reason:
+                out["permissionDecisionReason"] = reason
+        if fold.updated is not None and fold.permission != "deny":
+            out["modifiedArgs"] = fold.updated
+    elif fold.event == "PermissionRequest":
+        chosen = fold.permission_decision
+        if fold.stopped and (chosen is None or chosen.get("behavior") != "deny"):
+            chosen = {"behavior": "deny", "message": fold.stop or "a hook stopped the agent"}
+        if chosen is not None:
+            out["behavior"] = answer.decision = str(chosen.get("behavior"))
+            if isinstance(chosen.get("message"), str):
+                out["message"] = chosen["message"]
+            if chosen.get("behavior") == "deny":
+                answer.blocked, answer.reason = True, _text(chosen.get("message"))
+                if fold.stopped:
+                    out["interrupt"] = True
+    elif fold.event in ("Stop", "SubagentStop") and fold.blocked:
+        reason = _join(fold.block_reasons) or "blocked by a hook"
+        out["decision"], out["reason"] = "block", reason
+        answer.blocked, answer.decision, answer.reason = True, "block", reason
+    elif fold.blocked:
+        # postToolUseFailure takes a block (exit 2) as guidance for the model; elsewhere
+        # Copilot cannot block: the reason goes with the context.
+        contexts = [*fold.block_reasons, *contexts]
+    context = _join(contexts)
+    if context and fold.event in _COPILOT_CONTEXT:
+        out["additionalContext"] = context
+    elif context:
+        answer.warnings.append(f"Copilot CLI takes no message on this event: {context}")
+    return answer
+
+
 def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
     """Our own failure while answering ``event``: an event that can block is blocked (denied),
     with a reason that says it was an internal error; the others get a system message. A
     ``Stop`` is not blocked (that would force the agent to go on)."""
     text = f"triohooks internal error while handling {event}: {why}"
-    fold = _Fold("gemini" if agent == "gemini" else "claude", event)
+    shape = SPECS[agent].answer if agent in SPECS else "claude"
+    if shape == "copilot":
+        event = CLAUDE_NAMES.get(event, event)
+    fold = _Fold("gemini" if shape == "gemini" else "claude", event)
     if event in ("PreToolUse", "BeforeTool"):
         fold.permit("deny", text)
     elif event == "PermissionRequest":
@@ -339,6 +410,9 @@ def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
         fold.block(text)
     else:
         fold.system.append(text)
-    answer = _gemini(fold) if agent == "gemini" else _claude(fold)
+    if shape == "copilot":
+        answer = _copilot(fold)
+    else:
+        answer = _gemini(fold) if shape == "gemini" else _claude(fold)
     answer.warnings.append(text)
     return answer

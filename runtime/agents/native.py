@@ -23,7 +23,7 @@ from triohooks.combine.outcome import Outcome
 
 from .config import AgentHook, Matcher
 from .replies import AgentReply
-from .spec import AgentName
+from .spec import SPECS, AgentName
 
 #: The label triohooks' own hooks go by in an agent's answer (warnings, ``ran``).
 NATIVE_LABEL: Final = "triohooks"
@@ -129,7 +129,7 @@ def native_reply(
         specific["decision"] = chosen
     rewritten = outcome.args is not None and outcome.args != asked.get("args")
     if rewritten and canonical in ("pre_tool", "permission_request"):
-        specific["tool_input" if agent == "gemini" else "updatedInput"] = outcome.args
+        specific["tool_input" if SPECS[agent].answer == "gemini" else "updatedInput"] = outcome.args
     if canonical == "prompt_submit" and outcome.prompt not in (None, asked.get("prompt")):
         warnings.append(
             f"a triohooks hook rewrote the prompt, which {agent} cannot take from a hook: "

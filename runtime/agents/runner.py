@@ -53,6 +53,7 @@ from .config import (
     load_agent_table,
     table_is_current,
 )
+from .copilot import claude_view
 from .merge import AgentAnswer, merge
 from .native import NATIVE_LABEL, UnreadableCall, native_fields, native_hook, native_reply
 from .replies import (
@@ -317,6 +318,8 @@ class AgentHooks:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
         payload = decode_payload(body)
+        if name == "copilot":  # its camelCase input, under the names the rest reads
+            payload = claude_view(payload)
         event = payload["hook_event_name"]
         project = self._project(name, payload, env)
         table = await self.table(name, project)

@@ -1,4 +1,4 @@
-"""What differs between the three agents' hook contracts, as data (see ``docs/agents.md``).
+"""What differs between the agents' hook contracts, as data (see ``docs/agents.md``).
 
 Facts from the agents' own documentation and source (summed up in ``docs/agents.md``): where each
 keeps its settings, its event names and their triohooks equivalents, timeout units and defaults, the
@@ -17,8 +17,14 @@ import msgspec
 
 from triohooks.config.events import AGENT_EVENTS
 
-AgentName = Literal["claude", "gemini", "codex"]
-AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex")
+AgentName = Literal["claude", "gemini", "codex", "qwen", "copilot"]
+AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex", "qwen", "copilot")
+#: How an agent reads a matcher (:func:`triohooks.agents.config.compile_matcher`).
+MatcherStyle = Literal["claude", "codex", "regex", "qwen", "anchored"]
+#: The shape of the agent's answer: Claude Code's (``hookSpecificOutput``), Gemini CLI's
+#: (top-level ``decision``, ``tool_input``) or Copilot CLI's (top-level
+#: ``permissionDecision``, ``modifiedArgs``).
+AnswerShape = Literal["claude", "gemini", "copilot"]
 
 #: The file an adopted settings file's ``hooks`` object is moved into, beside it.
 ADOPTED_NAME: Final = "triohooks-hooks.json"
@@ -28,17 +34,27 @@ TOKEN_VAR: Final = "TRIOHOOKS_TOKEN"
 #: in a file teams commit), and when it is not installed, a block that says so (exit 2 and the
 #: reason on stderr: a block to every agent) -- never a "command not found" the agent ignores.
 PORTABLE_RELAY: Final = (
-    "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent} --timeout "
+    "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
     "{timeout}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project run "
     "through triohooks; install it (pip install triohooks) or remove them' >&2; exit 2"
 )
 #: What a user-scope catch-all runs: this install's relay as a bare script (an interpreter
 #: without ``site`` starts three times faster), or a block that says it is gone.
 LOCAL_RELAY: Final = (
-    "[ -x {python} ] && exec {python} -I -S {script} {agent} --timeout {timeout}; echo "
+    "[ -x {python} ] && exec {python} -I -S {script} {agent}{event} --timeout {timeout}; echo "
     "'triohooks is no longer installed where your {agent} hooks expect it; reinstall it, "
     "then run triohooks {agent} install --scope user again' >&2; exit 2"
 )
+
+
+#: Agents whose hook input does not name the event (Copilot CLI's camelCase input): their
+#: catch-alls name it, ``triohooks-relay copilot --event preToolUse``.
+EVENT_ARG_AGENTS: Final = frozenset({"copilot"})
+
+
+def event_arg(agent: str, event: str) -> str:
+    """The relay's ``--event`` words for ``agent``'s catch-all of ``event`` (or nothing)."""
+    return f" --event {event}" if agent in EVENT_ARG_AGENTS else ""
 
 
 class Level(msgspec.Struct, frozen=True):
@@ -53,6 +69,8 @@ class Level(msgspec.Struct, frozen=True):
 
 class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     name: AgentName
+    #: What users call it (``Claude Code``).
+    display: str
     #: The agent's event name -> the triohooks event it is (absent: no equivalent; its hooks
     #: still run when the agent fires it).
     events: dict[str, str]
@@ -68,11 +86,24 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     project_env: tuple[str, ...]
     #: Events whose hooks the agent accepts only as ``command`` handlers.
     command_only_events: frozenset[str] = frozenset()
+    matcher_style: MatcherStyle = "claude"
+    answer: AnswerShape = "claude"
+    #: Settings keys that turn hooks off: honoured only from levels that are trusted, and part
+    #: of what trust covers at the project level.
+    switches: tuple[str, ...] = ()
+    #: A command hook's ``timeout`` at or above this is read as milliseconds (Qwen Code's
+    #: compatibility rule); None: never.
+    command_ms_from: float | None = None
+    #: Default timeouts of the other handler types, in seconds.
+    type_timeouts_s: dict[str, float] = {}
+    #: Does the agent run every copy of an identical handler (Codex, measured), or one?
+    runs_duplicates: bool = False
 
 
 SPECS: Final[dict[AgentName, AgentSpec]] = {
     "claude": AgentSpec(
         name="claude",
+        display="Claude Code",
         events=AGENT_EVENTS["claude"],
         timeout_unit_s=1.0,
         default_timeout_s=600.0,
@@ -80,26 +111,63 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         project_dir=".claude",
         project_env=("CLAUDE_PROJECT_DIR",),
         command_only_events=frozenset({"SessionStart", "Setup"}),
+        switches=("disableAllHooks", "allowManagedHooksOnly"),
     ),
     "gemini": AgentSpec(
         name="gemini",
+        display="Gemini CLI",
         events=AGENT_EVENTS["gemini"],
         timeout_unit_s=0.001,
         default_timeout_s=60.0,
         handler_types=frozenset({"command"}),
         project_dir=".gemini",
         project_env=("GEMINI_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
+        matcher_style="regex",
+        answer="gemini",
+        switches=("hooksConfig",),
     ),
     "codex": AgentSpec(
         name="codex",
+        display="Codex CLI",
         events=AGENT_EVENTS["codex"],
         timeout_unit_s=1.0,
         default_timeout_s=600.0,
         handler_types=frozenset({"command"}),
         project_dir=".codex",
         project_env=(),
+        matcher_style="codex",
+        runs_duplicates=True,
+    ),
+    "qwen": AgentSpec(
+        name="qwen",
+        display="Qwen Code",
+        events=AGENT_EVENTS["qwen"],
+        timeout_unit_s=1.0,
+        default_timeout_s=60.0,
+        handler_types=frozenset({"command", "http", "prompt"}),
+        project_dir=".qwen",
+        project_env=("QWEN_PROJECT_DIR", "CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR"),
+        matcher_style="qwen",
+        switches=("disableAllHooks",),
+        command_ms_from=1000.0,
+        type_timeouts_s={"http": 600.0, "prompt": 30.0},
+    ),
+    "copilot": AgentSpec(
+        name="copilot",
+        display="Copilot CLI",
+        events=AGENT_EVENTS["copilot"],
+        timeout_unit_s=1.0,
+        default_timeout_s=30.0,
+        handler_types=frozenset({"command"}),
+        project_dir=".github",
+        project_env=("COPILOT_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
+        matcher_style="anchored",
+        answer="copilot",
+        switches=("disableAllHooks",),
     ),
 }
+#: Copilot CLI reads every ``*.json`` in its hooks directories; the file install writes is one.
+COPILOT_HOOKS_DIR: Final = "hooks"
 
 
 def home_dir(environ: Mapping[str, str] | None = None) -> Path:
@@ -109,7 +177,9 @@ def home_dir(environ: Mapping[str, str] | None = None) -> Path:
 
 def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
     """The settings files ``agent`` reads hooks from, lowest precedence first (the order their
-    hooks run in, and the order that decides which rewrite wins)."""
+    hooks run in, and the order that decides which rewrite wins). For Copilot CLI, which reads
+    every ``*.json`` of its hooks directories, the file ``install`` writes (the others are
+    found by :func:`triohooks.agents.config.level_files`)."""
     out: list[Level] = []
     if agent == "claude":
         out.append(Level("managed", Path("/etc/claude-code/managed-settings.json"), False))
@@ -122,11 +192,28 @@ def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
         out.append(Level("user", home / ".gemini" / "settings.json", False))
         if project is not None:
             out.append(Level("project", project / ".gemini" / "settings.json", True))
+    elif agent == "qwen":
+        out.append(Level("system", Path("/etc/qwen-code/settings.json"), False))
+        out.append(Level("user", home / ".qwen" / "settings.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".qwen" / "settings.json", True))
+    elif agent == "copilot":
+        out.append(Level("user", home / ".copilot" / "hooks" / "triohooks.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".github" / "hooks" / "triohooks.json", True))
     else:
         out.append(Level("user", home / ".codex" / "hooks.json", False))
         if project is not None:
             out.append(Level("project", project / ".codex" / "hooks.json", True))
     return out
+
+
+def adopted_path(agent: AgentName, settings: Path) -> Path:
+    """Where ``install`` moves the hooks of ``settings``: beside it, or for Copilot CLI beside
+    its hooks directory (a file in it would be read as hooks by Copilot itself)."""
+    if agent == "copilot":
+        return settings.parent.parent / ADOPTED_NAME
+    return settings.with_name(ADOPTED_NAME)
 
 
 def hook_environment(
@@ -139,6 +226,8 @@ def hook_environment(
         env[name] = root
     if agent == "claude":
         env["CLAUDECODE"] = "1"
+    elif agent == "copilot":
+        env["COPILOT_CLI"] = "1"
     elif agent == "gemini":
         session = payload.get("session_id")
         if isinstance(session, str):

@@ -106,6 +106,23 @@ AGENT_EVENTS: Final[dict[str, dict[str, str]]] = {
         for name, event in _CLAUDE_EVENTS.items()
         if name not in ("PostToolUseFailure", "Notification")
     },
+    # Qwen Code takes Claude Code's names (and more of its own, with no triohooks equivalent).
+    "qwen": _CLAUDE_EVENTS,
+    # Copilot CLI's camelCase names (its hooks get camelCase input).
+    "copilot": {
+        "preToolUse": "pre_tool",
+        "postToolUse": "post_tool",
+        "postToolUseFailure": "post_tool_failure",
+        "userPromptSubmitted": "prompt_submit",
+        "agentStop": "stop",
+        "subagentStart": "subagent_start",
+        "subagentStop": "subagent_stop",
+        "sessionStart": "session_start",
+        "sessionEnd": "session_end",
+        "preCompact": "pre_compact",
+        "permissionRequest": "permission_request",
+        "notification": "notification",
+    },
 }
 
 #: The JSON dialect's name for each canonical event it knows (used in its payloads).

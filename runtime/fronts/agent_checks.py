@@ -26,7 +26,8 @@ from triohooks.agents.config import (
     parse_hooks,
     read_json_object,
 )
-from triohooks.agents.spec import ADOPTED_NAME, TOKEN_VAR, AgentName, levels
+from triohooks.agents.convert import hooks_of
+from triohooks.agents.spec import SPECS, TOKEN_VAR, AgentName, adopted_path, levels
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import held_back_message
 
@@ -44,7 +45,7 @@ def catch_alls(agent: AgentName, project: Path | None, home: Path) -> list[Agent
         doc = read_json_object(level.path, [])
         if doc is None:
             continue
-        hooks = doc.get("hooks", doc) if agent == "codex" else doc.get("hooks")
+        hooks = hooks_of(doc, agent)
         if hooks is None:
             continue
         parsed = parse_hooks(agent, level, str(level.path), hooks, [], keep_ours=True)
@@ -204,8 +205,11 @@ def _agent_side_switches(agent: AgentName, project: Path | None, home: Path) -> 
             continue
         doc = read_json_object(level.path, []) or {}
         config = doc.get("hooksConfig")
-        off = (agent == "claude" and doc.get("disableAllHooks") is True) or (
-            agent == "gemini" and isinstance(config, dict) and config.get("enabled") is False
+        switches = SPECS[agent].switches
+        off = ("disableAllHooks" in switches and doc.get("disableAllHooks") is True) or (
+            "hooksConfig" in switches
+            and isinstance(config, dict)
+            and config.get("enabled") is False
         )
         if off:
             lines.append(
@@ -250,15 +254,13 @@ def check_agent(
         lines.append(DoctorLine(False, held_back_message(table.trust, agent, len(held))))
     elif table.trust is not None and table.trust.state == "trusted":
         lines.append(DoctorLine(True, f"the project's {agent} hooks are trusted"))
-    adopted_missing = [
-        h.source for h in hooks if not Path(h.source).with_name(ADOPTED_NAME).exists()
-    ]
+    adopted_missing = [h.source for h in hooks if not adopted_path(agent, Path(h.source)).exists()]
     for source in dict.fromkeys(adopted_missing):
         lines.append(
             DoctorLine(
                 False,
-                f"{source}: routes to triohooks but {ADOPTED_NAME} beside it is missing: its "
-                "hooks are gone",
+                f"{source}: routes to triohooks but {adopted_path(agent, Path(source))} is "
+                "missing: its hooks are gone",
             )
         )
     return lines

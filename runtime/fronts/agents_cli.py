@@ -19,7 +19,7 @@ import msgspec
 
 from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
 from triohooks.agents.config import AgentTable, find_project, load_agent_table
-from triohooks.agents.spec import AGENTS, AgentName, home_dir
+from triohooks.agents.spec import AGENTS, SPECS, AgentName, home_dir
 from triohooks.config.paths import global_config_dir, state_dir
 from triohooks.config.trust import TrustRefusedError, record_trust
 
@@ -27,8 +27,7 @@ from .agent_checks import check_agent
 
 
 def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
-    names = {"claude": "Claude Code", "gemini": "Gemini CLI", "codex": "Codex CLI"}
-    p = sub.add_parser(agent, help=f"run {names[agent]}'s own hooks through triohooks")
+    p = sub.add_parser(agent, help=f"run {SPECS[agent].display}'s own hooks through triohooks")
     actions = p.add_subparsers(dest="action", required=True)
 
     def common(q: argparse.ArgumentParser) -> None:
@@ -88,6 +87,14 @@ def add_gemini_command(sub: argparse._SubParsersAction[Any]) -> None:
 
 def add_codex_command(sub: argparse._SubParsersAction[Any]) -> None:
     _add(sub, "codex")
+
+
+def add_qwen_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "qwen")
+
+
+def add_copilot_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "copilot")
 
 
 def _places(args: argparse.Namespace) -> tuple[AgentName, Path, Path, Path]:
@@ -321,4 +328,4 @@ _ACTIONS = {
     "trust": _trust,
 }
 
-assert set(AGENTS) == {"claude", "gemini", "codex"}
+assert set(AGENTS) == {"claude", "gemini", "codex", "qwen", "copilot"}

@@ -108,6 +108,12 @@ _AGENT_CASES: Final = {
     "claude": ("Claude Code", "Bash", '{ hookSpecificOutput = { permissionDecision = "deny" } }'),
     "codex": ("Codex", "Bash", '{ hookSpecificOutput = { permissionDecision = "deny" } }'),
     "gemini": ("Gemini CLI", "run_shell_command", '{ decision = "deny" }'),
+    "qwen": (
+        "Qwen Code",
+        "run_shell_command",
+        '{ hookSpecificOutput = { permissionDecision = "deny" } }',
+    ),
+    "copilot": ("Copilot CLI", "bash", '{ permissionDecision = "deny" }'),
 }
 
 

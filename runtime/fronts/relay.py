@@ -1,4 +1,4 @@
-"""``triohooks-relay {claude|gemini|codex}``: the per-event command an adopted agent runs.
+"""``triohooks-relay AGENT``: the per-event command an adopted agent runs.
 
 stdin: the agent's hook input JSON. stdout and exit code: that agent's reply conventions -- the
 merged answer as JSON on exit 0, which each agent reads as one hook's JSON output (so a block
@@ -39,7 +39,7 @@ fails, exit 2 with the reason on stderr (a block to all three agents).
 import posix
 import sys
 
-AGENTS = ("claude", "gemini", "codex")
+AGENTS = ("claude", "gemini", "codex", "qwen", "copilot")
 #: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
 SOCKET_NAME = "serve.sock"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
@@ -62,7 +62,10 @@ MAX_LOG_BYTES = 1024 * 1024
 NO_START_VAR = "TRIOHOOKS_NO_AUTOSTART"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
-USAGE = "usage: triohooks-relay {claude|gemini|codex} [--timeout SECONDS] < hook-input.json\n"
+USAGE = (
+    "usage: triohooks-relay {claude|gemini|codex|qwen|copilot} [--event NAME] "
+    "[--timeout SECONDS] < hook-input.json\n"
+)
 #: The one header that tells where the environment ends and the hook input begins in a body.
 ENV_LENGTH_HEADER = "X-Triohooks-Env-Length"
 #: Set in the environment of every hook a relay has run: a hook that runs the relay again
@@ -375,20 +378,45 @@ def _run_elsewhere(agent: str, body: bytes, seconds: float) -> "tuple[bytes, int
     return done.stdout.rstrip(b"\n"), done.returncode
 
 
-def _parse(args: "list[str]") -> "tuple[str, float, bool] | None":
+def _parse(args: "list[str]") -> "tuple[str, float, bool, str] | None":
+    """``[--here] AGENT [--event NAME] [--timeout S]``: the agent, timeout, whether to run the
+    hooks here, and the event the catch-all is for (for an agent whose input does not say)."""
     here = bool(args) and args[0] == "--here"  # run the hooks in this process, no server
     if here:
         args = args[1:]
-    timeout = DEFAULT_TIMEOUT_S
-    if len(args) == 3 and args[1] == "--timeout":
-        try:
-            timeout = float(args[2])
-        except ValueError:
-            return None
-        args = args[:1]
-    if len(args) != 1 or args[0] not in AGENTS or not timeout > 0:
+    if not args or args[0] not in AGENTS:
         return None
-    return args[0], timeout, here
+    agent, rest = args[0], args[1:]
+    timeout, event = DEFAULT_TIMEOUT_S, ""
+    while rest:
+        if len(rest) < 2:
+            return None
+        option, value = rest[0], rest[1]
+        rest = rest[2:]
+        if option == "--timeout":
+            try:
+                timeout = float(value)
+            except ValueError:
+                return None
+        elif option == "--event" and value.isascii() and value.isalpha():
+            event = value
+        else:
+            return None
+    if not timeout > 0:
+        return None
+    return agent, timeout, here, event
+
+
+def with_event(body: bytes, event: str) -> bytes:
+    """``body`` (a JSON object) with ``"hook_event_name": event`` as its last member -- which
+    wins over one the agent wrote -- without decoding it (no json module on the fast path). A
+    body that is no object is left as it is (then refused as no hook input)."""
+    text = body.rstrip()
+    if not text.endswith(b"}"):
+        return body
+    inner = text[:-1].rstrip()
+    member = b'"hook_event_name":"' + event.encode() + b'"}'
+    return inner + (member if inner.endswith(b"{") else b"," + member)
 
 
 def main(argv: "list[str] | None" = None) -> int:
@@ -399,9 +427,11 @@ def main(argv: "list[str] | None" = None) -> int:
     if parsed is None:
         sys.stderr.write(USAGE)
         return 1
-    agent, timeout, here = parsed
+    agent, timeout, here, event = parsed
     deadline = started + max(timeout - DEADLINE_MARGIN_S, 0.5)
     body = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
+    if event and len(body) <= MAX_INPUT_BYTES:
+        body = with_event(body, event)
     if _getenv(LOOP_VAR) and not here:
         why = "a hook that triohooks runs started triohooks-relay again (a loop): remove it"
         print(f"triohooks-relay: {why}", file=sys.stderr)

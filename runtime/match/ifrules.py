@@ -149,6 +149,7 @@ SHELL_TOOLS: Final = frozenset(
         "run_terminal_cmd",
         "run_in_terminal",
         "bash_tool",
+        "powershell",
     }
 )
 READ_TOOLS: Final = frozenset(
@@ -167,6 +168,8 @@ READ_TOOLS: Final = frozenset(
         "notebookread",
         "notebook_read",
         "grep",
+        "grep_search",
+        "rg",
         "glob",
         "ls",
         "list_dir",

@@ -143,7 +143,8 @@ def _check_version(cli: NpmCli, binary: Path) -> str | None:
         except (OSError, subprocess.TimeoutExpired) as exc:
             return f"{binary} --version: {exc}"
     first = done.stdout.strip().splitlines()[:1]
-    if done.returncode != 0 or not first or cli.version not in first[0].split():
+    words = [w.strip(".,") for w in first[0].split()] if first else []
+    if done.returncode != 0 or cli.version not in words:
         tail = (done.stdout + done.stderr).strip().splitlines()[-1:] or [""]
         return f"{binary} --version exited {done.returncode}: {tail[0]}"
     return None
@@ -203,6 +204,27 @@ def install_npm_cli(
             return _install_locked(cli, npm, target, timeout)
         finally:
             fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def installed_or_skip(cli: NpmCli, cache_dir: Path = CACHE_DIR) -> Path:
+    """The pinned ``cli`` (:func:`install_npm_cli`), or the calling test skipped, saying why
+    (no npm, offline, a broken binary)."""
+    import pytest
+
+    try:
+        return install_npm_cli(cli, cache_dir)
+    except AgentCliUnavailable as exc:
+        reason = f"{cli.name} {cli.version} unavailable: {exc}"
+        print(reason)
+        pytest.skip(reason)
+
+
+def project_and_home(tmp_path: Path) -> tuple[Path, Path]:
+    """A new project directory and ``HOME`` for one session, under ``tmp_path``, resolved."""
+    project, home = tmp_path / "project", tmp_path / "home"
+    project.mkdir()
+    home.mkdir()
+    return project.resolve(), home.resolve()
 
 
 def install_claude_code(cache_dir: Path = CACHE_DIR, **kwargs: Any) -> Path:

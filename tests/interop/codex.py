@@ -33,10 +33,11 @@ import pytest
 
 from tests.interop import (
     CACHE_DIR,
-    AgentCliUnavailable,
     NpmCli,
     claude_env,
     install_npm_cli,
+    installed_or_skip,
+    project_and_home,
     run_bounded,
 )
 from tests.interop.fake_openai import FakeOpenAI
@@ -327,12 +328,7 @@ def codex_hooks_list(
 
 @pytest.fixture(scope="session")
 def codex_bin() -> Path:
-    try:
-        return install_codex()
-    except AgentCliUnavailable as exc:
-        reason = f"Codex {CODEX_VERSION} unavailable: {exc}"
-        print(reason)
-        pytest.skip(reason)
+    return installed_or_skip(CODEX)
 
 
 @pytest.fixture
@@ -344,10 +340,6 @@ def fake_openai() -> Iterator[FakeOpenAI]:
 @pytest.fixture
 def codex_project(tmp_path: Path, fake_openai: FakeOpenAI) -> CodexProject:
     """A project and a ``HOME`` whose config.toml already points Codex at ``fake_openai``."""
-    project = tmp_path / "project"
-    home = tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    made = CodexProject(project.resolve(), home.resolve())
+    made = CodexProject(*project_and_home(tmp_path))
     made.write_config(fake_openai.url)
     return made

@@ -19,28 +19,25 @@ from pathlib import Path
 import pytest
 
 from tests.interop import (
-    CLAUDE_CODE_VERSION,
-    AgentCliUnavailable,
+    CLAUDE_CODE,
     ClaudeProject,
     ClaudeRun,
-    install_claude_code,
+    installed_or_skip,
+    project_and_home,
     run_claude,
 )
 from tests.interop.codex import codex_bin, codex_project, fake_openai  # noqa: F401
+from tests.interop.copilot import copilot_bin, copilot_project, fake_copilot  # noqa: F401
 from tests.interop.fake_anthropic import FakeAnthropic
 from tests.interop.gemini import fake_gemini, gemini_bin, gemini_project  # noqa: F401
+from tests.interop.qwen import fake_qwen, qwen_bin, qwen_project  # noqa: F401
 
 __all__ = ["ClaudeProject", "ClaudeRun", "run_claude"]
 
 
 @pytest.fixture(scope="session")
 def claude_bin() -> Path:
-    try:
-        return install_claude_code()
-    except AgentCliUnavailable as exc:
-        reason = f"Claude Code {CLAUDE_CODE_VERSION} unavailable: {exc}"
-        print(reason)
-        pytest.skip(reason)
+    return installed_or_skip(CLAUDE_CODE)
 
 
 @pytest.fixture
@@ -51,8 +48,4 @@ def fake_api() -> Iterator[FakeAnthropic]:
 
 @pytest.fixture
 def claude_project(tmp_path: Path) -> ClaudeProject:
-    project = tmp_path / "project"
-    home = tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    return ClaudeProject(project.resolve(), home.resolve())
+    return ClaudeProject(*project_and_home(tmp_path))

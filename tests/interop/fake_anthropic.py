@@ -388,9 +388,18 @@ class ScriptedModel(LocalHTTPServer, Generic[CallT]):
 class FakeAnthropic(ScriptedModel[ToolCall]):
     """The fake Messages API; see the module's docstring."""
 
-    def __init__(self, *, model: str | None = None) -> None:
-        super().__init__(call_of=ToolCall.bash, id_prefix="toolu_fake")
+    def __init__(
+        self,
+        *,
+        model: str | None = None,
+        shell_tool: str = "Bash",
+        call_of: Callable[[str], ToolCall] = ToolCall.bash,
+    ) -> None:
+        super().__init__(call_of=call_of, id_prefix="toolu_fake")
         self.model = model  # None: echo the request's model
+        #: The tool a scripted turn offers (Claude Code's ``Bash``; Qwen Code's
+        #: ``run_shell_command``).
+        self.shell_tool = shell_tool
 
     @property
     def tool_use_ids(self) -> list[str]:
@@ -469,9 +478,8 @@ class FakeAnthropic(ScriptedModel[ToolCall]):
 
     # -- answering
 
-    @staticmethod
-    def _is_turn(body: Any) -> bool:
-        return "Bash" in _tool_names(body)
+    def _is_turn(self, body: Any) -> bool:
+        return self.shell_tool in _tool_names(body)
 
     def _result_ids(self, body: Any) -> Container[str]:
         return _tool_results_in(body)

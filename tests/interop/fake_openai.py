@@ -1,10 +1,13 @@
-"""A local fake of the OpenAI Responses API that scripts a real Codex CLI (stdlib only).
+"""A local fake of the OpenAI Responses API that scripts a real Codex CLI or Copilot CLI
+(stdlib only).
 
 Codex is pointed at it by a model provider in ``$HOME/.codex/config.toml`` with
 ``base_url = "<fake.url>/v1"`` and ``wire_api = "responses"`` (see :mod:`tests.interop.codex`).
-Codex 0.169.1 only calls ``POST /v1/responses`` with ``"stream": true``; the fake answers with a
-server-sent-event stream (``response.created``, ``response.output_item.done``,
-``response.completed``) and records every request it gets, whatever the path.
+Codex 0.169.1 and Copilot CLI 1.0.102 only call ``POST /v1/responses`` with ``"stream": true``;
+the fake answers with the server-sent-event stream the real API sends (``response.created``,
+the item added, its deltas, ``response.output_item.done``, ``response.completed`` holding the
+output) and records every request it gets, whatever the path. Copilot CLI's shell tool is
+``bash`` (``{"command": ...}``): ``FakeOpenAI(shell_tool="bash", call_of=...)``.
 
 A *scripted turn* is a request of the main conversation: it offers Codex's shell tool,
 ``exec_command`` (a function taking ``{"cmd": "<shell command>", ...}``). Its reply is decided by
@@ -138,8 +141,13 @@ def item_text(item: Mapping[str, Any]) -> str:
 class FakeOpenAI(ScriptedModel[FunctionCall]):
     """The fake Responses API; see the module's docstring."""
 
-    def __init__(self, *, shell_tool: str = SHELL_TOOL) -> None:
-        super().__init__(call_of=FunctionCall.shell, id_prefix="call_fake")
+    def __init__(
+        self,
+        *,
+        shell_tool: str = SHELL_TOOL,
+        call_of: Callable[[str], FunctionCall] = FunctionCall.shell,
+    ) -> None:
+        super().__init__(call_of=call_of, id_prefix="call_fake")
         self.shell_tool = shell_tool
 
     # -- reading what happened
@@ -261,15 +269,56 @@ _USAGE = {
 
 
 def _sse(response_id: str, item: Mapping[str, Any]) -> bytes:
-    """One response holding one output item, as the streaming Responses API sends it."""
+    """One response holding one output item, as the streaming Responses API sends it: the item
+    added, its text or arguments streamed in one delta, the item done, and the completed
+    response holding it (Codex reads the ``done`` item; Copilot CLI reads the deltas and the
+    completed response's ``output``)."""
+    response = {
+        "id": response_id,
+        "object": "response",
+        "status": "in_progress",
+        "model": "gpt-fake",
+        "output": [],
+    }
+    item_id = item["id"]
+    if item["type"] == "message":
+        part = item["content"][0]
+        started = {**item, "content": [], "status": "in_progress"}
+        where = {"item_id": item_id, "output_index": 0, "content_index": 0}
+        streamed: list[dict[str, Any]] = [
+            {
+                "type": "response.content_part.added",
+                **where,
+                "part": {**part, "text": ""},
+            },
+            {"type": "response.output_text.delta", **where, "delta": part["text"]},
+            {"type": "response.output_text.done", **where, "text": part["text"]},
+            {"type": "response.content_part.done", **where, "part": part},
+        ]
+    else:
+        started = {**item, "arguments": "", "status": "in_progress"}
+        where = {"item_id": item_id, "output_index": 0}
+        streamed = [
+            {"type": "response.function_call_arguments.delta", **where, "delta": item["arguments"]},
+            {
+                "type": "response.function_call_arguments.done",
+                **where,
+                "arguments": item["arguments"],
+            },
+        ]
+    done = {**item, "status": "completed"}
     events: list[dict[str, Any]] = [
-        {"type": "response.created", "response": {"id": response_id, "status": "in_progress"}},
-        {"type": "response.output_item.done", "output_index": 0, "item": item},
+        {"type": "response.created", "response": response},
+        {"type": "response.in_progress", "response": response},
+        {"type": "response.output_item.added", "output_index": 0, "item": started},
+        *streamed,
+        {"type": "response.output_item.done", "output_index": 0, "item": done},
         {
             "type": "response.completed",
-            "response": {"id": response_id, "status": "completed", "usage": _USAGE},
+            "response": {**response, "status": "completed", "output": [done], "usage": _USAGE},
         },
     ]
     return b"".join(
-        f"event: {event['type']}\ndata: {json.dumps(event)}\n\n".encode() for event in events
+        f"event: {event['type']}\ndata: {json.dumps({**event, 'sequence_number': n})}\n\n".encode()
+        for n, event in enumerate(events)
     )

