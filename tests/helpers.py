@@ -138,6 +138,21 @@ def triohooks_cli(
     )
 
 
+def installed_cli(
+    *argv: str, cwd: Path, config_dir: Path, home: Path, state_dir: Path
+) -> subprocess.CompletedProcess[str]:
+    """:func:`triohooks_cli` with its own ``HOME`` and state dir, and triohooks installed the
+    way an agent finds it (``triohooks-relay`` on PATH, which a project's catch-all runs)."""
+    return triohooks_cli(
+        *argv,
+        cwd=cwd,
+        config_dir=config_dir,
+        HOME=str(home),
+        TRIOHOOKS_STATE_DIR=str(state_dir),
+        PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+    )
+
+
 async def read_line_with(stream: Any, seen: bytearray, needle: str) -> str:
     """Read the trio receive ``stream`` into ``seen`` until a whole line holding ``needle``
     arrived; that line, stripped."""

@@ -431,7 +431,7 @@ async def test_bad_input_is_a_payload_error(s: Setup) -> None:
                 with pytest.raises(AgentPayloadError):
                     await e.agent_hook("claude", body)
             with pytest.raises(AgentPayloadError):
-                await e.agent_hook("cursor", s.bash("ls"))
+                await e.agent_hook("windsurf", s.bash("ls"))  # no agent triohooks speaks
 
 
 def test_environment_is_not_leaked_between_tests() -> None:

@@ -597,7 +597,7 @@ def test_relay_fails_closed_when_it_cannot_run_the_hooks(env: Env) -> None:
     assert b"Traceback" not in done.stderr
 
 
-@pytest.mark.parametrize("args", [["cursor"], ["claude", "--timeout", "x"], ["claude", "extra"]])
+@pytest.mark.parametrize("args", [["windsurf"], ["claude", "--timeout", "x"], ["claude", "extra"]])
 def test_relay_usage(args: list[str]) -> None:
     done = subprocess.run(
         [sys.executable, "-m", "triohooks.fronts.relay", *args],

@@ -45,6 +45,7 @@ AGENTS = {
     "gemini": ("run_shell_command", "BeforeTool", "BeforeAgent"),
     "qwen": ("run_shell_command", "PreToolUse", "UserPromptSubmit"),
     "copilot": ("bash", "preToolUse", "userPromptSubmitted"),
+    "cursor": ("Shell", "beforeShellExecution", "beforeSubmitPrompt"),
 }
 
 
@@ -94,6 +95,8 @@ def shell_call(agent: str, command: str) -> dict[str, Any]:
     tool, _, _ = AGENTS[agent]
     if agent == "copilot":  # its camelCase input, toolArgs as a JSON string
         return {"toolName": tool, "toolArgs": json.dumps({"command": command})}
+    if agent == "cursor":  # beforeShellExecution: the command line at the top level
+        return {"command": command, "cwd": "/tmp"}
     return {"tool_name": tool, "tool_input": {"command": command}}
 
 
@@ -112,6 +115,10 @@ async def test_one_guard_blocks_git_push_in_every_agent(setup: Setup, agent: str
     elif agent == "copilot":
         assert out["permissionDecision"] == "deny"
         assert "pushing is for humans" in out["permissionDecisionReason"]
+    elif agent == "cursor":
+        assert out["permission"] == "deny"
+        assert "pushing is for humans" in out["agent_message"]
+        assert "pushing is for humans" in out["user_message"]
     else:
         specific = out["hookSpecificOutput"]
         assert specific["permissionDecision"] == "deny"
@@ -127,6 +134,10 @@ async def test_a_rewrite_reaches_the_agents_own_input_shape(setup: Setup, agent:
     if agent == "copilot":
         assert result.answer.output == {"modifiedArgs": {"command": "pytest -q -x"}}
         return
+    if agent == "cursor":  # no rewrite on beforeShellExecution: denied, saying the rewrite
+        assert result.answer.output["permission"] == "deny"
+        assert '"pytest -q -x"' in result.answer.output["agent_message"]
+        return
     specific = result.answer.output["hookSpecificOutput"]
     key = "tool_input" if agent == "gemini" else "updatedInput"
     assert specific[key] == {"command": "pytest -q -x"}
@@ -134,7 +145,7 @@ async def test_a_rewrite_reaches_the_agents_own_input_shape(setup: Setup, agent:
         assert specific["permissionDecision"] == "allow"
 
 
-@pytest.mark.parametrize("agent", sorted(set(AGENTS) - {"copilot"}))
+@pytest.mark.parametrize("agent", sorted(set(AGENTS) - {"copilot", "cursor"}))
 async def test_prompt_context_is_added(setup: Setup, agent: str) -> None:
     _, _, prompt = AGENTS[agent]
     (result,) = await setup.ask(agent, setup.body(prompt, prompt="fix it"))

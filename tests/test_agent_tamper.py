@@ -6,15 +6,13 @@ audit log -- and by ``validate`` and ``doctor``. Real CLI commands, a real engin
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.helpers import triohooks_cli
+from tests.helpers import installed_cli
 from triohooks import HookEngine
 from triohooks.actors.audit_records import read_records
 
@@ -35,14 +33,8 @@ class Setup:
         self.state.mkdir(mode=0o700)
 
     def cli(self, *argv: str) -> Any:
-        return triohooks_cli(
-            *argv,
-            cwd=self.project,
-            config_dir=self.config,
-            HOME=str(self.home),
-            TRIOHOOKS_STATE_DIR=str(self.state),
-            # triohooks installed: triohooks-relay on PATH, as the project's catch-all needs
-            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        return installed_cli(
+            *argv, cwd=self.project, config_dir=self.config, home=self.home, state_dir=self.state
         )
 
     def settings(self, scope: str = "project") -> Path:

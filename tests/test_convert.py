@@ -191,3 +191,68 @@ def test_codex_hooks_in_config_toml_convert_when_named(tmp_path: Path) -> None:
     empty.write_text('model = "gpt-5"\n')
     refused, _, _ = convert(tmp_path, "--from", "codex", "--to", "claude", str(empty))
     assert refused.returncode == 1 and "it has no [hooks]" in refused.stderr
+
+
+SHELL_AND_FILES = {
+    "hooks": {
+        "PreToolUse": [
+            {
+                "matcher": "Bash|Read|Write",
+                "hooks": [{"type": "command", "command": "./guard.sh", "timeout": 1200}],
+            }
+        ],
+        "PostToolUse": [{"matcher": "Edit", "hooks": [{"command": "./fmt.sh", "timeout": 5}]}],
+        "Stop": [{"hooks": [{"type": "command", "command": "./stop.sh", "timeout": 9}]}],
+    }
+}
+
+
+def test_to_copilot_writes_its_own_flat_form(tmp_path: Path) -> None:
+    write(tmp_path, "claude", SHELL_AND_FILES)
+    done, report, out = convert(tmp_path, "--from", "claude", "--to", "copilot")
+    assert done.returncode == 0, done.stderr
+    assert len(report) == 1 and "copied as written" in report[0]  # nothing else is lost
+    doc = json.loads(out)
+    assert doc["version"] == 1
+    assert doc["hooks"] == {
+        "preToolUse": [
+            {
+                "type": "command",
+                "bash": "./guard.sh",
+                "timeoutSec": 1200,
+                "matcher": "bash|view|create",
+            }
+        ],
+        "postToolUse": [
+            {"type": "command", "bash": "./fmt.sh", "timeoutSec": 5, "matcher": "edit"}
+        ],
+        "agentStop": [{"type": "command", "bash": "./stop.sh", "timeoutSec": 9}],
+    }
+
+
+def test_to_cursor_gives_each_tool_its_own_event_and_says_what_has_none(tmp_path: Path) -> None:
+    write(tmp_path, "claude", SHELL_AND_FILES)
+    done, report, out = convert(tmp_path, "--from", "claude", "--to", "cursor")
+    assert done.returncode == 0, done.stderr
+    doc = json.loads(out)
+    assert doc["version"] == 1
+    assert doc["hooks"] == {
+        "beforeShellExecution": [{"command": "./guard.sh", "timeout": 1200}],
+        "beforeReadFile": [{"command": "./guard.sh", "timeout": 1200}],
+        "afterFileEdit": [{"command": "./fmt.sh", "timeout": 5}],
+        "stop": [{"command": "./stop.sh", "timeout": 9}],
+    }
+    assert "PreToolUse[0].hooks[0]: Cursor has no pre_tool event for the tool Edit" in "\n".join(
+        report
+    )
+
+
+def test_to_qwen_writes_long_command_timeouts_as_milliseconds(tmp_path: Path) -> None:
+    write(tmp_path, "claude", SHELL_AND_FILES)
+    done, _, out = convert(tmp_path, "--from", "claude", "--to", "qwen")
+    assert done.returncode == 0, done.stderr
+    hooks = json.loads(out)["hooks"]
+    (guard,) = hooks["PreToolUse"]
+    assert guard["matcher"] == "run_shell_command|read_file|write_file"
+    assert guard["hooks"][0]["timeout"] == 1_200_000  # Qwen reads 1000 or more as ms
+    assert hooks["Stop"][0]["hooks"][0]["timeout"] == 9

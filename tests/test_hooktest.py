@@ -311,6 +311,9 @@ AGENT_SETTINGS = {
     "claude": ".claude/settings.json",
     "gemini": ".gemini/settings.json",
     "codex": ".codex/hooks.json",
+    "qwen": ".qwen/settings.json",
+    "copilot": ".copilot/hooks/triohooks.json",
+    "cursor": ".cursor/hooks.json",
 }
 
 

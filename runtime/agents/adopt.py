@@ -247,6 +247,8 @@ def catch_all(
             command = relay_command(agent, scope, timeout_s, relay_script=relay_script, event=event)
             if agent == "copilot":  # its own form: a handler per entry, ``bash``, seconds
                 handler = {"type": "command", "bash": command, "timeoutSec": timeout_value}
+            elif agent == "cursor":  # its documented form: a command and its timeout
+                handler = {"command": command, "timeout": timeout_value}
             else:
                 handler = {"type": "command", "command": command, "timeout": timeout_value}
             routes.append((event, command))
@@ -255,7 +257,8 @@ def catch_all(
                     f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
                     "fails open when the server is down; the relay runs the hooks itself)"
                 )
-        out[event] = [handler] if agent == "copilot" else [{"hooks": [handler]}]
+        flat = agent in ("copilot", "cursor")  # their own form: a handler per entry
+        out[event] = [handler] if flat else [{"hooks": [handler]}]
     return out, routes, notes
 
 
@@ -284,8 +287,8 @@ def plan_install(
     if agent == "copilot":
         _refuse_neighbours(path)
     data, text, doc = _read_settings(path, missing_ok=True)
-    if data is None and agent == "copilot":
-        text = '{\n  "version": 1\n}\n'  # Copilot CLI's hooks file format
+    if data is None and agent in ("copilot", "cursor"):
+        text = '{\n  "version": 1\n}\n'  # their hooks file format
         doc = json.loads(text)
     if "hooks" not in doc:
         # No hooks of the agent's own: the catch-all still routes it to triohooks' hooks.

@@ -85,6 +85,13 @@ MATCHER_FIELD: Final = {
     "notification": "notification_type",
     "subagentStart": "agent_type",
     "subagentStop": "agent_type",
+    # Cursor's (its input read under Claude Code's names: .cursor.claude_view)
+    "beforeShellExecution": "tool_name",
+    "afterShellExecution": "tool_name",
+    "beforeMCPExecution": "tool_name",
+    "afterMCPExecution": "tool_name",
+    "beforeReadFile": "tool_name",
+    "afterFileEdit": "tool_name",
 }
 #: Claude permission-rule tool names -> our ``if`` rule kinds.
 _IF_KINDS: Final = {
@@ -463,8 +470,9 @@ def _handler(
 
 def as_group(agent: AgentName, entry: object) -> object:
     """One entry of an event's list as a matcher group (``{"matcher", "hooks": [...]}``).
-    Copilot CLI also takes its own form, where the entry is one handler with its own matcher."""
-    if agent == "copilot" and isinstance(entry, dict) and "hooks" not in entry:
+    Copilot CLI and Cursor also take their own form, where the entry is one handler with its
+    own matcher."""
+    if agent in ("copilot", "cursor") and isinstance(entry, dict) and "hooks" not in entry:
         return {"matcher": entry.get("matcher"), "hooks": [entry]}
     return entry
 

@@ -36,7 +36,7 @@ from .config import (
 )
 from .spec import AGENTS, SPECS, AgentName, Level
 
-Target = Literal["claude", "gemini", "codex", "qwen", "copilot", "triohooks"]
+Target = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor", "triohooks"]
 TARGETS: Final = (*AGENTS, "triohooks")
 
 #: Each agent's name for the same tool (by role): what a tool matcher's names become.
@@ -47,14 +47,22 @@ TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
         "codex": "Bash",
         "qwen": "run_shell_command",
         "copilot": "bash",
+        "cursor": "Shell",
     },
-    "read": {"claude": "Read", "gemini": "read_file", "qwen": "read_file", "copilot": "view"},
+    "read": {
+        "claude": "Read",
+        "gemini": "read_file",
+        "qwen": "read_file",
+        "copilot": "view",
+        "cursor": "Read",
+    },
     "write": {
         "claude": "Write",
         "gemini": "write_file",
         "codex": "apply_patch",
         "qwen": "write_file",
         "copilot": "create",
+        "cursor": "Edit",
     },
     "edit": {
         "claude": "Edit",
@@ -62,6 +70,7 @@ TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
         "codex": "apply_patch",
         "qwen": "edit",
         "copilot": "edit",
+        "cursor": "Edit",
     },
     "glob": {"claude": "Glob", "gemini": "glob", "qwen": "glob", "copilot": "glob"},
     "grep": {
@@ -228,7 +237,8 @@ def _handler(
     if hook.type not in spec.handler_types:
         report.append(f"{at}: {target} runs no {hook.type} hooks: not converted")
         return None
-    out: dict[str, Any] = {"type": hook.type}
+    # Cursor's documented form has no type (every hook it runs is a command).
+    out: dict[str, Any] = {} if target == "cursor" else {"type": hook.type}
     if hook.name:
         if target == "gemini":
             out["name"] = hook.name
@@ -253,7 +263,15 @@ def _handler(
         if hook.model:
             out["model"] = hook.model
     timeout = hook.timeout_s / spec.timeout_unit_s
-    out["timeout"] = int(timeout) if float(timeout).is_integer() else round(timeout, 3)
+    if hook.type == "command" and spec.command_ms_from and timeout >= spec.command_ms_from:
+        timeout *= 1000  # Qwen Code reads a command timeout this large as milliseconds
+    value = int(timeout) if float(timeout).is_integer() else round(timeout, 3)
+    if target == "copilot":  # its own names: ``bash`` and ``timeoutSec``
+        if "command" in out:
+            out["bash"] = out.pop("command")
+        out["timeoutSec"] = value
+    else:
+        out["timeout"] = value
     if hook.if_rule is not None:
         if target == "claude":
             out["if"] = hook.if_rule
@@ -268,7 +286,7 @@ def _handler(
         else:
             report.append(f"{at}: async left out: {target} waits for the hook")
     if hook.env:
-        if target == "gemini":
+        if target in ("gemini", "copilot"):
             out["env"] = dict(hook.env)
         else:
             report.append(f"{at}: env {sorted(dict(hook.env))} left out ({target} has no env)")
@@ -278,6 +296,39 @@ def _handler(
             f"{at}: failClosed is a triohooks extension: honoured when triohooks runs the hook "
             f"(after `triohooks {target} install`)"
         )
+    return out
+
+
+#: Cursor's event for a call of each of its tools, per triohooks event (its specific events
+#: select the tool; an MCP tool goes by its own name).
+_CURSOR_CALLS: Final = {
+    "pre_tool": {"Shell": "beforeShellExecution", "Read": "beforeReadFile"},
+    "post_tool": {"Shell": "afterShellExecution", "Edit": "afterFileEdit"},
+}
+_CURSOR_MCP: Final = {"pre_tool": "beforeMCPExecution", "post_tool": "afterMCPExecution"}
+
+
+def _cursor_events(
+    hook: AgentHook, matcher: str | None, names: list[str] | None, report: list[str]
+) -> list[tuple[str, str | None]]:
+    """Cursor's (event, matcher) pairs for a tool hook: one specific event per tool named (the
+    event is the tool: no matcher), MCP tools under ``beforeMCPExecution`` with their names."""
+    calls, mcp = _CURSOR_CALLS[str(hook.canonical)], _CURSOR_MCP[str(hook.canonical)]
+    if matcher in (None, "", "*"):
+        return [(event, None) for event in (*calls.values(), mcp)]
+    tools = names or []  # (a regex matcher kept as written names no tool Cursor has)
+    out: list[tuple[str, str | None]] = []
+    for tool in tools:
+        if tool in calls:
+            out.append((calls[tool], None))
+        elif tool.startswith("mcp__"):
+            out.append((mcp, tool))
+        else:
+            report.append(
+                f"{hook.where}: Cursor has no {hook.canonical} event for the tool {tool}: left out"
+            )
+    if not tools:
+        report.append(f"{hook.where}: matcher {matcher!r} names no tool Cursor has: not converted")
     return out
 
 
@@ -302,12 +353,24 @@ def _to_agent(
         handler = _handler(source, target, hook, report)
         if handler is None:
             continue
-        if hook.sequential and target != "gemini":
+        if hook.sequential and target not in ("gemini", "copilot"):
             report.append(f"{hook.where}: sequential left out: {target} runs hooks concurrently")
-        key = (event, matcher, hook.sequential and target == "gemini")
-        groups.setdefault(key, []).append(handler)
+        places = [(event, matcher)]
+        if target == "cursor" and hook.canonical in _CURSOR_CALLS:
+            places = _cursor_events(hook, matcher, names, report)
+        for place, place_matcher in places:
+            key = (place, place_matcher, hook.sequential and target == "gemini")
+            groups.setdefault(key, []).append(handler)
     out: dict[str, list[dict[str, Any]]] = {}
+    flat = target in ("copilot", "cursor")  # their own form: one handler per entry
     for (event, matcher, sequential), handlers in groups.items():
+        if flat:
+            for handler in handlers:
+                entry = dict(handler)
+                if matcher not in (None, ""):
+                    entry["matcher"] = matcher
+                out.setdefault(event, []).append(entry)
+            continue
         group: dict[str, Any] = {}
         if matcher not in (None, ""):
             group["matcher"] = matcher
@@ -315,7 +378,8 @@ def _to_agent(
             group["sequential"] = True
         group["hooks"] = handlers
         out.setdefault(event, []).append(group)
-    return json.dumps({"hooks": out}, indent=2) + "\n"
+    document: dict[str, Any] = {"version": 1, "hooks": out} if flat else {"hooks": out}
+    return json.dumps(document, indent=2) + "\n"
 
 
 # -- to triohooks' TOML dialect ------------------------------------------------------------------

@@ -14,13 +14,14 @@ endpoint's body). Reasons are the hooks' own words, never their command lines. P
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
 import msgspec
 
 from .config import AgentHook
-from .copilot import CLAUDE_NAMES, claude_reply
+from .foreign import REPLIES, claude_event
 from .replies import MAX_TEXT, AgentReply
 from .spec import SPECS, AgentName
 
@@ -82,6 +83,8 @@ class _Fold:
         self.reasons: list[str] = []
         self.permission_decision: dict[str, Any] | None = None
         self.warnings: list[str] = []
+        #: The agent's own name of the event (``event`` is Claude Code's name for it).
+        self.own_event = event
 
     def permit(self, decision: str, reason: str | None) -> None:
         if decision not in _RANK:
@@ -135,8 +138,9 @@ class _Fold:
         self._json(hook, data)
 
     def _json(self, hook: AgentHook, data: Mapping[str, Any]) -> None:
-        if self.agent == "copilot":
-            data = claude_reply(self.event, data)
+        read = REPLIES.get(self.agent)
+        if read is not None:
+            data = read(self.event, data)
         if data.get("continue") is False:
             self.stopped = True
             if self.stop is None:
@@ -188,7 +192,8 @@ def merge(
     agent: AgentName, event: str, runs: Sequence[tuple[AgentHook, AgentReply]]
 ) -> AgentAnswer:
     """The agent-format answer for ``event`` after ``runs`` (in config order)."""
-    fold = _Fold(agent, CLAUDE_NAMES.get(event, event) if agent == "copilot" else event)
+    fold = _Fold(agent, claude_event(agent, event))
+    fold.own_event = event
     for hook, reply in runs:
         fold.add(hook, reply)
     if fold.updated_by:
@@ -199,6 +204,8 @@ def merge(
         return _gemini(fold)
     if SPECS[agent].answer == "copilot":
         return _copilot(fold)
+    if SPECS[agent].answer == "cursor":
+        return _cursor(fold)
     if agent == "codex" and fold.permission == "ask":
         # Codex counts an ask as a failed hook and goes on: the only safe answer is a deny.
         fold.permission = "deny"
@@ -393,14 +400,71 @@ def _copilot(fold: _Fold) -> AgentAnswer:
     return answer
 
 
+def _cursor(fold: _Fold) -> AgentAnswer:
+    """Cursor's answer (its hooks reference): to a call, ``permission`` (any deny wins, then
+    ask) with the reasons as ``agent_message`` for the model and ``user_message`` for the
+    person, and ``updated_input`` for a rewrite; to a prompt ``continue``; to a stop a
+    ``followup_message`` when a hook keeps the agent going. Every system message (a failed
+    hook, trust held back, the tamper alarm) goes to ``user_message``, which Cursor shows."""
+    out: dict[str, Any] = {}
+    answer = AgentAnswer(output=out, warnings=fold.warnings)
+    user = list(fold.system)
+    if fold.event == "PreToolUse":
+        if fold.stopped and fold.permission != "deny":
+            fold.permit("deny", fold.stop or "a hook stopped the agent")
+        if fold.permission is not None:
+            out["permission"] = answer.decision = fold.permission
+            reason = _join(fold.permission_reason)
+            if fold.permission == "deny":
+                reason = reason or "denied by a hook"
+                answer.blocked, answer.reason = True, reason
+            if reason:
+                out["agent_message"] = reason
+                user.insert(0, reason)
+        if fold.updated is not None and fold.permission != "deny":
+            if fold.own_event == "preToolUse":
+                out["updated_input"] = fold.updated
+            else:
+                # Cursor takes a rewrite on preToolUse only: the call as asked is not the one
+                # the hooks allowed, so it is denied, with the rewrite for the model to run.
+                reason = (
+                    f"a hook rewrote this call, which Cursor cannot take on {fold.own_event}: "
+                    f"denied; the rewritten call is {json.dumps(fold.updated)}"
+                )
+                out["permission"] = answer.decision = "deny"
+                out["agent_message"] = reason
+                user.insert(0, reason)
+                answer.blocked, answer.reason = True, reason
+    elif fold.event == "UserPromptSubmit":
+        if fold.blocked or fold.stopped:
+            reason = _join(fold.block_reasons) or fold.stop or "blocked by a hook"
+            out["continue"] = False
+            user.insert(0, reason)
+            answer.blocked, answer.decision, answer.reason = True, "block", reason
+    elif fold.event in ("Stop", "SubagentStop") and fold.blocked:
+        reason = _join(fold.block_reasons) or "keep going"
+        out["followup_message"] = reason
+        answer.blocked, answer.decision, answer.reason = True, "block", reason
+    elif fold.blocked:
+        user = [*fold.block_reasons, *user]  # after a call: Cursor cannot block; said
+    if fold.contexts and fold.event in ("SessionStart", "PostToolUse"):
+        out["additional_context"] = _join(fold.contexts)
+    elif fold.contexts:
+        answer.warnings.append(f"Cursor takes no context on this event: {_join(fold.contexts)}")
+    message = _join(user)
+    if message:
+        out["user_message"] = message
+    return answer
+
+
 def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
     """Our own failure while answering ``event``: an event that can block is blocked (denied),
     with a reason that says it was an internal error; the others get a system message. A
     ``Stop`` is not blocked (that would force the agent to go on)."""
     text = f"triohooks internal error while handling {event}: {why}"
     shape = SPECS[agent].answer if agent in SPECS else "claude"
-    if shape == "copilot":
-        event = CLAUDE_NAMES.get(event, event)
+    if shape in ("copilot", "cursor"):
+        event = claude_event(agent, event)
     fold = _Fold("gemini" if shape == "gemini" else "claude", event)
     if event in ("PreToolUse", "BeforeTool"):
         fold.permit("deny", text)
@@ -412,6 +476,8 @@ def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
         fold.system.append(text)
     if shape == "copilot":
         answer = _copilot(fold)
+    elif shape == "cursor":
+        answer = _cursor(fold)
     else:
         answer = _gemini(fold) if shape == "gemini" else _claude(fold)
     answer.warnings.append(text)

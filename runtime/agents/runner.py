@@ -53,7 +53,7 @@ from .config import (
     load_agent_table,
     table_is_current,
 )
-from .copilot import claude_view
+from .foreign import VIEWS
 from .merge import AgentAnswer, merge
 from .native import NATIVE_LABEL, UnreadableCall, native_fields, native_hook, native_reply
 from .replies import (
@@ -318,8 +318,9 @@ class AgentHooks:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
         payload = decode_payload(body)
-        if name == "copilot":  # its camelCase input, under the names the rest reads
-            payload = claude_view(payload)
+        view = VIEWS.get(name)
+        if view is not None:  # Copilot's or Cursor's input, under the names the rest reads
+            payload = view(payload)
         event = payload["hook_event_name"]
         project = self._project(name, payload, env)
         table = await self.table(name, project)

@@ -17,14 +17,14 @@ import msgspec
 
 from triohooks.config.events import AGENT_EVENTS
 
-AgentName = Literal["claude", "gemini", "codex", "qwen", "copilot"]
-AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex", "qwen", "copilot")
+AgentName = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor"]
+AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
 #: How an agent reads a matcher (:func:`triohooks.agents.config.compile_matcher`).
 MatcherStyle = Literal["claude", "codex", "regex", "qwen", "anchored"]
 #: The shape of the agent's answer: Claude Code's (``hookSpecificOutput``), Gemini CLI's
-#: (top-level ``decision``, ``tool_input``) or Copilot CLI's (top-level
-#: ``permissionDecision``, ``modifiedArgs``).
-AnswerShape = Literal["claude", "gemini", "copilot"]
+#: (top-level ``decision``, ``tool_input``), Copilot CLI's (top-level
+#: ``permissionDecision``, ``modifiedArgs``) or Cursor's (``permission``, ``user_message``).
+AnswerShape = Literal["claude", "gemini", "copilot", "cursor"]
 
 #: The file an adopted settings file's ``hooks`` object is moved into, beside it.
 ADOPTED_NAME: Final = "triohooks-hooks.json"
@@ -165,6 +165,18 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         answer="copilot",
         switches=("disableAllHooks",),
     ),
+    "cursor": AgentSpec(
+        name="cursor",
+        display="Cursor",
+        events=AGENT_EVENTS["cursor"],
+        timeout_unit_s=1.0,
+        default_timeout_s=30.0,
+        handler_types=frozenset({"command"}),
+        project_dir=".cursor",
+        project_env=("CURSOR_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
+        matcher_style="regex",
+        answer="cursor",
+    ),
 }
 #: Copilot CLI reads every ``*.json`` in its hooks directories; the file install writes is one.
 COPILOT_HOOKS_DIR: Final = "hooks"
@@ -197,6 +209,11 @@ def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
         out.append(Level("user", home / ".qwen" / "settings.json", False))
         if project is not None:
             out.append(Level("project", project / ".qwen" / "settings.json", True))
+    elif agent == "cursor":
+        out.append(Level("user", home / ".cursor" / "hooks.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".cursor" / "hooks.json", True))
+        out.append(Level("managed", Path("/etc/cursor/hooks.json"), False))
     elif agent == "copilot":
         out.append(Level("user", home / ".copilot" / "hooks" / "triohooks.json", False))
         if project is not None:

@@ -123,6 +123,20 @@ AGENT_EVENTS: Final[dict[str, dict[str, str]]] = {
         "permissionRequest": "permission_request",
         "notification": "notification",
     },
+    # Cursor's specific events carry every shell, MCP and read call (its generic preToolUse /
+    # postToolUse would see them a second time: they run the agent's hooks only).
+    "cursor": {
+        "beforeShellExecution": "pre_tool",
+        "beforeMCPExecution": "pre_tool",
+        "beforeReadFile": "pre_tool",
+        "afterShellExecution": "post_tool",
+        "afterMCPExecution": "post_tool",
+        "afterFileEdit": "post_tool",
+        "beforeSubmitPrompt": "prompt_submit",
+        "stop": "stop",
+        "sessionStart": "session_start",
+        "sessionEnd": "session_end",
+    },
 }
 
 #: The JSON dialect's name for each canonical event it knows (used in its payloads).

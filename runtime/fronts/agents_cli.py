@@ -97,6 +97,10 @@ def add_copilot_command(sub: argparse._SubParsersAction[Any]) -> None:
     _add(sub, "copilot")
 
 
+def add_cursor_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "cursor")
+
+
 def _places(args: argparse.Namespace) -> tuple[AgentName, Path, Path, Path]:
     agent: AgentName = args.command
     workspace = (args.workspace or Path.cwd()).resolve()
@@ -328,4 +332,4 @@ _ACTIONS = {
     "trust": _trust,
 }
 
-assert set(AGENTS) == {"claude", "gemini", "codex", "qwen", "copilot"}
+assert set(AGENTS) == {"claude", "gemini", "codex", "qwen", "copilot", "cursor"}

@@ -114,6 +114,7 @@ _AGENT_CASES: Final = {
         '{ hookSpecificOutput = { permissionDecision = "deny" } }',
     ),
     "copilot": ("Copilot CLI", "bash", '{ permissionDecision = "deny" }'),
+    "cursor": ("Cursor", "Shell", '{ permission = "deny" }'),
 }
 
 

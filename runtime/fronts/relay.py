@@ -31,7 +31,7 @@ it exits after an idle half hour) so that only this first call pays, and runs th
 with the same engine code -- in this process under the console script, in a child interpreter
 with the normal import path when started bare. If that fails, the event is answered
 fail-closed: a deny for events that can block, with a reason that says why; if even that
-fails, exit 2 with the reason on stderr (a block to all three agents).
+fails, exit 2 with the reason on stderr (a block to every agent).
 """
 
 # No ``from __future__ import annotations`` and no ``os`` here: on the fast path every import
@@ -39,7 +39,7 @@ fails, exit 2 with the reason on stderr (a block to all three agents).
 import posix
 import sys
 
-AGENTS = ("claude", "gemini", "codex", "qwen", "copilot")
+AGENTS = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
 #: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
 SOCKET_NAME = "serve.sock"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
@@ -63,7 +63,7 @@ NO_START_VAR = "TRIOHOOKS_NO_AUTOSTART"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 USAGE = (
-    "usage: triohooks-relay {claude|gemini|codex|qwen|copilot} [--event NAME] "
+    "usage: triohooks-relay {claude|gemini|codex|qwen|copilot|cursor} [--event NAME] "
     "[--timeout SECONDS] < hook-input.json\n"
 )
 #: The one header that tells where the environment ends and the hook input begins in a body.

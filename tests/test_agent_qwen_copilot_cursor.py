@@ -1,23 +1,23 @@
-"""The Qwen Code and Copilot CLI dialects, read and answered as each agent does (docs/agents.md):
-Qwen Code's matcher (exact names, Claude Code's aliases, then a regex) and timeout units, Copilot
-CLI's files (a directory of hooks files, its own flat form), its camelCase input, its anchored
-matchers, its answers; install, refuse, uninstall and the tamper alarm on Copilot's hooks
-directory; the relay's ``--event``. Real CLI commands and a real engine with bash hooks (the real
-agents: tests/interop)."""
+"""The Qwen Code, Copilot CLI and Cursor dialects, read and answered as each agent does
+(docs/agents.md): Qwen Code's matcher (exact names, Claude Code's aliases, then a regex) and
+timeout units, Copilot CLI's files (a directory of hooks files, its own flat form), its camelCase
+input, its anchored matchers, its answers; install, refuse, uninstall and the tamper alarm on
+Copilot's hooks directory; the relay's ``--event``; Cursor's ``hooks.json`` by contract (its
+documented inputs and answers: there is no Cursor to run here). Real CLI commands and a real
+engine with bash hooks (the real Qwen Code and Copilot CLI: tests/interop)."""
 
 from __future__ import annotations
 
 import json
-import os
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.helpers import triohooks_cli
+from tests.helpers import installed_cli, triohooks_cli
 from triohooks import HookEngine
+from triohooks.agents import cursor
 from triohooks.agents.config import AgentHook, compile_matcher, load_agent_table, parse_hooks
 from triohooks.agents.copilot import claude_reply, claude_view
 from triohooks.agents.merge import internal_error_answer, merge
@@ -261,13 +261,8 @@ class Setup:
         self.hooks_dir = self.home / ".copilot" / "hooks"
 
     def cli(self, *argv: str) -> Any:
-        return triohooks_cli(
-            *argv,
-            cwd=self.project,
-            config_dir=self.config,
-            HOME=str(self.home),
-            TRIOHOOKS_STATE_DIR=str(self.state),
-            PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
+        return installed_cli(
+            *argv, cwd=self.project, config_dir=self.config, home=self.home, state_dir=self.state
         )
 
     def write(self, name: str, hooks: dict[str, Any]) -> Path:
@@ -367,3 +362,196 @@ async def test_copilot_requests_run_its_hooks_with_its_own_input(setup: Setup) -
     received = json.loads(seen.read_text())
     assert received["toolName"] == "bash" and received["toolArgs"] == {"command": "git commit"}
     assert received["sessionId"] == "s1"
+
+
+# --- Cursor, by contract ------------------------------------------------------------------------
+
+CURSOR_COMMON = {
+    "conversation_id": "conv-1",
+    "generation_id": "gen-1",
+    "model": "m",
+    "cursor_version": "1.7.2",
+    "user_email": None,
+}
+
+
+def cursor_input(root: Path, event: str, **fields: Any) -> bytes:
+    payload = {**CURSOR_COMMON, "hook_event_name": event, "workspace_roots": [str(root)]}
+    return json.dumps({**payload, **fields}).encode()
+
+
+@pytest.mark.parametrize(
+    ("event", "fields", "tool", "args"),
+    [
+        ("beforeShellExecution", {"command": "ls", "cwd": "/w"}, "Shell", {"command": "ls"}),
+        (
+            "beforeReadFile",
+            {"file_path": "/w/.env", "content": "K=1"},
+            "Read",
+            {"file_path": "/w/.env"},
+        ),
+        (
+            "beforeMCPExecution",
+            {"tool_name": "db_query", "tool_input": '{"sql": "select 1"}', "url": "http://x"},
+            "db_query",
+            {"sql": "select 1"},
+        ),
+        (
+            "afterFileEdit",
+            {"file_path": "/w/a.py", "edits": [{"old_string": "a", "new_string": "b"}]},
+            "Edit",
+            {"file_path": "/w/a.py", "edits": [{"old_string": "a", "new_string": "b"}]},
+        ),
+    ],
+)
+def test_cursor_calls_are_read_as_tool_calls(
+    event: str, fields: dict[str, Any], tool: str, args: dict[str, Any]
+) -> None:
+    view = cursor.claude_view(json.loads(cursor_input(Path("/w"), event, **fields)))
+    assert (view["tool_name"], view["tool_input"]) == (tool, args)
+    assert view["session_id"] == "conv-1"
+    assert view["cwd"] == fields.get("cwd", "/w")  # else the first workspace root
+
+
+@pytest.mark.parametrize(
+    ("event", "reply", "expected"),
+    [
+        (
+            "PreToolUse",
+            {"permission": "deny", "user_message": "for you", "agent_message": "for it"},
+            {
+                "systemMessage": "for you",
+                "hookSpecificOutput": {
+                    "permissionDecision": "deny",
+                    "permissionDecisionReason": "for it",
+                },
+            },
+        ),
+        (
+            "UserPromptSubmit",
+            {"continue": False, "user_message": "no secrets"},
+            {"decision": "block", "reason": "no secrets"},
+        ),
+        (
+            "Stop",
+            {"followup_message": "run the tests"},
+            {"decision": "block", "reason": "run the tests"},
+        ),
+        ("Stop", {}, {}),
+    ],
+)
+def test_cursor_answers_are_read(event: str, reply: dict[str, Any], expected: Any) -> None:
+    assert cursor.claude_reply(event, reply) == expected
+
+
+def _cursor_hook(event: str) -> AgentHook:
+    hook, _ = _parse_one("cursor", event, {"command": "x", "timeout": 4})
+    return hook
+
+
+def test_cursor_merges_into_its_own_answers() -> None:
+    hook = _cursor_hook("beforeShellExecution")
+    assert (hook.timeout_s, hook.canonical, hook.command) == (4.0, "pre_tool", "x")
+    ask = AgentReply(status="ok", json={"permission": "ask", "agent_message": "sure?"})
+    deny = AgentReply(status="ok", json={"permission": "deny", "agent_message": "no"})
+    asked = merge("cursor", "beforeShellExecution", [(hook, ask)])
+    assert asked.output == {"permission": "ask", "agent_message": "sure?", "user_message": "sure?"}
+    denied = merge("cursor", "beforeShellExecution", [(hook, ask), (hook, deny)])
+    assert denied.blocked and denied.output["permission"] == "deny"
+    exit2 = merge("cursor", "beforeReadFile", [(hook, AgentReply(status="block", reason="r"))])
+    assert exit2.output == {"permission": "deny", "agent_message": "r", "user_message": "r"}
+    prompt = _cursor_hook("beforeSubmitPrompt")
+    blocked = merge(
+        "cursor", "beforeSubmitPrompt", [(prompt, AgentReply(status="block", reason="no"))]
+    )
+    assert blocked.output == {"continue": False, "user_message": "no"}
+    stop = _cursor_hook("stop")
+    again = merge(
+        "cursor", "stop", [(stop, AgentReply(status="ok", json={"followup_message": "again"}))]
+    )
+    assert again.output == {"followup_message": "again"}
+
+
+def test_a_failing_cursor_hook_is_said_to_the_user() -> None:
+    hook = _cursor_hook("beforeShellExecution")
+    failed = merge(
+        "cursor", "beforeShellExecution", [(hook, AgentReply(status="error", error="exit 1"))]
+    )
+    assert failed.output == {}  # non-blocking, as Cursor reads it
+    assert any("failed" in w for w in failed.warnings)
+    closed, _ = _parse_one("cursor", "beforeShellExecution", {"command": "x", "failClosed": True})
+    assert closed.fail_closed
+
+
+def test_a_cursor_rewrite_reaches_pre_tool_use_only() -> None:
+    hook = _cursor_hook("preToolUse")
+    rewrite = AgentReply(
+        status="ok", json={"permission": "allow", "updated_input": {"command": "b"}}
+    )
+    taken = merge("cursor", "preToolUse", [(hook, rewrite)])
+    assert taken.output == {"permission": "allow", "updated_input": {"command": "b"}}
+    shell = merge(
+        "cursor", "beforeShellExecution", [(_cursor_hook("beforeShellExecution"), rewrite)]
+    )
+    assert shell.blocked and shell.output["permission"] == "deny"
+    assert '{"command": "b"}' in shell.output["agent_message"]
+
+
+def test_our_own_failure_is_a_cursor_deny() -> None:
+    answer = internal_error_answer("cursor", "beforeShellExecution", "boom")
+    assert answer.output["permission"] == "deny"
+    assert "triohooks internal error" in answer.output["agent_message"]
+
+
+async def test_cursor_install_and_a_request_through_its_hooks(tmp_path: Path) -> None:
+    """``triohooks cursor install`` (project scope) moves the project's ``.cursor/hooks.json``
+    hooks beside it and routes every mapped event; a Cursor request then runs the adopted hook
+    with Cursor's own input, and triohooks' own guard, answered as Cursor reads it."""
+    home, project, config = tmp_path / "home", (tmp_path / "proj").resolve(), tmp_path / "cfg"
+    for d in (home, project / ".cursor", config):
+        d.mkdir(parents=True)
+    (config / "hooks.toml").write_text(
+        '[[hooks.pre_tool]]\nid = "no-push"\nif = "shell(git push*)"\n'
+        "command = \"echo 'pushing is for humans' >&2; exit 2\"\n"
+    )
+    seen = tmp_path / "seen.json"
+    original = {"version": 1, "hooks": {"beforeShellExecution": [{"command": f"cat > {seen}"}]}}
+    hooks_file = project / ".cursor" / "hooks.json"
+    hooks_file.write_text(json.dumps(original))
+
+    def cli(*argv: str) -> Any:
+        return triohooks_cli(
+            *argv,
+            cwd=project,
+            config_dir=config,
+            HOME=str(home),
+            TRIOHOOKS_STATE_DIR=str(tmp_path / "state"),
+        )
+
+    done = cli("cursor", "install")
+    assert done.returncode == 0, done.stderr
+    installed = json.loads(hooks_file.read_text())
+    assert installed["version"] == 1
+    for entries in installed["hooks"].values():
+        (handler,) = entries
+        assert set(handler) == {"command", "timeout"}
+        assert "triohooks-relay cursor --timeout" in handler["command"]
+    assert "stop" in installed["hooks"] and "beforeSubmitPrompt" in installed["hooks"]
+    assert done.returncode == 0
+    assert cli("cursor", "trust").returncode == 0
+    push = cursor_input(
+        project, "beforeShellExecution", command="git push origin main", cwd=str(project)
+    )
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=project, config_dir=config, state_dir=tmp_path / "state", audit=False
+        ) as engine:
+            result = await engine.agent_hook("cursor", push, adopted_only=True)
+    assert result.answer.output["permission"] == "deny"
+    assert "pushing is for humans" in result.answer.output["agent_message"]
+    received = json.loads(seen.read_text())
+    assert received["command"] == "git push origin main"
+    assert received["conversation_id"] == "conv-1" and "tool_name" not in received
+    done = cli("cursor", "uninstall")
+    assert done.returncode == 0, done.stderr
+    assert json.loads(hooks_file.read_text()) == original
