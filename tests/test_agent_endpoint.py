@@ -185,7 +185,7 @@ async def test_the_endpoint_denies_what_it_cannot_run_and_says_why(env: Env) -> 
         async with running(env) as server:
             [(wrong, wrong_body)] = await post(server, env.body("ls"), token="wrong")
             [(unset, unset_body)] = await post(server, env.body("ls"), token="")
-            [(missing, _)] = await post(server, env.body("ls"), path="/cursor/v1/hook")
+            [(missing, _)] = await post(server, env.body("ls"), path="/windsurf/v1/hook")
             [(bad, bad_body)] = await post(server, b"[1, 2]")
             [(lone_status, lone_body)] = await post(server, lone)
             [(deep_status, deep_body)] = await post(server, deep)

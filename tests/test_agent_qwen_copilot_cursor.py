@@ -555,3 +555,58 @@ async def test_cursor_install_and_a_request_through_its_hooks(tmp_path: Path) ->
     done = cli("cursor", "uninstall")
     assert done.returncode == 0, done.stderr
     assert json.loads(hooks_file.read_text()) == original
+
+
+def test_the_relay_and_the_endpoint_know_every_agent() -> None:
+    """The relay keeps its own list (it imports nothing of triohooks on its fast path): it must
+    be the agents' list, and serve's endpoint must route every one of them."""
+    from triohooks.agents.spec import AGENTS
+    from triohooks.fronts import relay
+    from triohooks.fronts.agent_http import PATH
+
+    assert relay.AGENTS == AGENTS
+    for agent in AGENTS:
+        assert PATH.fullmatch(f"/{agent}/v1/hook".encode()) is not None
+    assert PATH.fullmatch(b"/windsurf/v1/hook") is None
+
+
+async def test_a_copilot_hook_runs_in_its_cwd_from_the_project_root(setup: Setup) -> None:
+    (setup.project / "scripts").mkdir()
+    setup.write(
+        "mine.json",
+        {
+            "preToolUse": [
+                {"type": "command", "bash": "pwd > ../where.txt", "cwd": "scripts"},
+                {"type": "command", "bash": "true", "cwd": "nowhere"},
+            ]
+        },
+    )
+    body = with_event(
+        json.dumps(
+            {"sessionId": "s", "cwd": str(setup.project), "toolName": "bash", "toolArgs": {}}
+        ).encode(),
+        "preToolUse",
+    )
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=setup.project, config_dir=setup.config, state_dir=setup.state, audit=False
+        ) as engine:
+            result = await engine.agent_hook("copilot", body)
+    assert (setup.project / "where.txt").read_text().strip() == str(setup.project / "scripts")
+    assert any("'nowhere' is not a directory" in w for w in result.answer.warnings)
+
+
+@pytest.mark.parametrize(
+    ("agent", "event", "expected"),
+    [
+        ("claude", "PreToolUse", {"systemMessage": "ALARM"}),
+        ("gemini", "BeforeTool", {"systemMessage": "ALARM"}),
+        ("qwen", "PreToolUse", {"systemMessage": "ALARM"}),
+        ("copilot", "preToolUse", {"additionalContext": "ALARM"}),  # the model reads it
+        ("cursor", "beforeShellExecution", {"user_message": "ALARM"}),
+    ],
+)
+def test_triohooks_notices_go_where_each_agent_shows_a_message(
+    agent: Any, event: str, expected: dict[str, Any]
+) -> None:
+    assert merge(agent, event, [], notices=["ALARM"]).output == expected

@@ -156,6 +156,9 @@ class AgentHook(msgspec.Struct, frozen=True, kw_only=True):
     prompt: str | None = None
     model: str | None = None
     env: tuple[tuple[str, str], ...] = ()
+    #: The handler's working directory as written (Copilot CLI's ``cwd``: relative to the
+    #: project root, or absolute); None: the call's directory.
+    cwd: str | None = None
     name: str | None = None
     timeout_s: float
     if_rule: str | None = None
@@ -186,7 +189,7 @@ class AgentHook(msgspec.Struct, frozen=True, kw_only=True):
 
     def identity(self) -> tuple[object, ...]:
         """Identical handlers (across levels) run once."""
-        return (self.event, self.type, self.command, self.args, self.url, self.prompt)
+        return (self.event, self.type, self.command, self.args, self.url, self.prompt, self.cwd)
 
     def as_handler(self) -> Handler | None:
         """The process it runs, for trust hashing."""
@@ -393,6 +396,11 @@ def _handler(
         command, args = raw.get("command"), raw.get("args")
         if agent == "copilot" and command is None:
             command = raw.get("bash")  # Copilot CLI's unix command; ``command`` is its alias
+        if agent == "copilot" and raw.get("cwd") is not None:
+            if isinstance(raw["cwd"], str) and raw["cwd"].strip():
+                fields["cwd"] = raw["cwd"]
+            else:
+                at("cwd", "must be a directory (relative to the project root, or absolute)")
         if isinstance(args, list):
             argv = _strings(args)
             if not argv or not argv[0].strip():

@@ -139,7 +139,7 @@ class _Fold:
 
     def _json(self, hook: AgentHook, data: Mapping[str, Any]) -> None:
         read = REPLIES.get(self.agent)
-        if read is not None:
+        if read is not None and hook.type != "triohooks":  # (ours is in Claude's shape)
             data = read(self.event, data)
         if data.get("continue") is False:
             self.stopped = True
@@ -189,13 +189,19 @@ class _Fold:
 
 
 def merge(
-    agent: AgentName, event: str, runs: Sequence[tuple[AgentHook, AgentReply]]
+    agent: AgentName,
+    event: str,
+    runs: Sequence[tuple[AgentHook, AgentReply]],
+    *,
+    notices: Sequence[str] = (),
 ) -> AgentAnswer:
-    """The agent-format answer for ``event`` after ``runs`` (in config order)."""
+    """The agent-format answer for ``event`` after ``runs`` (in config order). ``notices``:
+    triohooks' own messages for the user (the tamper alarm), put where the agent shows one."""
     fold = _Fold(agent, claude_event(agent, event))
     fold.own_event = event
     for hook, reply in runs:
         fold.add(hook, reply)
+    fold.system += notices
     if fold.updated_by:
         fold.warnings.append(
             f"{len(fold.updated_by) + 1} hooks rewrote the input; the last in config order won"

@@ -140,12 +140,20 @@ class AgentResult(msgspec.Struct, kw_only=True):
     trust: TrustInfo | None = None
 
 
-def _hook_cwd(payload: Mapping[str, Any], project: Path | None) -> str:
-    """The payload's ``cwd`` when it is a directory, else the project, else ours."""
+def _hook_cwd(
+    payload: Mapping[str, Any], project: Path | None, own: str | None = None
+) -> str | None:
+    """The payload's ``cwd`` when it is a directory, else the project, else ours. With the
+    handler's ``own`` directory (Copilot CLI's ``cwd``), that one -- relative to the project
+    root -- or None when it is not a directory."""
     cwd = payload.get("cwd")
-    if isinstance(cwd, str) and os.path.isdir(cwd):
-        return cwd
-    return str(project) if project is not None else os.getcwd()
+    found = cwd if isinstance(cwd, str) and os.path.isdir(cwd) else None
+    if found is None:
+        found = str(project) if project is not None else os.getcwd()
+    if own is None:
+        return found
+    chosen = os.path.join(str(project) if project is not None else found, own)
+    return chosen if os.path.isdir(chosen) else None
 
 
 class AgentHookCall(NamedTuple):
@@ -367,11 +375,11 @@ class AgentHooks:
         passed = native[0]
         if passed is not None:  # last in order: its rewrite is the one the agent gets
             runs.append((passed.hook, passed.reply))
-        answer = merge(name, event, runs)
+        alarms = self._alarm(table, seen_as, session) if table.tampered else []
+        answer = merge(name, event, runs, notices=alarms)
+        answer.warnings += alarms
         if passed is not None:
             answer.warnings += passed.warnings
-        if table.tampered:
-            self._alarm(table, seen_as, session, answer)
         for hook in chosen:
             if not hook.supported:
                 answer.warnings.append(f"hook {hook.label} not run: {hook.unsupported}")
@@ -416,19 +424,16 @@ class AgentHooks:
             )
         return result
 
-    def _alarm(self, table: AgentTable, seen_as: str, session: str, answer: AgentAnswer) -> None:
-        """The tamper alarm: settings triohooks installed into changed behind its back. Said on
-        every answer while it lasts (the agent shows a systemMessage to the user), and once per
-        change in the log and the audit log."""
+    def _alarm(self, table: AgentTable, seen_as: str, session: str) -> list[str]:
+        """The tamper alarm: settings triohooks installed into changed behind its back. Its
+        lines, said on every answer while it lasts (where the agent shows the user a message:
+        :func:`.merge.merge`'s notices), and once per change in the log and the audit log."""
         agent = table.agent
         lines = [
             f"triohooks TAMPER ALARM: {alarm}. If you did not make this change, remove it; "
             f"`triohooks {agent} validate` shows it"
             for alarm in table.tampered
         ]
-        said = answer.output.get("systemMessage")
-        answer.output["systemMessage"] = "\n".join([*([said] if said else []), *lines])
-        answer.warnings += lines
         for alarm in table.tampered:
             if alarm in self._alarmed:
                 continue
@@ -451,6 +456,7 @@ class AgentHooks:
                         workspace=table.project or "",
                     )
                 )
+        return lines
 
     async def _native_pass(
         self, agent: AgentName, event: str, payload: Mapping[str, Any], project: Path | None
@@ -632,9 +638,12 @@ class AgentHooks:
     ) -> AgentReply:
         argv = hook.args if hook.args is not None else ("bash", "-c", hook.command or "")
         env = {**base_env, **hook_environment(hook.agent, project, payload), **dict(hook.env)}
+        cwd = _hook_cwd(payload, project, hook.cwd)
+        if cwd is None:
+            return failed(hook, f"its cwd {hook.cwd!r} is not a directory")
         spec = ProcessSpec(
             argv=tuple(argv),
-            cwd=_hook_cwd(payload, project),
+            cwd=cwd,
             env=env,
             stdin=body,
             timeout_s=hook.timeout_s,

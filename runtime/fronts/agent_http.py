@@ -27,14 +27,14 @@ import trio
 
 from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
-from triohooks.agents.spec import TOKEN_VAR
+from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
 from .relay import ENV_LENGTH_HEADER
 
 log = logging.getLogger("triohooks.serve")
 
 #: The paths, by agent.
-PATH: Final = re.compile(rb"/(claude|gemini|codex)/v1/hook(?:\?[^ ]*)?")
+PATH: Final = re.compile(rb"/(" + b"|".join(a.encode() for a in AGENTS) + rb")/v1/hook(?:\?[^ ]*)?")
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: An idle keep-alive connection is closed after this long.
 IDLE_TIMEOUT_S: Final = 60.0
@@ -311,8 +311,9 @@ def _refused(request: Request, refusal: tuple[int, str]) -> tuple[int, bytes]:
 def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     """The fail-closed answer of the event in ``body`` (read even when the rest of the input
     cannot be), as the agent's JSON output."""
-    found = _EVENT_NAME.search(body)
-    event = found.group(1).decode() if found else ""
+    # The last one, as a JSON reader takes it (a relay's --event is added last).
+    found = [m.group(1) for m in _EVENT_NAME.finditer(body)]
+    event = found[-1].decode() if found else ""
     return msgspec.json.encode(internal_error_answer(agent, event, why).output)
 
 

@@ -10,6 +10,7 @@ triohooks' own ``hooks.toml`` blocks ``git push`` in the session.
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -17,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from tests.interop import NATIVE_GUARD, PUSH_COMMANDS
+from tests.interop import NATIVE_GUARD, PUSH_COMMANDS, run_bounded
 from tests.interop.copilot import CopilotProject, run_copilot
 from tests.interop.fake_openai import FakeOpenAI
 from tests.interop.test_claude_code_triohooks import Server, Triohooks, serving
@@ -56,6 +57,8 @@ def adopted(tri: Triohooks, project: CopilotProject, tmp_path: Path) -> Iterator
             yield server
         finally:
             tri.cli("copilot", "uninstall", "--scope", "user", "--workspace", str(project.path))
+    log = (tmp_path / "serve.log").read_text()
+    assert "refused" not in log, log  # every relay was answered by serve (no slow path)
 
 
 def test_copilot_runs_a_user_hook_and_shows_its_deny_reason(
@@ -106,3 +109,46 @@ def test_a_triohooks_guard_blocks_git_push_in_copilot_cli(
     inputs = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
     assert [i["toolName"] for i in inputs] == ["bash", "bash"]
     assert inputs[0]["toolArgs"]["command"] == PUSH_COMMANDS[0]
+
+
+def test_a_hooks_file_planted_after_install_raises_the_alarm(
+    copilot_bin: Path,
+    copilot_project: CopilotProject,
+    fake_copilot: FakeOpenAI,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """What a worm does to persist in Copilot CLI: a hooks file of its own in ~/.copilot/hooks.
+    Copilot runs it (it is the agent's own), and triohooks says so at the next event: in the
+    audit log, and to the model with the call's context; ``copilot validate`` fails."""
+    worm_ran = tmp_path / "worm-ran"
+    with adopted(tri, copilot_project, tmp_path):
+        worm = {"sessionStart": [{"type": "command", "bash": f"echo ran > {worm_ran}"}]}
+        copilot_project.write_hooks(worm, name="worm.json")
+        fake_copilot.script(["echo x > marker-0.txt"])
+        run = run_copilot(
+            copilot_bin,
+            copilot_project,
+            fake_copilot,
+            timeout=SESSION_TIMEOUT,
+            env=tri.claude_env(),
+        )
+        assert run.process.returncode == 0, run.process.stderr[-2000:]
+        validated = run_bounded(
+            [sys.executable, "-m", "triohooks", "copilot", "validate"],
+            timeout=60,
+            cwd=copilot_project.path,
+            env=tri.env(),
+        )
+        (copilot_project.user_hooks_dir / "worm.json").unlink()  # so that uninstall may go on
+    assert worm_ran.exists()  # Copilot CLI ran it: not ours to stop
+    alarms = [
+        json.loads(line)
+        for path in (tri.state_dir / "audit").glob("*.jsonl")
+        for line in path.read_text().splitlines()
+        if '"tamper"' in line
+    ]
+    assert len(alarms) == 1, alarms
+    assert "worm.json" in alarms[0]["error"]
+    assert validated.returncode == 1 and "worm.json" in validated.stdout
+    assert "TAMPER" in fake_copilot.all_input_text(), fake_copilot.all_input_text()[-2000:]

@@ -56,6 +56,8 @@ def adopted(tri: Triohooks, project: QwenProject, tmp_path: Path) -> Iterator[Se
             yield server
         finally:
             tri.cli("qwen", "uninstall", "--scope", "user", "--workspace", str(project.path))
+    log = (tmp_path / "serve.log").read_text()
+    assert "refused" not in log, log  # every relay was answered by serve (no slow path)
     assert json.loads(project.user_settings.read_text())["hooks"] == before
 
 
