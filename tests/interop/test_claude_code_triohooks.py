@@ -103,6 +103,15 @@ class Triohooks:
             **self.dirs_env(),
         }
 
+    def audit_records(self, kind: str) -> list[dict[str, Any]]:
+        """The audit log's records of ``kind`` (``tamper`` ...), every day's file."""
+        return [
+            record
+            for path in sorted((self.state_dir / "audit").glob("*.jsonl"))
+            for record in map(json.loads, path.read_text().splitlines())
+            if record.get("kind") == kind
+        ]
+
     def cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
         done = run_bounded(
             [sys.executable, "-m", "triohooks", *args],
@@ -841,12 +850,7 @@ def test_a_hook_planted_in_the_user_settings_after_install_raises_the_alarm(
             env=tri.env(),
         )
     assert (tmp_path / "worm-ran").exists()  # Claude Code ran it: not ours to stop
-    alarms = [
-        json.loads(line)
-        for path in (tri.state_dir / "audit").glob("*.jsonl")
-        for line in path.read_text().splitlines()
-        if '"tamper"' in line
-    ]
+    alarms = tri.audit_records("tamper")
     assert len(alarms) == 1, alarms
     assert "did not write beside its catch-alls" in alarms[0]["error"]
     assert str(settings) in alarms[0]["error"]

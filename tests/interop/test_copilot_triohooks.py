@@ -37,6 +37,12 @@ def pre_tool(command: str) -> dict[str, Any]:
     return {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": 20}]}
 
 
+def session(binary: Path, project: CopilotProject, fake: FakeOpenAI, tri: Triohooks) -> None:
+    """One session of the fake's script, through triohooks (the relay finds serve)."""
+    run = run_copilot(binary, project, fake, timeout=SESSION_TIMEOUT, env=tri.claude_env())
+    assert run.process.returncode == 0, run.process.stderr[-2000:]
+
+
 def markers(project: CopilotProject) -> list[str]:
     return sorted(p.name for p in project.path.glob("marker-*"))
 
@@ -94,14 +100,7 @@ def test_a_triohooks_guard_blocks_git_push_in_copilot_cli(
     (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
     with adopted(tri, copilot_project, tmp_path):
         fake_copilot.script(PUSH_COMMANDS)
-        run = run_copilot(
-            copilot_bin,
-            copilot_project,
-            fake_copilot,
-            timeout=SESSION_TIMEOUT,
-            env=tri.claude_env(),
-        )
-        assert run.process.returncode == 0, run.process.stderr[-2000:]
+        session(copilot_bin, copilot_project, fake_copilot, tri)
     assert markers(copilot_project) == ["marker-0.txt"]
     first, push = fake_copilot.tool_outputs()
     assert "Denied" not in first.text, first.text
@@ -126,14 +125,7 @@ def test_a_hooks_file_planted_after_install_raises_the_alarm(
         worm = {"sessionStart": [{"type": "command", "bash": f"echo ran > {worm_ran}"}]}
         copilot_project.write_hooks(worm, name="worm.json")
         fake_copilot.script(["echo x > marker-0.txt"])
-        run = run_copilot(
-            copilot_bin,
-            copilot_project,
-            fake_copilot,
-            timeout=SESSION_TIMEOUT,
-            env=tri.claude_env(),
-        )
-        assert run.process.returncode == 0, run.process.stderr[-2000:]
+        session(copilot_bin, copilot_project, fake_copilot, tri)
         validated = run_bounded(
             [sys.executable, "-m", "triohooks", "copilot", "validate"],
             timeout=60,
@@ -142,12 +134,7 @@ def test_a_hooks_file_planted_after_install_raises_the_alarm(
         )
         (copilot_project.user_hooks_dir / "worm.json").unlink()  # so that uninstall may go on
     assert worm_ran.exists()  # Copilot CLI ran it: not ours to stop
-    alarms = [
-        json.loads(line)
-        for path in (tri.state_dir / "audit").glob("*.jsonl")
-        for line in path.read_text().splitlines()
-        if '"tamper"' in line
-    ]
+    alarms = tri.audit_records("tamper")
     assert len(alarms) == 1, alarms
     assert "worm.json" in alarms[0]["error"]
     assert validated.returncode == 1 and "worm.json" in validated.stdout
