@@ -610,3 +610,14 @@ def test_triohooks_notices_go_where_each_agent_shows_a_message(
     agent: Any, event: str, expected: dict[str, Any]
 ) -> None:
     assert merge(agent, event, [], notices=["ALARM"]).output == expected
+
+
+@pytest.mark.parametrize("agent", ["gemini", "codex", "qwen", "copilot", "cursor"])
+def test_the_http_transport_is_refused_for_agents_without_http_hooks(
+    setup: Setup, agent: str
+) -> None:
+    """Only Claude Code's http hooks can reach serve: asking for them elsewhere is an error that
+    says so, never a quiet relay (or worse, a hook the agent cannot run)."""
+    done = setup.cli(agent, "install", "--transport", "http", "--dry-run")
+    assert done.returncode == 1
+    assert "only Claude Code's http hooks can reach serve" in done.stderr

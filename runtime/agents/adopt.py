@@ -218,6 +218,11 @@ def catch_all(
     the agent's that has a triohooks equivalent (the user's own triohooks hooks run for those:
     :mod:`.native`, even when the agent had no hook of its own), the routes (event, the exact
     command or URL written), notes."""
+    if transport == "http" and agent != "claude":
+        raise AdoptError(
+            f"--transport http: only Claude Code's http hooks can reach serve; {agent} runs "
+            "command hooks: install with the default relay; nothing changed"
+        )
     spec = SPECS[agent]
     problems: list[ConfigProblem] = []
     level = Level("adopt", Path(source), False)
@@ -231,8 +236,7 @@ def catch_all(
         timeout_s = longest + TIMEOUT_MARGIN_S
         fail_closed = any(h.fail_closed for h in mine)
         use_http = (
-            agent == "claude"
-            and transport == "http"
+            transport == "http"  # (Claude Code only: refused above for the others)
             and event not in spec.command_only_events
             and not fail_closed
         )
