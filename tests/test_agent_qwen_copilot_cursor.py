@@ -621,3 +621,37 @@ def test_the_http_transport_is_refused_for_agents_without_http_hooks(
     done = setup.cli(agent, "install", "--transport", "http", "--dry-run")
     assert done.returncode == 1
     assert "only Claude Code's http hooks can reach serve" in done.stderr
+
+
+async def test_a_prompt_copilot_cannot_stop_denies_the_turns_tool_calls(setup: Setup) -> None:
+    """Copilot CLI reads no answer to ``userPromptSubmitted``: a prompt triohooks' own hooks
+    refuse goes on, so the tool calls of that turn are denied with the reason -- the guard
+    does not fail open -- until a prompt the hooks let through."""
+    (setup.config / "hooks.toml").write_text(
+        '[[hooks.prompt_submit]]\nid = "no-secrets"\n'
+        "command = \"grep -q 'sk-live' && { echo 'a live key in the prompt' >&2; exit 2; }; exit 0\"\n"
+    )
+
+    def body(event: str, **fields: Any) -> bytes:
+        base = {"sessionId": "s1", "timestamp": 1, "cwd": str(setup.project), **fields}
+        return with_event(json.dumps(base).encode(), event)
+
+    call = {"toolName": "bash", "toolArgs": {"command": "ls"}}
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=setup.project, config_dir=setup.config, state_dir=setup.state, audit=False
+        ) as engine:
+            prompt = await engine.agent_hook(
+                "copilot", body("userPromptSubmitted", prompt="use sk-live-123")
+            )
+            denied = await engine.agent_hook("copilot", body("preToolUse", **call))
+            other = await engine.agent_hook(
+                "copilot", body("preToolUse", **{**call, "sessionId": "s2"})
+            )
+            await engine.agent_hook("copilot", body("userPromptSubmitted", prompt="list files"))
+            allowed = await engine.agent_hook("copilot", body("preToolUse", **call))
+    assert any("cannot stop a prompt" in w for w in prompt.answer.warnings)
+    assert denied.answer.output["permissionDecision"] == "deny"
+    assert "a live key in the prompt" in denied.answer.output["permissionDecisionReason"]
+    assert other.answer.output == {}  # another session is not touched
+    assert allowed.answer.output == {}

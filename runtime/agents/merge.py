@@ -396,7 +396,10 @@ def _copilot(fold: _Fold) -> AgentAnswer:
         answer.blocked, answer.decision, answer.reason = True, "block", reason
     elif fold.blocked:
         # postToolUseFailure takes a block (exit 2) as guidance for the model; elsewhere
-        # Copilot cannot block: the reason goes with the context.
+        # Copilot cannot block: the reason goes with the context (and a refused prompt is
+        # carried on by the runner: the turn's tool calls are denied).
+        reason = _join(fold.block_reasons) or "blocked by a hook"
+        answer.decision, answer.reason = "block", reason
         contexts = [*fold.block_reasons, *contexts]
     context = _join(contexts)
     if context and fold.event in _COPILOT_CONTEXT:

@@ -245,6 +245,9 @@ class AgentHooks:
         self._observer = observer
         #: Tamper alarms already logged and audited (each is said once per change).
         self._alarmed: set[str] = set()
+        #: Per (agent, session): why the hooks refused its last prompt, for an agent that
+        #: cannot stop one (its tool calls are denied until the next prompt).
+        self._refused_prompts: dict[tuple[str, str], str] = {}
         #: The engine's dispatchers (its own workspace's and other projects'): the user's own
         #: triohooks hooks run for every request too (:mod:`.native`).
         self._native = native
@@ -375,8 +378,16 @@ class AgentHooks:
         passed = native[0]
         if passed is not None:  # last in order: its rewrite is the one the agent gets
             runs.append((passed.hook, passed.reply))
+        canonical = SPECS[name].events.get(event)
+        refused = self._refused_prompts.get((name, session))
+        if refused is not None and canonical in ("pre_tool", "permission_request"):
+            runs.append(
+                (native_hook(name, event, canonical), AgentReply(status="block", reason=refused))
+            )
         alarms = self._alarm(table, seen_as, session) if table.tampered else []
         answer = merge(name, event, runs, notices=alarms)
+        if canonical == "prompt_submit" and not SPECS[name].blocks_prompts:
+            self._carry_refusal(name, session, answer)
         answer.warnings += alarms
         if passed is not None:
             answer.warnings += passed.warnings
@@ -423,6 +434,25 @@ class AgentHooks:
                 ),
             )
         return result
+
+    def _carry_refusal(self, agent: AgentName, session: str, answer: AgentAnswer) -> None:
+        """A prompt the hooks refused, for an agent that cannot stop one: remembered for the
+        session, so its tool calls until the next prompt are denied with the reason (and said
+        now, in the answer's warnings and the log)."""
+        key = (agent, session)
+        if answer.decision != "block":
+            self._refused_prompts.pop(key, None)
+            return
+        why = answer.reason or "a hook refused the prompt"
+        text = (
+            f"a triohooks hook refused this prompt ({why}); {SPECS[agent].display} cannot stop "
+            "a prompt, so its tool calls are denied until the next one"
+        )
+        if len(self._refused_prompts) >= MAX_SESSIONS:
+            self._refused_prompts.clear()
+        self._refused_prompts[key] = text
+        answer.warnings.append(text)
+        log.warning("%s: %s", agent, text)
 
     def _alarm(self, table: AgentTable, seen_as: str, session: str) -> list[str]:
         """The tamper alarm: settings triohooks installed into changed behind its back. Its

@@ -98,6 +98,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     type_timeouts_s: dict[str, float] = {}
     #: Does the agent run every copy of an identical handler (Codex, measured), or one?
     runs_duplicates: bool = False
+    #: Can a hook stop a prompt? (Copilot CLI reads no answer to ``userPromptSubmitted``: a
+    #: prompt the hooks refused goes on, so triohooks denies that turn's tool calls instead.)
+    blocks_prompts: bool = True
 
 
 SPECS: Final[dict[AgentName, AgentSpec]] = {
@@ -164,6 +167,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         matcher_style="anchored",
         answer="copilot",
         switches=("disableAllHooks",),
+        blocks_prompts=False,
     ),
     "cursor": AgentSpec(
         name="cursor",
