@@ -923,7 +923,12 @@ class Reaper:
             snapshot, version = _HOST_ENVIRONMENT.take()
             env = HostEnvironment(snapshot, version, marker.encode())
         try:
-            run = await self._spawn(spec, env, no, file_ready)
+            # Shielded: a process the helper starts is tracked (in ``live``) before a cancel
+            # can act, and then stopped and reaped by the same cancel path as any run -- not
+            # killed later, untracked, when its abandoned reply comes. Bounded by the helper's
+            # reply timeout (a silent helper is given up, and the spawn happens here).
+            with trio.CancelScope(shield=True):
+                run = await self._spawn(spec, env, no, file_ready)
         except BaseException as exc:
             self._unfinished.discard(no)
             if not isinstance(exc, OSError | ValueError):
