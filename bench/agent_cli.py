@@ -13,9 +13,9 @@ view (its function-call reply sent -> the request carrying the call's output), m
   records it);
 - ``c`` the same hook adopted by ``triohooks <agent> install --scope user`` (the default
   transport: this install's relay as a bare script, to the user's running ``serve``);
-- ``d`` adopted at project scope (the portable ``triohooks-relay`` from PATH; Codex and Gemini
-  CLI only: Qwen Code and Copilot CLI load a project's hooks only in a folder trusted through
-  their own interactive prompt).
+- ``d`` adopted at project scope (the portable ``triohooks-relay`` from PATH; not for Qwen
+  Code, which loads a project's hooks only in a folder trusted through its own interactive
+  prompt; Copilot CLI's repository hooks with ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true``).
 
 The line under the table is what the issue asks for: the default transport's cost against the
 agent's own ``true`` hook, (c) - (b) and (d) - (b), in the same run.
@@ -145,23 +145,24 @@ def _copilot(tmp: Path, name: str, n: int, tri_root: Path) -> list[float | None]
     from tests.interop.copilot import COPILOT, SHELL_TOOL, CopilotProject, run_copilot, shell_call
     from tests.interop.fake_openai import FakeOpenAI
 
-    if name == "d":
-        return None
     binary = install_npm_cli(COPILOT)
     home, project = tmp / "home", tmp / "project"
     home.mkdir()
     project.mkdir()
+    # Repository hooks run in -p mode with this (project scope, d).
+    repo = {"GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS": "true"}
     with FakeOpenAI(shell_tool=SHELL_TOOL, call_of=shell_call) as fake:
         copilot = CopilotProject(project, home)
-        if name in ("b", "c"):
-            hook = {"type": "command", "bash": "true", "timeoutSec": 30}
-            copilot.write_hooks({"preToolUse": [hook]}, name="triohooks.json")
+        hook = {"type": "command", "bash": "true", "timeoutSec": 30}
+        if name != "a":
+            copilot.write_hooks({"preToolUse": [hook]}, name="triohooks.json", repo=name == "d")
         fake.script(["true"] * n)
-        if name == "c":
+        if name in ("c", "d"):
             tri, run = _triohooks(tri_root, home, project)
             with run:
-                tri.cli("copilot", "install", "--scope", "user", "--workspace", str(project))
-                run_copilot(binary, copilot, fake, timeout=300, env=tri.claude_env())
+                scope = "project" if name == "d" else "user"
+                tri.cli("copilot", "install", "--scope", scope, "--workspace", str(project))
+                run_copilot(binary, copilot, fake, timeout=300, env={**tri.claude_env(), **repo})
         else:
             run_copilot(binary, copilot, fake, timeout=300)
         return fake.call_latencies()

@@ -139,3 +139,43 @@ def test_a_hooks_file_planted_after_install_raises_the_alarm(
     assert "worm.json" in alarms[0]["error"]
     assert validated.returncode == 1 and "worm.json" in validated.stdout
     assert "TAMPER" in fake_copilot.all_input_text(), fake_copilot.all_input_text()[-2000:]
+
+
+def test_a_repository_install_routes_copilot_through_triohooks_relay_on_path(
+    copilot_bin: Path,
+    copilot_project: CopilotProject,
+    fake_copilot: FakeOpenAI,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """``triohooks copilot install`` (project scope): the repository's ``.github/hooks`` gets
+    the portable catch-alls (``triohooks-relay copilot --event ...`` from PATH, what a team
+    commits); Copilot CLI runs repository hooks in ``-p`` mode with
+    ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true``; the repository's own hook runs through
+    triohooks and the hooks.toml guard blocks ``git push``."""
+    seen = tmp_path / "seen.jsonl"
+    hooks_file = copilot_project.write_hooks(
+        pre_tool(f"cat >> {seen}; echo >> {seen}"), name="triohooks.json", repo=True
+    )
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    with serving(tri, copilot_project.path, tmp_path / "serve.log"):
+        tri.state_dir.chmod(0o700)
+        tri.cli("copilot", "install", "--workspace", str(copilot_project.path))
+        (handler,) = json.loads(hooks_file.read_text())["hooks"]["preToolUse"]
+        assert "exec triohooks-relay copilot --event preToolUse --timeout" in handler["bash"]
+        fake_copilot.script(PUSH_COMMANDS)
+        run = run_copilot(
+            copilot_bin,
+            copilot_project,
+            fake_copilot,
+            timeout=SESSION_TIMEOUT,
+            env={**tri.claude_env(), "GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS": "true"},
+        )
+        assert run.process.returncode == 0, run.process.stderr[-2000:]
+        tri.cli("copilot", "uninstall", "--workspace", str(copilot_project.path))
+    assert "refused" not in (tmp_path / "serve.log").read_text()
+    assert markers(copilot_project) == ["marker-0.txt"]
+    _, push = fake_copilot.tool_outputs()
+    assert "pushing is for humans" in push.text, push.text
+    inputs = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    assert [i["toolName"] for i in inputs] == ["bash", "bash"]
