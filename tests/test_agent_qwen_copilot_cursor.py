@@ -655,3 +655,12 @@ async def test_a_prompt_copilot_cannot_stop_denies_the_turns_tool_calls(setup: S
     assert "a live key in the prompt" in denied.answer.output["permissionDecisionReason"]
     assert other.answer.output == {}  # another session is not touched
     assert allowed.answer.output == {}
+
+
+def test_what_an_answer_cannot_carry_is_marked_for_the_log() -> None:
+    hook, _ = _parse_one("copilot", "sessionStart", {"type": "command", "bash": "x"})
+    said = merge(
+        "copilot", "sessionStart", [(hook, AgentReply(status="ok", json={"systemMessage": "hi"}))]
+    )
+    assert said.output == {}
+    assert said.undelivered == ["Copilot CLI takes no message on this event: hi"]

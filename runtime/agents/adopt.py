@@ -261,8 +261,7 @@ def catch_all(
                     f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
                     "fails open when the server is down; the relay runs the hooks itself)"
                 )
-        flat = agent in ("copilot", "cursor")  # their own form: a handler per entry
-        out[event] = [handler] if flat else [{"hooks": [handler]}]
+        out[event] = [handler] if spec.flat_hooks else [{"hooks": [handler]}]
     return out, routes, notes
 
 
@@ -291,7 +290,7 @@ def plan_install(
     if agent == "copilot":
         _refuse_neighbours(path)
     data, text, doc = _read_settings(path, missing_ok=True)
-    if data is None and agent in ("copilot", "cursor"):
+    if data is None and SPECS[agent].flat_hooks:
         text = '{\n  "version": 1\n}\n'  # their hooks file format
         doc = json.loads(text)
     if "hooks" not in doc:

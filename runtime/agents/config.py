@@ -480,7 +480,7 @@ def as_group(agent: AgentName, entry: object) -> object:
     """One entry of an event's list as a matcher group (``{"matcher", "hooks": [...]}``).
     Copilot CLI and Cursor also take their own form, where the entry is one handler with its
     own matcher."""
-    if agent in ("copilot", "cursor") and isinstance(entry, dict) and "hooks" not in entry:
+    if SPECS[agent].flat_hooks and isinstance(entry, dict) and "hooks" not in entry:
         return {"matcher": entry.get("matcher"), "hooks": [entry]}
     return entry
 

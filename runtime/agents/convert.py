@@ -362,7 +362,7 @@ def _to_agent(
             key = (place, place_matcher, hook.sequential and target == "gemini")
             groups.setdefault(key, []).append(handler)
     out: dict[str, list[dict[str, Any]]] = {}
-    flat = target in ("copilot", "cursor")  # their own form: one handler per entry
+    flat = SPECS[target].flat_hooks  # their own form: one handler per entry
     for (event, matcher, sequential), handlers in groups.items():
         if flat:
             for handler in handlers:

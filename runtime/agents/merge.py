@@ -54,6 +54,9 @@ class AgentAnswer(msgspec.Struct, kw_only=True):
     decision: str | None = None
     reason: str | None = None
     warnings: list[str] = msgspec.field(default_factory=list)
+    #: What the hooks said that the agent's answer to this event cannot carry (the runner
+    #: logs it: it is in no channel the agent shows).
+    undelivered: list[str] = msgspec.field(default_factory=list)
 
 
 def _text(value: object) -> str | None:
@@ -405,7 +408,9 @@ def _copilot(fold: _Fold) -> AgentAnswer:
     if context and fold.event in _COPILOT_CONTEXT:
         out["additionalContext"] = context
     elif context:
-        answer.warnings.append(f"Copilot CLI takes no message on this event: {context}")
+        said = f"Copilot CLI takes no message on this event: {context}"
+        answer.warnings.append(said)
+        answer.undelivered.append(said)
     return answer
 
 
@@ -459,7 +464,9 @@ def _cursor(fold: _Fold) -> AgentAnswer:
     if fold.contexts and fold.event in ("SessionStart", "PostToolUse"):
         out["additional_context"] = _join(fold.contexts)
     elif fold.contexts:
-        answer.warnings.append(f"Cursor takes no context on this event: {_join(fold.contexts)}")
+        said = f"Cursor takes no context on this event: {_join(fold.contexts)}"
+        answer.warnings.append(said)
+        answer.undelivered.append(said)
     message = _join(user)
     if message:
         out["user_message"] = message

@@ -388,6 +388,8 @@ class AgentHooks:
         answer = merge(name, event, runs, notices=alarms)
         if canonical == "prompt_submit" and not SPECS[name].blocks_prompts:
             self._carry_refusal(name, session, answer)
+        for said in answer.undelivered:
+            log.warning("%s %s: %s", name, event, said)
         answer.warnings += alarms
         if passed is not None:
             answer.warnings += passed.warnings

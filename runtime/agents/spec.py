@@ -98,6 +98,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     type_timeouts_s: dict[str, float] = {}
     #: Does the agent run every copy of an identical handler (Codex, measured), or one?
     runs_duplicates: bool = False
+    #: Its hooks files are ``{"version": 1, "hooks": ...}`` whose event lists may hold handlers
+    #: themselves, each with its own matcher (Copilot CLI, Cursor), beside Claude's groups.
+    flat_hooks: bool = False
     #: Can a hook stop a prompt? (Copilot CLI reads no answer to ``userPromptSubmitted``: a
     #: prompt the hooks refused goes on, so triohooks denies that turn's tool calls instead.)
     blocks_prompts: bool = True
@@ -167,6 +170,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         matcher_style="anchored",
         answer="copilot",
         switches=("disableAllHooks",),
+        flat_hooks=True,
         blocks_prompts=False,
     ),
     "cursor": AgentSpec(
@@ -180,6 +184,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         project_env=("CURSOR_PROJECT_DIR", "CLAUDE_PROJECT_DIR"),
         matcher_style="regex",
         answer="cursor",
+        flat_hooks=True,
     ),
 }
 #: Copilot CLI reads every ``*.json`` in its hooks directories; the file install writes is one.
