@@ -38,6 +38,7 @@ def test_a_systemd_user_unit_runs_this_installs_serve(tmp_path: Path) -> None:
     exec_start = next(line for line in text.splitlines() if line.startswith("ExecStart="))
     assert shlex.split(exec_start.removeprefix("ExecStart=")) == [
         sys.executable,
+        "-I",  # isolated: docs/security.md
         "-m",
         "triohooks",
         "serve",
@@ -56,7 +57,7 @@ def test_a_launchd_agent_for_macos(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     path = tmp_path / "Library" / "LaunchAgents" / "dev.triohooks.serve.plist"
     plist = plistlib.loads(path.read_bytes())
-    assert plist["ProgramArguments"][:4] == [sys.executable, "-m", "triohooks", "serve"]
+    assert plist["ProgramArguments"][:5] == [sys.executable, "-I", "-m", "triohooks", "serve"]
     assert plist["RunAtLoad"] is True and plist["Label"] == "dev.triohooks.serve"
     assert f"launchctl load -w {path}" in done.stdout
     assert run(tmp_path, "uninstall", "--platform", "macos").returncode == 0

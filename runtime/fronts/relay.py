@@ -28,10 +28,17 @@ agent would otherwise kill the relay and go on.
 Slow path, with no server (no socket, a refused connection, one that is not the user's): the
 relay starts the user's ``serve`` in the background (detached, per user, one for all projects;
 it exits after an idle half hour) so that only this first call pays, and runs the hooks here,
-with the same engine code -- in this process under the console script, in a child interpreter
-with the normal import path when started bare. If that fails, the event is answered
-fail-closed: a deny for events that can block, with a reason that says why; if even that
-fails, exit 2 with the reason on stderr (a block to every agent).
+with the same engine code, in this process. Started bare, it first makes the installed
+triohooks importable (:func:`import_installed`) and nothing else: never the agent's cwd, never
+what the agent's environment says of Python (``PYTHONPATH`` ...). If that fails, the event is
+answered fail-closed: a deny for events that can block, with a reason that says why; if even
+that fails, exit 2 with the reason on stderr (a block to every agent).
+
+Isolation (docs/security.md): every Python process triohooks starts -- this fallback, the
+auto-started ``serve``, a service unit's -- runs ``-I`` (:func:`isolated_command`): neither the
+cwd nor a script's directory on ``sys.path``, ``PYTHON*`` variables ignored, no user site. A
+repository is code the user has not trusted; a ``triohooks/`` package, a ``sitecustomize.py``
+or a ``.pth`` file in it must never be imported by the process that guards it.
 """
 
 # No ``from __future__ import annotations`` and no ``os`` here: on the fast path every import
@@ -284,11 +291,12 @@ def start_server(directory: str) -> None:
         return
     try:
         subprocess.Popen(
-            [sys.executable, "-m", "triohooks", "serve", "--auto", "--idle-exit", str(IDLE_EXIT_S)],
+            isolated_command("serve", "--auto", "--idle-exit", str(IDLE_EXIT_S)),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             cwd=directory,
+            env=isolated_environ(posix_environ()),
             start_new_session=True,
             close_fds=True,
         )
@@ -298,11 +306,70 @@ def start_server(directory: str) -> None:
         os.close(log)
 
 
+# -- isolation ---------------------------------------------------------------------------------
+
+
+def package_root() -> "str | None":
+    """The directory this triohooks was installed into (``site-packages``, a user's site, a
+    ``--target``): the parent of the ``triohooks`` package holding this file. None for an
+    editable checkout, whose files are not laid out as the package (its import hook comes
+    from ``site``)."""
+    fronts = __file__.rpartition("/")[0]
+    package = fronts.rpartition("/")[0]
+    if fronts.rpartition("/")[2] != "fronts" or package.rpartition("/")[2] != "triohooks":
+        return None
+    return package.rpartition("/")[0] or "/"
+
+
+def import_installed() -> None:
+    """In a relay started bare (``python -I -S relay.py``): make the installed triohooks and
+    its dependencies importable, as the interpreter's own start would have without ``-S``
+    (``site.main()``: its site-packages and their ``.pth`` files; ``-I`` keeps the user site,
+    ``PYTHONPATH`` and the cwd out), plus :func:`package_root`. This file's own directory,
+    which Python put first on ``sys.path``, is taken off: its modules are triohooks', not
+    top-level names. A no-op when ``site`` already ran."""
+    if not sys.flags.no_site:
+        return
+    fronts = __file__.rpartition("/")[0]
+    sys.path[:] = [p for p in sys.path if p != fronts]
+    import site
+
+    site.main()
+    root = package_root()
+    if root is not None and root not in sys.path:
+        sys.path.append(root)
+
+
+def isolated_command(*args: str) -> "list[str]":
+    """``python -m triohooks ARGS`` as every process triohooks starts runs it: with ``-I``
+    (no cwd or script directory on ``sys.path``, ``PYTHON*`` variables ignored, no user
+    site), the installed triohooks found where :func:`package_root` says when ``-I`` alone
+    would not find it (a user-site install)."""
+    import site
+
+    root = package_root()
+    if root is None or root in site.getsitepackages():
+        return [sys.executable, "-I", "-m", "triohooks", *args]
+    boot = (
+        f"import runpy, sys; sys.path.append({root!r}); "
+        "runpy.run_module('triohooks', run_name='__main__', alter_sys=True)"
+    )
+    return [sys.executable, "-I", "-c", boot, *args]
+
+
+def isolated_environ(environ: "dict[str, str]") -> "dict[str, str]":
+    """``environ`` without the variables that configure a Python interpreter (``PYTHON*``):
+    the environment of a long-lived process triohooks starts, which would otherwise hand them
+    on to whatever it starts."""
+    return {k: v for k, v in environ.items() if not k.startswith("PYTHON")}
+
+
 # -- no server: the hooks run here ------------------------------------------------------------
 
 
 def _run_here(agent: str, body: bytes, seconds: float) -> bytes:
     """Run the hooks in this process (imports the engine; the slow path), within ``seconds``."""
+    import_installed()
     import json
     import os
     from pathlib import Path
@@ -349,6 +416,7 @@ def _payload_cwd(body: bytes) -> str:
 
 
 def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
+    import_installed()
     import json
 
     try:
@@ -358,24 +426,6 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     from triohooks.agents.merge import internal_error_answer
 
     return json.dumps(internal_error_answer(agent, str(event), why).output).encode()
-
-
-def _run_elsewhere(agent: str, body: bytes, seconds: float) -> "tuple[bytes, int]":
-    """Started as a bare script: triohooks is not importable here, so the slow path runs in a
-    child interpreter with the normal import path (``python -m triohooks.fronts.relay
-    --here``)."""
-    import subprocess
-
-    argv = [sys.executable, "-m", "triohooks.fronts.relay", "--here", agent]
-    argv += ["--timeout", f"{seconds + DEADLINE_MARGIN_S:.3f}"]
-    try:
-        done = subprocess.run(
-            argv, input=body, capture_output=True, check=False, timeout=seconds + 1
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        return f"{exc}".encode(), 1
-    sys.stderr.buffer.write(done.stderr)
-    return done.stdout.rstrip(b"\n"), done.returncode
 
 
 def _parse(args: "list[str]") -> "tuple[str, float, bool, str] | None":
@@ -465,11 +515,6 @@ def main(argv: "list[str] | None" = None) -> int:
         except OSError as exc:
             print(f"triohooks-relay: server: {exc}; running the hooks here", file=sys.stderr)
     seconds = deadline - time.monotonic()
-    if out is None and sys.flags.no_site:
-        out, code = _run_elsewhere(agent, body, seconds)
-        if code != 0 or not out:
-            print("triohooks internal error: the relay could not run the hooks", file=sys.stderr)
-            return 2  # a block to every agent
     if out is None:
         try:
             out = _run_here(agent, body, seconds)

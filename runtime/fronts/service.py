@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Final, Literal
 
 from triohooks.config.paths import UnsafeWriteError, check_write_target, write_file_atomic
+from triohooks.fronts.relay import isolated_command
 
 Platform = Literal["linux", "macos"]
 UNIT_NAME: Final = "triohooks.service"
@@ -30,7 +31,9 @@ LABEL: Final = "dev.triohooks.serve"
 
 
 def _argv(port: int) -> list[str]:
-    return [sys.executable, "-m", "triohooks", "serve", "--port", str(port)]
+    """This install's ``triohooks serve``, isolated as every Python process triohooks starts
+    (docs/security.md)."""
+    return isolated_command("serve", "--port", str(port))
 
 
 def service_file(platform: Platform, home: Path, environ: dict[str, str]) -> Path:
