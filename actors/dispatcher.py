@@ -31,12 +31,14 @@ from triohooks.combine.outcome import (
     Combiner,
     Outcome,
     StopContinues,
+    closed_outcome,
+    hold_back,
     internal_error_outcome,
     plain_outcome,
 )
 from triohooks.config import selection
 from triohooks.config.events import EVENTS, EventBase
-from triohooks.config.model import Hook, HookTable
+from triohooks.config.model import ConfigError, Hook, HookTable, config_error_text
 from triohooks.config.selection import event_name as _event_name
 from triohooks.config.trust import held_back_message
 from triohooks.handlers.runner import HookInput
@@ -81,10 +83,17 @@ class Dispatcher:
     # with ``triohooks fire`` (which asks before it starts an engine at all).
     def nothing_runs(self, ev: EventBase) -> bool:
         """Whether :meth:`dispatch` takes its fast path for ``ev`` (no hook can run): the same
-        :func:`~triohooks.config.selection.skips` it asks. Reads the current snapshot only, no
+        :func:`~triohooks.config.selection.skips` it asks, on a table that is current. No
         checkpoint, so a front on this thread (the asyncio engine) can ask it first and then
-        answer with :meth:`answer_plain`, exactly what dispatch does."""
-        return selection.nothing_runs(self.loader.table, self.api_hooks, ev, self.workspace)
+        answer with :meth:`answer_plain`, exactly what dispatch does. False (dispatch must
+        look) for a table whose files changed, and for a bug in the selection."""
+        try:
+            return self.loader.is_current() and selection.nothing_runs(
+                self.loader.table, self.api_hooks, ev, self.workspace
+            )
+        except Exception:
+            log.exception("internal error while selecting hooks (dispatch answers it)")
+            return False
 
     def answer_plain(self, ev: EventBase) -> Outcome:
         """The Outcome of an event no hook runs for, with its one side effect: a
@@ -104,25 +113,14 @@ class Dispatcher:
         ``Cancelled`` propagates to the caller.
         """
         event = _event_name(ev)
-        table = self.loader.table
-        hooks = selection.hooks_for(table, self.api_hooks, event)
-        extra = selection.extra_for(table, self.api_hooks, event, ev)
-        judged_in = ev.workspace or self.workspace
-        held = selection.held_back(table, event, ev, judged_in)
-        if not workspace_hooks:
-            hooks, extra, held = selection.user_trusted(hooks), selection.user_trusted(extra), ()
-        if selection.skips(event, ev, hooks, extra, held, judged_in):
-            # The fast path: nothing runs, so no copies, no encoding.
-            outcome = self.answer_plain(ev)
-            await trio.lowlevel.checkpoint()
-            return outcome
-        if event == "session_end":
-            self.stop_continues.forget_session(ev.session_id)
         try:
-            outcome = await self._run_event(ev, event, hooks, extra, self._held_text(table, held))
+            outcome = await self._dispatch(ev, event, workspace_hooks)
+        except ConfigError as exc:
+            # The config changed and does not load: no guard of it can be judged.
+            outcome = closed_outcome(event, ev, config_error_text(exc))
         except Exception as exc:
-            # Containment: a bug while handling one event fails that event only, closed (a
-            # guard it would have run must not be bypassed).
+            # Containment: a bug while selecting, matching or running the hooks of one event
+            # fails that event only, closed (a guard it would have run must not be bypassed).
             self.crashes += 1
             log.exception("internal error while handling %s", event)
             outcome = internal_error_outcome(event, ev, repr(exc))
@@ -131,13 +129,28 @@ class Dispatcher:
         await trio.lowlevel.checkpoint()
         return outcome
 
+    async def _dispatch(self, ev: EventBase, event: str, workspace_hooks: bool) -> Outcome:
+        table = await self.loader.current()
+        hooks = selection.hooks_for(table, self.api_hooks, event)
+        extra = selection.extra_for(table, self.api_hooks, event, ev)
+        judged_in = ev.workspace or self.workspace
+        held = selection.held_back(table, event, ev, judged_in)
+        if not workspace_hooks:
+            hooks, extra, held = selection.user_trusted(hooks), selection.user_trusted(extra), ()
+        if selection.skips(event, ev, hooks, extra, held, judged_in):
+            return self.answer_plain(ev)  # the fast path: nothing runs, no copies, no encoding
+        if event == "session_end":
+            self.stop_continues.forget_session(ev.session_id)
+        return await self._run_event(ev, event, hooks, extra, table, held)
+
     async def _run_event(
         self,
         ev: EventBase,
         event: str,
         hooks: tuple[Hook, ...],
         extra: tuple[Hook, ...],
-        held: str | None,
+        table: HookTable,
+        held: tuple[Hook, ...],
     ) -> Outcome:
         runs = self.runs
         fields: dict[str, Any] = msgspec.to_builtins(ev)
@@ -168,8 +181,10 @@ class Dispatcher:
             result = await runs.run(hook, HookInput(event, ev.session_id, fields=current))
             combiner.add(hook, result)
         outcome = combiner.finish()
-        if held is not None:  # workspace hooks trust keeps from running: never unsaid
-            outcome.warnings.append(held)
+        if held and table.trust is not None:  # workspace hooks trust keeps from running
+            text = held_back_message(table.trust, None, len(held))
+            answer = hold_back(outcome, event, table.held_back, text)
+            runs.held_back(event, ev.session_id, [h.id for h in held], answer, text)
         if event == "stop":
             self.stop_continues.settle(stop_key, outcome, ev.session_id)
         if background:
@@ -179,14 +194,6 @@ class Dispatcher:
         if listeners:
             listeners.emit("outcome", event=event, outcome=outcome)
         return outcome
-
-    @staticmethod
-    def _held_text(table: HookTable, held: tuple[Hook, ...]) -> str | None:
-        """The Outcome's warning for the workspace hooks that would have run but are held
-        back (the loader logged the cause once, as it loaded the table)."""
-        if not held or table.trust is None:
-            return None
-        return held_back_message(table.trust, None, len(held))
 
     def _passes_filters(self, hook: Hook, event: str, fields: Mapping[str, Any]) -> bool:
         judged_in = selection.judged_in(fields, self.workspace)

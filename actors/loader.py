@@ -1,9 +1,16 @@
-"""The loader actor: reads config once at start, publishes immutable hook-table snapshots, and
-rebuilds on request (self-configuration asks after a write). No file watcher.
+"""The loader actor: reads config at start, publishes immutable hook-table snapshots, rebuilds
+on request (self-configuration asks after a write) and whenever a file the table was built from
+changed. No file watcher.
 
-A rebuild that finds errors keeps the last good table and reports why. Readers take
-``loader.table`` once per event and keep that snapshot to the end of the event; a swap is a single
-attribute assignment, so no reader ever sees half a table.
+The freshness rule (:mod:`triohooks.config.freshness`, the same for every table): before an
+event is judged, :meth:`Loader.current` checks the signature of every path the table was built
+from -- config files, the trust store, everything trust covers -- and reads the config again
+first when any changed. A rebuild asked for that finds errors keeps the last good table and
+reports why; a rebuild because files changed that finds errors makes the events fail closed
+(:class:`ConfigError`) until the files change again: a guard that cannot be read is never
+silently replaced by an older one. Readers take the table once per event and keep that snapshot
+to the end of the event; a swap is a single attribute assignment, so no reader ever sees half a
+table.
 """
 
 from __future__ import annotations
@@ -52,6 +59,10 @@ class Loader:
         self._requests_send, self._requests_recv = trio.open_memory_channel[
             trio.MemorySendChannel[RebuildReport]
         ](16)
+        #: The last build because files changed that had errors (events fail closed while its
+        #: inputs stay as they are).
+        self._broken: HookTable | None = None
+        self._refreshing = trio.Lock()
 
     def _build(self) -> HookTable:
         return load_table(
@@ -95,12 +106,46 @@ class Loader:
                 "\n".join(str(p) for p in table.errors),
             )
             return RebuildReport(False, self._generation, len(self.table.hooks), table.problems)
+        self._broken = None
+        self._swap(table)
+        return RebuildReport(True, table.generation, len(table.hooks), table.problems)
+
+    def is_current(self) -> bool:
+        """Whether the table in hand is what the files say now (no checkpoint: a ``stat`` and
+        an ``lstat`` per path it was built from)."""
+        return self.table.is_current() and self._broken is None
+
+    async def current(self) -> HookTable:
+        """The table to judge an event with: :attr:`table`, read again first when a file it
+        was built from changed since. Raises :class:`ConfigError` while the files as they are
+        now do not load (each such event fails closed, saying why). A checkpoint only when it
+        reads; one reader at a time (the others wait for its table)."""
+        if self._broken is None and self.table.is_current():
+            return self.table
+        async with self._refreshing:
+            broken = self._broken
+            if broken is not None and broken.is_current():
+                raise ConfigError(broken.errors)
+            if broken is None and self.table.is_current():
+                return self.table  # another event read it meanwhile
+            table = await trio.to_thread.run_sync(self._build)
+            if table.errors:
+                self._broken = table
+                log.error(
+                    "config changed and has errors; events fail closed until it is fixed:\n%s",
+                    "\n".join(str(p) for p in table.errors),
+                )
+                raise ConfigError(table.errors)
+            self._broken = None
+            self._swap(table)
+            return table
+
+    def _swap(self, table: HookTable) -> None:
         self._generation = table.generation
         self.table = table
         self._tell_held_back(table)
         for listener in self.on_swap:
             listener()
-        return RebuildReport(True, table.generation, len(table.hooks), table.problems)
 
     async def refresh(self) -> RebuildReport:
         """Re-read the config now, in the caller's task, without the actor: for a loader that

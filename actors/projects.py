@@ -5,16 +5,16 @@ from many projects. Each project's own triohooks hooks (``.agents/``, once trust
 own: :class:`ProjectDispatchers` keeps one :class:`~triohooks.actors.dispatcher.Dispatcher` per
 project (its own loader and run observer, judged in that project), sharing the engine's post
 worker, process guard, audit sink, listeners and API hooks. The per-event path is the
-dispatcher's own, unchanged. A project's table is read on first use and read again when it was
-read more than :data:`REFRESH_S` ago (no file watcher: a trust or an edit shows at the next
-event after that); at most :data:`MAX_PROJECTS` are kept (the least recently used goes).
+dispatcher's own, unchanged: a project's table is read on first use, and read again before any
+event when a file it was built from changed (the freshness rule of every table,
+:meth:`~triohooks.actors.loader.Loader.current`); at most :data:`MAX_PROJECTS` are kept (the
+least recently used goes).
 """
 
 from __future__ import annotations
 
 import logging
 import os
-import time
 from collections import OrderedDict
 from collections.abc import Callable
 from pathlib import Path
@@ -29,20 +29,10 @@ log = logging.getLogger("triohooks.projects")
 
 #: Projects kept (each a loaded table and its dispatcher).
 MAX_PROJECTS: Final = 32
-#: Seconds a project's table is used before it is read again.
-REFRESH_S: Final = 2.0
 
 
 class ProjectUnreadable(Exception):
     """A project's own config has errors: its hooks cannot run (the message says which)."""
-
-
-class _Entry:
-    __slots__ = ("dispatcher", "read_at")
-
-    def __init__(self, dispatcher: Dispatcher, read_at: float) -> None:
-        self.dispatcher = dispatcher
-        self.read_at = read_at
 
 
 class ProjectDispatchers:
@@ -62,7 +52,7 @@ class ProjectDispatchers:
         self._config_dir = config_dir
         self._extra_configs = extra_configs
         self._trust_override = trust_override
-        self._entries: OrderedDict[str, _Entry] = OrderedDict()
+        self._entries: OrderedDict[str, Dispatcher] = OrderedDict()
         self._root = os.path.realpath(main.workspace)
 
     def is_main(self, project: str) -> bool:
@@ -74,16 +64,10 @@ class ProjectDispatchers:
         its config has errors (a TOML file that does not load)."""
         if self.is_main(project):
             return self.main
-        now = time.monotonic()
-        entry = self._entries.get(project)
-        if entry is not None:
+        known = self._entries.get(project)
+        if known is not None:
             self._entries.move_to_end(project)
-            if now - entry.read_at >= REFRESH_S:
-                entry.read_at = now
-                report = await entry.dispatcher.loader.refresh()
-                if not report.applied:
-                    raise ProjectUnreadable(_first(report.problems))
-            return entry.dispatcher
+            return known
         loader = Loader(
             workspace=Path(project),
             config_dir=self._config_dir,
@@ -98,7 +82,7 @@ class ProjectDispatchers:
         dispatcher.api_hooks = self.main.api_hooks  # the embedder's hooks are the user's own
         if len(self._entries) >= MAX_PROJECTS:
             self._entries.popitem(last=False)
-        self._entries[project] = _Entry(dispatcher, now)
+        self._entries[project] = dispatcher
         return dispatcher
 
 

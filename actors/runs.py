@@ -17,7 +17,7 @@ listeners), and every call is a direct call from the task that runs the hook.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
@@ -208,6 +208,29 @@ class HookRuns:
             self.audit.submit(record)
         if self.listeners:
             self.listeners.emit("audit", record=record)
+
+    def held_back(
+        self, event: str, session: str, hooks: Sequence[str], answer: str, text: str
+    ) -> None:
+        """An audit record ``held_back`` for each hook trust held back from an event (native
+        or an agent's, by id or label), with the answer the event got (``ask``, ``deny``,
+        ``warn``) and why."""
+        if not self.wants_records():
+            return
+        for hook in hooks:
+            self.record(
+                AuditRecord(
+                    time=utc_stamp(),
+                    session=session,
+                    kind="held_back",
+                    event=event,
+                    hook=hook,
+                    decision=answer,
+                    error=text,
+                    duration_ms=None,
+                    workspace=self.workspace,
+                )
+            )
 
     def _audit_record(
         self, hook: Hook, hook_input: HookInput, result: RunResult

@@ -174,7 +174,11 @@ async def test_gemini_project_settings_need_trust(gemini: Setup) -> None:
     gemini.write(
         {"hooks": {"BeforeTool": [{"hooks": [hook("echo p >&2; exit 2")]}]}}, level="project"
     )
-    assert not (await gemini.ask(gemini.body("BeforeTool", **shell("ls")))).answer.blocked
+    # Held back, never silent: Gemini CLI cannot ask (a -p session hangs), so the call the
+    # project hook would have judged is denied, saying why and how to trust it.
+    held = (await gemini.ask(gemini.body("BeforeTool", **shell("ls")))).answer
+    assert held.blocked and held.output["decision"] == "deny"
+    assert "not trusted yet" in held.reason and "triohooks gemini trust" in held.reason
     assert (await gemini.ask(gemini.body("BeforeTool", **shell("ls")), trust=True)).answer.blocked
 
 

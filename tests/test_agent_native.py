@@ -15,7 +15,6 @@ import trio
 
 from tests.helpers import write_toml_hooks
 from triohooks import HookEngine
-from triohooks.actors.projects import REFRESH_S
 
 pytestmark = pytest.mark.slow
 
@@ -242,8 +241,9 @@ async def test_each_projects_own_hooks_run_for_its_requests(setup: Setup) -> Non
 async def test_a_project_whose_hooks_are_held_back_or_broken_says_so(
     setup: Setup, trusted: bool
 ) -> None:
-    """Untrusted, a project's hooks are held back; trusted and broken, they cannot run: either
-    way the global guard still holds and the agent shows the user why."""
+    """Untrusted, a project's hooks are held back (the call they would have judged is put to
+    the user); trusted and broken, they cannot run (its calls are denied, as any table that
+    does not load): either way the global guard still holds and the agent says why."""
     serve_ws = setup.root / "serve-ws"
     serve_ws.mkdir()
     agents = setup.project / ".agents"
@@ -259,17 +259,20 @@ async def test_a_project_whose_hooks_are_held_back_or_broken_says_so(
                 )
                 for command in ("ls", "git push")
             ]
-    assert not ls.answer.blocked and push.answer.blocked  # the global guard still holds
-    said = ls.answer.output["systemMessage"]
+    assert push.answer.blocked  # the global guard still holds
     if trusted:
-        assert "own triohooks hooks did not run" in said and "hooks.toml" in said
+        assert ls.answer.blocked
+        assert "config does not load" in ls.answer.reason and "hooks.toml" in ls.answer.reason
     else:
+        assert not ls.answer.blocked
+        said = ls.answer.output["systemMessage"]
         assert "not trusted" in said and "triohooks trust" in said
+        assert ls.answer.output["hookSpecificOutput"]["permissionDecision"] == "ask"
 
 
-async def test_a_projects_table_is_read_again_after_a_while(setup: Setup) -> None:
-    """No file watcher: a project's hooks are read again at its first event after
-    REFRESH_S, so a new guard there applies without restarting serve."""
+async def test_a_projects_table_is_read_again_at_its_next_event(setup: Setup) -> None:
+    """No file watcher: a project's hooks are read again at the first event after a file
+    they come from changed, so a new guard there applies without restarting serve."""
     serve_ws = setup.root / "serve-ws"
     serve_ws.mkdir()
     write_toml_hooks(setup.project / ".agents", '[[hooks.pre_tool]]\nid = "a"\ncommand = "true"\n')
@@ -280,7 +283,6 @@ async def test_a_projects_table_is_read_again_after_a_while(setup: Setup) -> Non
             write_toml_hooks(
                 setup.project / ".agents", '[[hooks.pre_tool]]\nid = "b"\ncommand = "exit 2"\n'
             )
-            await trio.sleep(REFRESH_S)
             after = await engine.agent_hook("claude", body)
     assert not before.answer.blocked and after.answer.blocked
 

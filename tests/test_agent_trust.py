@@ -198,7 +198,7 @@ NATIVE_FORMS = [
     ("cd scripts && ./x.sh", "scripts/x.sh"),
     ("FOO=1 scripts/x.sh --strict", "scripts/x.sh"),
     ("bash -c 'scripts/x.sh'", "scripts/x.sh"),
-    ("python3 -c 'import sys'; scripts/x.sh", "scripts/x.sh"),
+    ("jq -n 1; scripts/x.sh", "scripts/x.sh"),
 ]
 
 
@@ -217,35 +217,53 @@ def test_agents_hooks_track_the_script_however_it_is_named(p: P, command: str, e
     assert not now.hooks
 
 
-def test_a_command_trust_cannot_follow_covers_the_hooks_directory(p: P) -> None:
-    p.script(".claude/hooks/a.sh", "exit 0")
+def test_the_repository_root_and_a_scripts_own_directory_are_followed(p: P) -> None:
+    """``$(git rev-parse --show-toplevel)`` is the work tree the project is in, and a script's
+    ``$(dirname "$0")`` its own directory: what they name is hashed, and what that sources."""
+    subprocess.run(["git", "init", "-q", str(p.project)], check=True, timeout=30)
+    p.script(".claude/hooks/a.sh", 'source "$(dirname "$0")/lib.sh"\nexit 0')
     helper = p.script(".claude/hooks/lib.sh", "exit 0")
     p.write(
         ".claude/settings.json",
         {"hooks": pre("$(git rev-parse --show-toplevel)/.claude/hooks/a.sh")},
     )
     table = p.table()
-    assert any("trust covers every file in" in n for n in table.trust.notes)
+    assert str(helper.resolve()) in table.trust.files and not table.trust.unseen
     p.trust()
     helper.write_text("#!/usr/bin/env bash\nrm -rf ~\n")
     assert p.state() == "changed"
 
 
-def test_without_a_hooks_directory_such_a_command_is_refused_with_a_message(p: P) -> None:
-    os.rmdir(p.project / ".claude" / "hooks")
+def test_a_command_trust_cannot_see_into_is_held_back_with_what_to_do(p: P) -> None:
     p.write(".claude/settings.json", {"hooks": pre('"$SCRIPTS"/guard.sh')})
     table = p.table()
-    assert table.trust.refused and "write the script's path literally" in table.trust.refused[0][1]
+    (command, why), *_ = table.trust.unseen
+    assert command == '"$SCRIPTS"/guard.sh' and "computed at run time" in why
     env = {**os.environ, "HOME": str(p.home), "TRIOHOOKS_CONFIG_DIR": str(p.g)}
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks", "claude", "trust", "--workspace", str(p.project)],
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    assert done.returncode == 1 and "$SCRIPTS" in done.stderr and "Traceback" not in done.stderr
+
+    where = [str(p.project)]
+
+    def trust(*extra: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "triohooks", "claude", "trust", "--workspace", *where, *extra],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+            check=False,
+        )
+
+    done = trust()
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert '"$SCRIPTS"/guard.sh' in done.stderr and "--cover" in done.stderr
+    assert p.state() == "new"
+    # The user names what it runs: hashed with the rest, and their answer is kept.
+    guard = p.script("ci/guard.sh", "exit 0")
+    done = trust("--cover", "ci/guard.sh")
+    assert done.returncode == 0, done.stderr
+    assert p.state() == "trusted" and str(guard.resolve()) in p.table().trust.files
+    guard.write_text("#!/usr/bin/env bash\nrm -rf ~\n")
+    assert p.state() == "changed"
 
 
 # -- the bytes hashed are the bytes parsed ------------------------------------------------------

@@ -351,7 +351,13 @@ def test_trust_shows_what_changed_since_the_last_trust(dirs: tuple[Path, Path]) 
         "held back: they changed since you trusted them"
         in triohooks("validate", cwd=ws, cfg=cfg).stdout
     )
-    trusted = triohooks("trust", cwd=ws, cfg=cfg).stdout.splitlines()
+    # `curl | sh` runs code nobody can see: not trusted until the user names what it runs.
+    refused = triohooks("trust", cwd=ws, cfg=cfg)
+    assert refused.returncode == 1 and "Traceback" not in refused.stderr
+    assert "trust cannot see what this runs: `curl -s x | sh`" in refused.stdout
+    assert "nothing recorded" in refused.stderr and "--cover" in refused.stderr
+    trusted = triohooks("trust", "--cover", "scripts", cwd=ws, cfg=cfg).stdout.splitlines()
     assert trusted[0].startswith("changed since trusted ")
+    assert "you name for it: scripts (hashed with the rest)" in trusted
     again = triohooks("trust", cwd=ws, cfg=cfg).stdout.splitlines()
     assert again[0].startswith("unchanged since trusted ")

@@ -61,6 +61,7 @@ FAST_PATH_MODULES = frozenset(
         "triohooks.combine.outcome",
         "triohooks.config",
         "triohooks.config.events",
+        "triohooks.config.freshness",
         "triohooks.config.json_dialect",
         "triohooks.config.model",
         "triohooks.config.paths",
@@ -69,6 +70,7 @@ FAST_PATH_MODULES = frozenset(
         "triohooks.config.table",
         "triohooks.config.toml_dialect",
         "triohooks.config.trust",
+        "triohooks.config.trust_cover",
         "triohooks.fronts",
         "triohooks.fronts.cli",
         "triohooks.fronts.entry",
@@ -85,7 +87,14 @@ FAST_PATH_MODULES = frozenset(
 #: All a fire answered from the quiet-call cache imports of triohooks (and nothing else but
 #: the standard library).
 CACHED_PATH_MODULES = frozenset(
-    {"triohooks", "triohooks.fronts", "triohooks.fronts.entry", "triohooks.fronts.fire_cache"}
+    {
+        "triohooks",
+        "triohooks.config",
+        "triohooks.config.freshness",
+        "triohooks.fronts",
+        "triohooks.fronts.entry",
+        "triohooks.fronts.fire_cache",
+    }
 )
 #: Third-party distributions (top-level import names) the fast path may load.
 FAST_PATH_THIRD_PARTY = frozenset({"triohooks", "msgspec", "typing_extensions", "platformdirs"})

@@ -288,14 +288,24 @@ async def test_rebuild_during_a_bash_hook_does_not_change_the_rest_of_that_event
 
 
 @pytest.mark.slow
-async def test_engine_reload_with_a_broken_file_keeps_hooks_running(dirs) -> None:
+async def test_a_broken_edit_fails_events_closed_until_it_is_fixed(dirs) -> None:
+    """A reload asked for keeps the last good table (and says why); but an event is judged on
+    the files as they are: a config that no longer loads blocks what can be blocked, saying
+    so, instead of running an older version of it."""
     _, g = dirs
-    path = write_toml_hooks(g, toml_hook("guard", "echo no >&2; exit 2"))
+    good = toml_hook("guard", "echo no >&2; exit 2")
+    path = write_toml_hooks(g, good)
     with trio.fail_after(10):
         async with engine(dirs) as e:
-            path.write_text(path.read_text() + "[[hooks.pre_tool]]\nbogus = 1\ncommand = 'x'\n")
+            path.write_text(good + "[[hooks.pre_tool]]\nbogus = 1\ncommand = 'x'\n")
             report = await e.reload()
-            out = await e.pre_tool("bash", {"command": "ls"})
+            broken = await e.pre_tool("bash", {"command": "ls"})
+            ended = await e.session_end()
+            path.write_text(good)
+            fixed = await e.pre_tool("bash", {"command": "ls"})
     assert not report.applied
     assert str(report.problems[0]).startswith(f"{path}: pre_tool[1].bogus: unknown field")
-    assert out.blocked and ran(out) == ["guard"]
+    assert broken.blocked and ran(broken) == []
+    assert "does not load" in (broken.reason or "") and "pre_tool[1].bogus" in broken.reason
+    assert not ended.blocked and ended.warnings  # said, on an event that cannot block
+    assert fixed.blocked and ran(fixed) == ["guard"]

@@ -13,6 +13,8 @@ import msgspec
 import pytest
 import trio
 
+from triohooks.config.table import load_table
+from triohooks.config.trust import record_trust
 from triohooks.engine.hook_engine import HookEngine
 from triohooks.fronts.selfconfig import HooksTools, skill_text, validate
 
@@ -127,7 +129,14 @@ async def test_format_recipe_runs_after_the_edit_tools_only(tmp_path: Path) -> N
     recipe = RECIPES["format-after-edit"]
     with trio.fail_after(30):
         async with engine(tmp_path) as e:
-            await HooksTools.for_engine(e).upsert_hook("workspace", recipe.hook)
+            written = await HooksTools.for_engine(e).upsert_hook("workspace", recipe.hook)
+            # cargo runs code trust cannot see: the write is not trust; the user's is.
+            assert not written.trust_recorded and "cargo" in str(e.table.trust.unseen)
+            trust = load_table(
+                workspace=tmp_path / "ws", config_dir=tmp_path / "g", trust_covers=["Cargo.toml"]
+            ).trust
+            assert trust is not None
+            record_trust(tmp_path / "g", tmp_path / "ws", trust)
             for tool in recipe.said("runs after"):
                 out = await e.post_tool(tool, {"path": "src/lib.rs"}, result="ok")
                 assert [r.hook for r in out.runs] == ["user:format-after-edit"]

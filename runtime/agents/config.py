@@ -19,23 +19,30 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final
 
 import msgspec
 
-from triohooks.config.model import ArgsHandler, CommandHandler, ConfigProblem, Handler, TrustInfo
+from triohooks.config.freshness import Signature, signature, unchanged
+from triohooks.config.model import (
+    ArgsHandler,
+    Command,
+    CommandHandler,
+    ConfigProblem,
+    Handler,
+    TrustInfo,
+    command_label,
+)
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import (
-    Stamp,
+    STORE_NAME,
     TrustSource,
+    assess_trust,
     held_back_message,
     read_store,
-    stamp,
-    trust_inputs,
     trust_key,
-    trust_state,
 )
 from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule
 
@@ -169,6 +176,10 @@ class AgentHook(msgspec.Struct, frozen=True, kw_only=True):
     background: bool = False
     #: Gemini ``sequential`` on its matcher group.
     sequential: bool = False
+    #: A trusted project hook trust read with paths relative to the directory it runs in
+    #: (``trusted_in``): held back for a call that would run it anywhere else.
+    cwd_bound: bool = False
+    trusted_in: str | None = None
 
     @property
     def label(self) -> str:
@@ -192,12 +203,21 @@ class AgentHook(msgspec.Struct, frozen=True, kw_only=True):
         return (self.event, self.type, self.command, self.args, self.url, self.prompt, self.cwd)
 
     def as_handler(self) -> Handler | None:
-        """The process it runs, for trust hashing."""
+        """The process it runs."""
         if self.command is not None:
             return CommandHandler(self.command)
         if self.args:
             return ArgsHandler(self.args)
         return None
+
+    def as_command(self) -> Command | None:
+        """The process it runs as trust reads it: with its own variables and directory."""
+        run: str | tuple[str, ...] | None = self.command
+        if run is None and self.args:
+            run = tuple(self.args)
+        if run is None:
+            return None
+        return Command(run, tuple(self.env), self.cwd)
 
 
 class AgentTable(msgspec.Struct, frozen=True):
@@ -209,10 +229,10 @@ class AgentTable(msgspec.Struct, frozen=True):
     problems: tuple[ConfigProblem, ...] = ()
     files: tuple[str, ...] = ()
     trust: TrustInfo | None = None
-    #: What the table was built from, to reuse it while nothing changed: each settings file
-    #: (stamped before it was read; absent ones too) and each file trust hashed (stamped as it
-    #: was hashed), by :func:`triohooks.config.trust.stamp`.
-    signature: tuple[Stamp, ...] = ()
+    #: What the table was built from (:mod:`triohooks.config.freshness`): the signature of
+    #: each settings file, the trust store and everything trust looked at, taken before it
+    #: was read, and when.
+    inputs: tuple[Signature, ...] = ()
     #: Settings files triohooks installed its catch-alls into whose hooks changed since, not by
     #: triohooks (a hook beside the catch-all, a catch-all removed or pointed elsewhere): one
     #: line each, for the tamper alarm (:func:`tampered`).
@@ -608,6 +628,15 @@ def read_json_object(
             ConfigProblem(str(path), f"not valid JSON, skipped: {exc}", severity="warning")
         )
         return None
+    except RecursionError:  # `[[[[...]]]]` within the size cap: unreadable, not our crash
+        problems.append(
+            ConfigProblem(
+                str(path), "not valid JSON, skipped: nested too deeply", severity="warning"
+            )
+        )
+        if unreadable is not None:
+            unreadable.append((str(path), "nested too deeply to read"))
+        return None
     if not isinstance(value, dict):
         problems.append(
             ConfigProblem(str(path), "must be a JSON object; skipped", severity="warning")
@@ -634,6 +663,13 @@ def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, ob
 
     try:
         doc = tomllib.loads(data.decode("utf-8"))
+    except RecursionError:
+        problems.append(
+            ConfigProblem(
+                str(path), "not valid TOML, skipped: nested too deeply", severity="warning"
+            )
+        )
+        return None
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         problems.append(
             ConfigProblem(str(path), f"not valid TOML, skipped: {exc}", severity="warning")
@@ -646,16 +682,6 @@ def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, ob
         return str(path), hooks  # reported by the parser
     # ``[hooks.state."..."]`` is Codex's record of reviewed hooks, not an event.
     return str(path), {k: v for k, v in hooks.items() if k != "state"}
-
-
-def _signature(paths: Iterable[str | Path]) -> tuple[Stamp, ...]:
-    out: list[Stamp] = []
-    for p in paths:
-        try:
-            out.append((str(p), stamp(os.stat(p))))
-        except OSError:
-            out.append((str(p), (0, 0, -1, 0, 0)))
-    return tuple(out)
 
 
 #: Most hooks files read from one of Copilot CLI's hooks directories.
@@ -692,8 +718,10 @@ def candidate_files(agent: AgentName, project: Path | None, home: Path) -> list[
 class _LevelRead(msgspec.Struct):
     level: Level
     hooks: list[AgentHook]
-    #: What trust covers of this level: its hooks and switches, as parsed.
+    #: What trust covers of this level: its hooks, ``env`` and switches, as parsed.
     sources: list[TrustSource]
+    #: The level's ``env`` (the variables the agent sets for its session and hooks).
+    env: dict[str, str]
     #: The level's switches (``disableAllHooks`` ...) as written, or absent.
     switches: dict[str, Any]
     #: ``(file, why)`` for this level's files that are there but cannot be read.
@@ -718,16 +746,21 @@ def _read_level(
     agent: AgentName, level: Level, home: Path, problems: list[ConfigProblem], files: list[str]
 ) -> _LevelRead:
     """One level: its settings file and the ``triohooks-hooks.json`` beside it, each read once."""
-    out = _LevelRead(level, [], [], {})
+    out = _LevelRead(level, [], [], {}, {})
     doc = read_json_object(level.path, problems, out.unreadable)
     if doc is not None:
         files.append(str(level.path))
         hooks_obj = _hooks_object(agent, level.path, doc)
         out.switches = {k: doc[k] for k in SPECS[agent].switches if k in doc}
+        env = doc.get("env")
+        if isinstance(env, dict):
+            out.env = {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
         if hooks_obj is not None:
             out.hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
-        if hooks_obj is not None or out.switches:
+        if hooks_obj is not None or out.switches or env is not None:
             covered = {"hooks": hooks_obj, **out.switches}
+            if env is not None:  # the variables every hook of the session gets
+                covered["env"] = env
             out.sources.append(TrustSource(str(level.path), _covered(covered)))
     beside: list[str] = []  # Copilot CLI: the other hooks files of the directory, with hooks
     for other_path in level_files(agent, level):
@@ -758,6 +791,22 @@ def _read_level(
             files.append(extra[0])
             out.hooks += parse_hooks(agent, level, extra[0], extra[1], problems)
     return out
+
+
+def _bind_to_cwd(read: _LevelRead, project: Path, bound: set[str]) -> _LevelRead:
+    """A project level's hooks, each marked with the directory trust read it in when its
+    reading took paths relative to that directory."""
+    if not read.level.project:
+        return read
+    hooks = []
+    for hook in read.hooks:
+        command = hook.as_command()
+        if command is not None and command_label(command) in bound:
+            where = os.path.realpath(os.path.join(project, hook.cwd or "."))
+            hooks.append(msgspec.structs.replace(hook, cwd_bound=True, trusted_in=where))
+        else:
+            hooks.append(hook)
+    return msgspec.structs.replace(read, hooks=hooks)
 
 
 #: The levels ``install`` writes its catch-alls into (``--scope user|project``).
@@ -804,40 +853,53 @@ def load_agent_table(
     home: Path,
     config_dir: Path,
     trust_override: bool = False,
-    trust_file: Path | None = None,
+    trust_covers: list[str] | None = None,
 ) -> AgentTable:
     """Every hook ``agent`` would run for this project, merged as it merges them, plus problems
-    and trust. Blocking file I/O: call it from a worker thread. ``trust_file`` joins the files
-    whose change makes the table stale (:func:`table_is_current`).
+    and trust. Blocking file I/O: call it from a worker thread. ``trust_covers``: the paths
+    trust hashes besides what it finds (``triohooks <agent> trust --cover``; None: those the
+    user named before).
 
     Project-level content counts only once trusted: its hooks are held back, and its switches
     (``disableAllHooks``, Gemini's ``hooksConfig``) are ignored -- an untrusted repository can
     neither run code nor turn the user's own guards off."""
     problems: list[ConfigProblem] = []
-    watched = candidate_files(agent, project, home) + ([trust_file] if trust_file else [])
-    signature = _signature(watched)
+    watched = [*candidate_files(agent, project, home), config_dir / STORE_NAME]
+    inputs: dict[str, Signature] = {str(p): signature(str(p)) for p in watched}
     files: list[str] = []
     reads = [_read_level(agent, lv, home, problems, files) for lv in levels(agent, project, home)]
     trust: TrustInfo | None = None
     if project is not None:
         project_reads = [r for r in reads if r.level.project]
-        handlers = [
-            h for r in project_reads for h in (x.as_handler() for x in r.hooks) if h is not None
+        commands = [
+            c for r in project_reads for c in (x.as_command() for x in r.hooks) if c is not None
         ]
-        inputs = trust_inputs(
+        # The variables the session's hooks get from the agent's settings, the user's levels
+        # first (the project's are trust's to cover: their env is part of what it hashes, and
+        # what its values make every hook load -- BASH_ENV -- is covered as well).
+        settings_env = {k: v for r in reads for k, v in r.env.items()}
+        project_env = tuple((k, v) for r in project_reads for k, v in r.env.items())
+        if project_env:
+            commands.append(Command(f"# {SPECS[agent].display}'s env", project_env))
+        trust, covered = assess_trust(
+            config_dir,
+            project,
             # Each level names its triohooks-hooks.json sibling: the same file, counted once.
             list(dict.fromkeys(s for r in project_reads for s in r.sources)),
-            handlers,
-            project,
-            variables=project_variables(agent, project),
+            commands,
+            dialect=agent,
+            variables={**settings_env, **project_variables(agent, project)},
             hooks_dir=project / SPECS[agent].project_dir / "hooks",
             unreadable=[u for r in project_reads for u in r.unreadable],
+            covers=trust_covers,
         )
-        trust = trust_state(config_dir, project, inputs, dialect=agent)
-        signature += inputs.stamps
+        for sig in covered.signatures:
+            inputs.setdefault(str(sig[0]), sig)
         if trust_override and trust.state != "none":
             trust = msgspec.structs.replace(trust, state="trusted")
     project_runs = trust is None or trust.runs
+    if project is not None and trust is not None and trust.cwd_bound:
+        reads = [_bind_to_cwd(r, project, set(trust.cwd_bound)) for r in reads]
     per_level: list[tuple[Level, list[AgentHook]]] = []
     disable_all: set[str] = set()
     managed_only = False
@@ -896,7 +958,7 @@ def load_agent_table(
         problems=tuple(problems),
         files=tuple(files),
         trust=trust,
-        signature=signature,
+        inputs=tuple(inputs.values()),
     )
 
 
@@ -965,6 +1027,6 @@ def _gemini_disabled(doc: Mapping[str, Any], hooks: list[AgentHook]) -> list[Age
 
 
 def table_is_current(table: AgentTable) -> bool:
-    """Whether no file the table was built from changed since (one ``stat`` each): the settings
-    files, the trust store and every file trust covers."""
-    return _signature(name for name, _ in table.signature) == table.signature
+    """Whether nothing the table was built from changed since (:mod:`triohooks.config.
+    freshness`): the settings files, the trust store and everything trust looked at."""
+    return unchanged(table.inputs)

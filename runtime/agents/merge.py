@@ -85,6 +85,9 @@ class _Fold:
         #: Gemini: every hook's ``reason``, allow answers' too (its aggregator joins them all).
         self.reasons: list[str] = []
         self.permission_decision: dict[str, Any] | None = None
+        #: A PermissionRequest's answer is left to the user (a held-back hook's ``ask``): no
+        #: other hook's allow stands.
+        self.left_to_user = False
         self.warnings: list[str] = []
         #: The agent's own name of the event (``event`` is Claude Code's name for it).
         self.own_event = event
@@ -171,6 +174,7 @@ class _Fold:
             elif decision in ("block", "deny"):
                 self.permit("deny", reason or f"blocked by hook {hook.label}")
         elif self.event == "PermissionRequest":
+            self.left_to_user |= specific.get("permissionDecision") == "ask"
             chosen = specific.get("decision")
             if (
                 isinstance(chosen, dict)
@@ -204,6 +208,8 @@ def merge(
     fold.own_event = event
     for hook, reply in runs:
         fold.add(hook, reply)
+    if fold.left_to_user and (fold.permission_decision or {}).get("behavior") == "allow":
+        fold.permission_decision = None
     fold.system += notices
     if fold.updated_by:
         fold.warnings.append(
@@ -498,3 +504,25 @@ def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
         answer = _gemini(fold) if shape == "gemini" else _claude(fold)
     answer.warnings.append(text)
     return answer
+
+
+def held_back_reply(agent: AgentName, event: str, answer: str, message: str) -> AgentReply:
+    """What an event gets from project hooks trust held back (folded like a hook's reply, in
+    Claude Code's shape): ``warn`` a notice the user sees, ``ask`` the agent's ask (a
+    permission request left to the user), ``deny`` a deny; ``message`` says why and the
+    trust command, always."""
+    claude = claude_event(agent, event)
+    notice: dict[str, Any] = {"systemMessage": message}
+    specific: dict[str, Any] = {"hookEventName": claude}
+    if answer == "warn":
+        return AgentReply(status="ok", json=notice, held_back=True)
+    if claude == "PermissionRequest" and answer == "ask":
+        specific["permissionDecision"] = "ask"
+    elif claude == "PermissionRequest":
+        specific["decision"] = {"behavior": "deny", "message": message}
+    elif answer == "ask" and claude in ("PreToolUse", "BeforeTool"):
+        specific["permissionDecision"] = "ask"
+        specific["permissionDecisionReason"] = message
+    else:
+        return AgentReply(status="block", reason=message, held_back=True)
+    return AgentReply(status="ok", json={**notice, "hookSpecificOutput": specific}, held_back=True)

@@ -116,6 +116,10 @@ def native_reply(
     (warnings for the answer). ``asked``: the event fields the hooks were given."""
     warnings = list(outcome.warnings)
     reason = outcome.reason or outcome.message_for_model or "blocked by a triohooks hook"
+    asks = outcome.decision == "ask" and canonical in ("pre_tool", "permission_request")
+    if asks and not SPECS[agent].asks and canonical == "pre_tool":
+        # The agent cannot put a call to the user (or lets it run on an ask): a deny.
+        return AgentReply(status="block", reason=reason), warnings
     if outcome.blocked and canonical != "permission_request":
         # Claude's and Gemini's "block" on a stop means: go on, with the reason as the prompt.
         return AgentReply(status="block", reason=reason), warnings
@@ -127,6 +131,10 @@ def native_reply(
         if behavior == "deny":
             chosen["message"] = reason
         specific["decision"] = chosen
+    elif asks:
+        specific["permissionDecision"] = "ask"
+        if canonical == "pre_tool":
+            specific["permissionDecisionReason"] = reason
     rewritten = outcome.args is not None and outcome.args != asked.get("args")
     if rewritten and canonical in ("pre_tool", "permission_request"):
         specific["tool_input" if SPECS[agent].answer == "gemini" else "updatedInput"] = outcome.args

@@ -24,7 +24,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
 
@@ -34,6 +34,7 @@ import trio
 from triohooks.actors.audit_records import AuditRecord
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, RunSummary
+from triohooks.combine.outcome import held_back_answer
 from triohooks.config.events import EVENTS, PayloadError, event_from_payload
 from triohooks.config.model import TrustInfo
 from triohooks.config.paths import global_config_dir
@@ -54,7 +55,7 @@ from .config import (
     table_is_current,
 )
 from .foreign import VIEWS
-from .merge import AgentAnswer, merge
+from .merge import AgentAnswer, held_back_reply, merge
 from .native import NATIVE_LABEL, UnreadableCall, native_fields, native_hook, native_reply
 from .replies import (
     AgentReply,
@@ -264,7 +265,6 @@ class AgentHooks:
         """The agent's table for ``project``, reloaded when any file it came from changed."""
         key = (agent, str(project) if project is not None else None)
         cached = self._tables.get(key)
-        trust_file = self.config_dir / "trust.json"
         if cached is not None and table_is_current(cached):
             return cached
         table = await trio.to_thread.run_sync(
@@ -274,7 +274,6 @@ class AgentHooks:
                 home=self.home,
                 config_dir=self.config_dir,
                 trust_override=self._trust_override,
-                trust_file=trust_file,
             )
         )
         if len(self._tables) >= MAX_TABLES:
@@ -336,7 +335,9 @@ class AgentHooks:
         project = self._project(name, payload, env)
         table = await self.table(name, project)
         candidates = table.for_event(event, adopted_only=adopted_only)
-        chosen = [h for h in candidates if self._applies(h, payload, project)]
+        applies = [h for h in candidates if self._applies(h, payload, project)]
+        elsewhere = [h for h in applies if self._runs_elsewhere(h, payload, project)]
+        chosen = [h for h in applies if not any(h is e for e in elsewhere)]
         runs: list[tuple[AgentHook, AgentReply]] = []
         foreground = [h for h in chosen if h.supported and not h.background]
         base_env = os.environ if env is None else env
@@ -374,7 +375,7 @@ class AgentHooks:
         for hook, reply in zip(foreground, replies, strict=True):
             assert reply is not None
             runs.append((hook, reply))
-        runs += self._held_back(table, event, payload, project, adopted_only)
+        runs += self._held_back(table, event, payload, project, adopted_only, session, elsewhere)
         passed = native[0]
         if passed is not None:  # last in order: its rewrite is the one the agent gets
             runs.append((passed.hook, passed.reply))
@@ -512,10 +513,14 @@ class AgentHooks:
             try:
                 dispatcher, own = await projects.for_project(real), True
             except ProjectUnreadable as exc:
-                note = (
-                    f"triohooks: {where}'s own triohooks hooks did not run: {exc}; only your "
-                    "global hooks ran (`triohooks validate` there shows every problem)"
+                # Its hooks cannot be judged: as any table that does not load, closed.
+                why = (
+                    f"triohooks: {where}'s own triohooks config does not load, so its hooks "
+                    f"cannot run: {exc} (`triohooks validate` there shows every problem)"
                 )
+                if EVENTS[canonical].can_block and canonical != "stop":
+                    return NativePass(hook, AgentReply(status="block", reason=why), [], [why])
+                note = why
         try:
             fields = native_fields(agent, canonical, payload)
             fields["workspace"] = str(where) if where is not None else dispatcher.workspace
@@ -601,10 +606,15 @@ class AgentHooks:
         payload: Mapping[str, Any],
         project: Path | None,
         adopted_only: bool,
+        session: str,
+        bound: Sequence[AgentHook],
     ) -> list[tuple[AgentHook, AgentReply]]:
         """The project hooks that would have run for this event but are held back (not
-        trusted): each answers as a notice the user sees, and a ``failClosed`` one denies.
-        Logged once per project and trust state."""
+        trusted, or trusted but about to run in another directory than trust read them in):
+        the event gets the agent's ``ask`` where it has one, else a deny, else a notice -- as
+        the user's ``held_back`` setting says (:func:`~triohooks.combine.outcome.
+        held_back_answer`) -- and a ``failClosed`` one always denies. Said in the answer,
+        logged once per project and trust state, audited per event."""
         held = [
             h
             for h in table.untrusted
@@ -613,21 +623,52 @@ class AgentHooks:
             and h.supported
             and self._applies(h, payload, project)
         ]
-        if not held or table.trust is None:
+        if (not held and not bound) or table.trust is None:
             return []
         why = held_back_message(table.trust, table.agent, len(held))
+        if not held:
+            why = (
+                f"{len(bound)} project {table.agent} hook(s) of {table.project} held back: they "
+                "name files relative to the directory trust read them in, and this call runs "
+                f"them in {_hook_cwd(payload, project)} (write their paths from the project's "
+                "variable)"
+            )
         message = "triohooks: " + why
         told = (table.agent, table.trust.workspace, table.trust.state, table.trust.digest)
         if told not in self._told:
             self._told.add(told)
             log.warning("%s", message)
-        notice = AgentReply(status="ok", json={"systemMessage": message}, held_back=True)
-        out: list[tuple[AgentHook, AgentReply]] = [(held[0], notice)]
-        for hook in held:
-            if hook.fail_closed:
-                reason = f"triohooks: the failClosed hook {hook.label} did not run: {why}"
-                out.append((hook, AgentReply(status="block", reason=reason, held_back=True)))
-        return out
+        all_held = [*held, *bound]
+        canonical = SPECS[table.agent].events.get(event)
+        # A failClosed hook that cannot run is a deny, whatever the setting.
+        fail_closed = [h.label for h in all_held if h.fail_closed]
+        setting = "deny" if fail_closed else self._held_back_setting()
+        if fail_closed:
+            message += f" (the failClosed hook {fail_closed[0]} is among them: denied)"
+        answer = held_back_answer(canonical, setting) if canonical else "warn"
+        if answer == "ask" and not SPECS[table.agent].asks:
+            answer = "deny"
+        if self._observer is not None:
+            labels = [h.label for h in all_held]
+            self._observer.held_back(event, session, labels, answer, message)
+        stand_in = msgspec.structs.replace(
+            native_hook(table.agent, event, canonical or event), where="held back"
+        )
+        return [(stand_in, held_back_reply(table.agent, event, answer, message))]
+
+    @staticmethod
+    def _runs_elsewhere(hook: AgentHook, payload: Mapping[str, Any], project: Path | None) -> bool:
+        """Whether a trusted project hook trust read with relative paths would run in another
+        directory than the one it read them in (the call's ``cwd`` is a subdirectory)."""
+        if not hook.cwd_bound:
+            return False
+        cwd = _hook_cwd(payload, project, hook.cwd)
+        return cwd is not None and os.path.realpath(cwd) != hook.trusted_in
+
+    def _held_back_setting(self) -> str:
+        """The user's ``held_back`` setting (their global config), or its default."""
+        native = self._native
+        return native.main.loader.table.held_back if native is not None else "ask"
 
     def _applies(self, hook: AgentHook, payload: Mapping[str, Any], project: Path | None) -> bool:
         field = MATCHER_FIELD.get(hook.event)

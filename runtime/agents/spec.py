@@ -104,6 +104,10 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: Can a hook stop a prompt? (Copilot CLI reads no answer to ``userPromptSubmitted``: a
     #: prompt the hooks refused goes on, so triohooks denies that turn's tool calls instead.)
     blocks_prompts: bool = True
+    #: Does a hook's ``ask`` put the call to the user, headless too? (Codex counts an ask as
+    #: a failed hook and runs the call; Gemini CLI's hangs a ``-p`` session; Qwen Code's and
+    #: Copilot CLI's are not checked): where not, triohooks answers a deny instead.
+    asks: bool = False
 
 
 SPECS: Final[dict[AgentName, AgentSpec]] = {
@@ -118,6 +122,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         project_env=("CLAUDE_PROJECT_DIR",),
         command_only_events=frozenset({"SessionStart", "Setup"}),
         switches=("disableAllHooks", "allowManagedHooksOnly"),
+        asks=True,
     ),
     "gemini": AgentSpec(
         name="gemini",
@@ -185,6 +190,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         matcher_style="regex",
         answer="cursor",
         flat_hooks=True,
+        asks=True,
     ),
 }
 #: Copilot CLI reads every ``*.json`` in its hooks directories; the file install writes is one.

@@ -355,13 +355,61 @@ def internal_error_outcome(event: str, ev: Any, why: str) -> Outcome:
     boundaries). An event that can block is blocked, with a reason that says it was an internal
     error, so a fail-closed guard is never silently bypassed; ``stop`` (whose "block" would force
     the agent to go on) and the advisory events only get the warning."""
+    return closed_outcome(event, ev, f"internal error while handling {event}: {why}")
+
+
+def closed_outcome(event: str, ev: Any, text: str) -> Outcome:
+    """The Outcome of an event nothing could be judged for (our own failure, a config that
+    does not load): blocked where the event can be, with ``text`` as the reason; a warning
+    for ``stop`` and the advisory events."""
     outcome = plain_outcome(event, ev)
-    text = f"internal error while handling {event}: {why}"
     outcome.warnings.append(text)
-    if EVENTS[event].can_block and event != "stop":
-        outcome.blocked = True
-        outcome.reason = text
-        outcome.decision = "deny" if event == "permission_request" else "block"
-        if event == "pre_tool":
-            outcome.message_for_model = f"blocked by pre_tool hook: {text}"
+    if _denies(event):
+        _block(outcome, event, text)
     return outcome
+
+
+def _denies(event: str) -> bool:
+    """Whether blocking ``event`` keeps something from happening (a ``stop`` block would make
+    the agent go on instead)."""
+    return EVENTS[event].can_block and event != "stop"
+
+
+def _block(outcome: Outcome, event: str, text: str) -> None:
+    outcome.blocked = True
+    outcome.reason = text
+    outcome.decision = "deny" if event == "permission_request" else "block"
+    if event == "pre_tool":
+        outcome.message_for_model = f"blocked by pre_tool hook: {text}"
+
+
+#: Events whose answer can be "ask the user" (the blitz dialect's ``ask``; a permission
+#: request left to the user).
+ASKS: Final = frozenset({"pre_tool", "permission_request"})
+
+
+def held_back_answer(event: str, setting: str) -> str:
+    """What an event gets when workspace hooks trust holds back would have run for it, by the
+    user's ``held_back`` setting: ``ask`` where the event has one, else a ``deny`` where it
+    can be blocked, else (and with ``warn``) a ``warn``ing only."""
+    if setting == "warn" or not _denies(event):
+        return "warn"
+    if setting == "ask" and event in ASKS:
+        return "ask"
+    return "deny"
+
+
+def hold_back(outcome: Outcome, event: str, setting: str, text: str) -> str:
+    """Fold held-back hooks into ``outcome`` (:func:`held_back_answer`), saying ``text``
+    always; returns the answer given. A block already in the Outcome stays; an ``ask``
+    replaces any allow the user's own hooks gave."""
+    answer = held_back_answer(event, setting)
+    outcome.warnings.append(text)
+    if outcome.blocked or answer == "warn":
+        return answer
+    if answer == "ask":
+        outcome.decision = "ask"
+        outcome.reason = text
+        return answer
+    _block(outcome, event, text)
+    return answer

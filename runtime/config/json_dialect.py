@@ -18,12 +18,14 @@ from triohooks.match.matchers import JsonMatcher, MatcherError, compile_matcher
 
 from .events import JSON_ALIASES, JSON_NAMES
 from .model import (
+    HELD_BACK_CHOICES,
     JSON_DEFAULT_TIMEOUT_MS,
     JSON_MAX_TIMEOUT_MS,
     JSON_MIN_TIMEOUT_MS,
     CommandHandler,
     ConfigProblem,
     GuardHandler,
+    HeldBack,
     Hook,
     Scope,
     guard_handler,
@@ -248,6 +250,8 @@ class JsonFile(msgspec.Struct, kw_only=True):
     disabled_contributions: list[str] = msgspec.field(default_factory=list)
     problems: list[ConfigProblem] = msgspec.field(default_factory=list)
     loaded: bool = False
+    #: The top-level ``held_back`` setting, when the file has a valid one.
+    held_back: HeldBack | None = None
 
 
 def _str_list(value: object) -> list[str] | None:
@@ -296,6 +300,13 @@ def parse_json_bytes(data: bytes, *, file: str, scope: Scope) -> JsonFile:
             out.disabled = items
         else:
             out.disabled_contributions = items
+    if "held_back" in doc:
+        value = doc["held_back"]
+        if value in HELD_BACK_CHOICES:
+            out.held_back = value
+        else:
+            choices = ", ".join(f'"{c}"' for c in HELD_BACK_CHOICES)
+            warn(f"must be one of {choices}, not {value!r}; ignored", field="held_back")
     seen: set[str] = set()
     for index, raw in enumerate(hooks):
         event = raw.get("event") if isinstance(raw, dict) else None

@@ -8,13 +8,20 @@ builds a new one and swaps it; an event in flight keeps the one it started with.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
 from triohooks.match.matchers import JsonMatcher
 
+from .freshness import Signature, unchanged
+
 Dialect = Literal["toml", "json", "python"]
+#: What an event that workspace hooks trust holds back would have run for gets: the agent's
+#: ``ask`` where the event has one (else a deny), a deny, or a warning only. The user's global
+#: ``held_back`` setting chooses (docs/security.md).
+HeldBack = Literal["ask", "deny", "warn"]
+HELD_BACK_CHOICES: Final[tuple[HeldBack, ...]] = ("ask", "deny", "warn")
 Scope = Literal["global", "workspace", "extra", "api"]
 OnError = Literal["warn", "block", "allow"]
 
@@ -238,6 +245,32 @@ def location_name(name: str) -> str:
     return name if name and name.isprintable() else repr(name)
 
 
+#: Longest command excerpt in a message.
+EXCERPT: Final = 60
+
+
+def excerpt(text: str) -> str:
+    """``text`` on one line, at most :data:`EXCERPT` characters."""
+    one = " ".join(text.split())
+    return one if len(one) <= EXCERPT else one[: EXCERPT - 3] + "..."
+
+
+class Command(NamedTuple):
+    """A hook's command as it runs: bash text or an argv (no shell), the variables the hook
+    config sets for it, and its own directory relative to the project (Copilot CLI's
+    ``cwd``)."""
+
+    run: str | tuple[str, ...]
+    env: tuple[tuple[str, str], ...] = ()
+    cwd: str | None = None
+
+
+def command_label(command: Command) -> str:
+    """How a command is named in what trust says of it (and in :attr:`Cover.cwd_bound`)."""
+    run = command.run
+    return excerpt(run if isinstance(run, str) else " ".join(run))
+
+
 class ConfigProblem(msgspec.Struct, frozen=True):
     """One thing wrong with a config file, located as precisely as we can."""
 
@@ -271,10 +304,20 @@ class TrustInfo(msgspec.Struct, frozen=True, kw_only=True):
     files: tuple[str, ...] = ()
     #: ``(file, its own hash)`` for each covered file.
     parts: tuple[tuple[str, str], ...] = ()
-    #: ``(file or command, why)`` for what could not be hashed or resolved: not trustable.
+    #: ``(file, why)`` for what could not be hashed (a FIFO, an oversized file): not trustable.
     refused: tuple[tuple[str, str], ...] = ()
-    #: What trust covers instead of a command it could not follow.
+    #: Which directories trust covers whole, and why.
     notes: tuple[str, ...] = ()
+    #: ``(command, why)`` for what trust cannot see run (``make``, ``python -c`` ...): held
+    #: back until the user names the files it runs (``covers``).
+    unseen: tuple[tuple[str, str], ...] = ()
+    #: The paths the user named for trust to hash (``triohooks trust --cover``).
+    covers: tuple[str, ...] = ()
+    #: Hook commands read with paths relative to the workspace root: held back for an event
+    #: that would run them in another directory.
+    cwd_bound: tuple[str, ...] = ()
+    #: Where the workspace keeps hook code (for messages).
+    hooks_dir: str = ""
     #: When ``changed``: the files whose content differs from what was trusted.
     changed: tuple[str, ...] = ()
     #: ``(file, text)`` of each hook config as parsed, kept with the record it is trusted as
@@ -305,6 +348,17 @@ class HookTable(msgspec.Struct, frozen=True):
     #: ``hooks`` grouped by event, in run order (built once by the loader: the per-event
     #: path must not scan the whole table). Use :func:`index_by_event`.
     by_event: dict[str, tuple[Hook, ...]] = {}
+    #: What the table was built from: the signature of every path it read or looked for
+    #: (config files, the trust store, everything trust covers), taken before reading
+    #: (:mod:`.freshness`: a table is used only while :meth:`is_current`).
+    inputs: tuple[Signature, ...] = ()
+    #: The user's ``held_back`` setting (their global config; default ``ask``).
+    held_back: HeldBack = "ask"
+
+    def is_current(self) -> bool:
+        """Whether nothing the table was built from changed since (a ``stat`` and an
+        ``lstat`` per path)."""
+        return unchanged(self.inputs)
 
     def for_event(self, event: str) -> tuple[Hook, ...]:
         if self.by_event or not self.hooks:
@@ -329,3 +383,13 @@ class ConfigError(Exception):
     def __init__(self, problems: tuple[ConfigProblem, ...] | list[ConfigProblem]) -> None:
         self.problems = tuple(problems)
         super().__init__("\n".join(str(p) for p in self.problems))
+
+
+def config_error_text(exc: ConfigError) -> str:
+    """The reason an event gets when the config changed and no longer loads."""
+    first = str(exc.problems[0]) if exc.problems else "it has errors"
+    more = f" (and {len(exc.problems) - 1} more)" if len(exc.problems) > 1 else ""
+    return (
+        f"the triohooks config changed and does not load, so nothing was run: {first}{more}; "
+        "fix it (`triohooks validate` shows every error)"
+    )

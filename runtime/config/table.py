@@ -14,11 +14,13 @@ from pathlib import Path
 
 import msgspec
 
+from .freshness import Signature, signature
 from .json_dialect import MAX_FILE_BYTES, JsonFile, merge_json_scopes, parse_json_bytes
 from .model import (
-    CommandHandler,
+    Command,
     ConfigProblem,
     Handler,
+    HeldBack,
     Hook,
     HookTable,
     Scope,
@@ -33,7 +35,7 @@ from .paths import (
     workspace_config_files,
 )
 from .toml_dialect import MAX_TOML_FILE_BYTES, parse_toml_text
-from .trust import TrustSource, held_back_message, trust_inputs, trust_state
+from .trust import STORE_NAME, TrustSource, assess_trust, held_back_message
 
 
 class _ScopeFiles:
@@ -46,6 +48,8 @@ class _ScopeFiles:
         self.sources: list[TrustSource] = []
         #: ``(file, why)`` for files that are there but could not be read.
         self.unreadable: list[tuple[str, str]] = []
+        #: The ``held_back`` setting the scope's files chose, and which file (last one wins).
+        self.held_back: tuple[HeldBack, str] | None = None
 
 
 def _read_toml(
@@ -78,6 +82,8 @@ def _read_toml(
     into.toml_hooks.extend(parsed.hooks)
     problems.extend(parsed.problems)
     judge.update(parsed.judge)
+    if parsed.held_back is not None:
+        into.held_back = (parsed.held_back, str(path))
 
 
 def _read_json(
@@ -99,6 +105,8 @@ def _read_json(
     parsed = parse_json_bytes(data, file=str(path), scope=scope)
     problems.extend(parsed.problems)
     into.json_files.append(parsed)
+    if parsed.held_back is not None:
+        into.held_back = (parsed.held_back, str(path))
 
 
 def _read_scope(
@@ -122,9 +130,9 @@ def _read_scope(
     return out
 
 
-def _handlers(scope: _ScopeFiles) -> list[Handler]:
-    handlers: list[Handler] = [h.handler for h in scope.toml_hooks]
-    handlers += [CommandHandler(s.command) for jf in scope.json_files for _, s in jf.specs]
+def _handlers(scope: _ScopeFiles) -> list[Handler | Command]:
+    handlers: list[Handler | Command] = [h.handler for h in scope.toml_hooks]
+    handlers += [Command(s.command, s.env) for jf in scope.json_files for _, s in jf.specs]
     return handlers
 
 
@@ -166,10 +174,21 @@ def load_table(
     extra_configs: Sequence[Path] = (),
     trust_override: bool = False,
     generation: int = 0,
+    trust_covers: Sequence[str] | None = None,
 ) -> HookTable:
     """Read every scope and build the table. Never raises for bad config: problems are listed
-    (``severity="error"`` for the strict TOML dialect; the caller decides whether to start)."""
+    (``severity="error"`` for the strict TOML dialect; the caller decides whether to start).
+    ``trust_covers``: the paths trust hashes besides what it finds (``triohooks trust
+    --cover``; None: those the user named before)."""
     config_dir = config_dir if config_dir is not None else global_config_dir()
+    # Every file the table may read, signed before it is read (the freshness check).
+    watched = [
+        *global_config_files(config_dir),
+        *extra_configs,
+        *(workspace_config_files(workspace) if workspace is not None else ()),
+        config_dir / STORE_NAME,
+    ]
+    inputs: dict[str, Signature] = {str(p): signature(str(p)) for p in watched}
     problems: list[ConfigProblem] = []
     judge: dict[str, str] = {}
     scopes = [
@@ -183,14 +202,17 @@ def load_table(
         ws_judge: dict[str, str] = {}
         ws_problems: list[ConfigProblem] = []
         ws = _read_scope(ws_files, "workspace", ws_problems, ws_judge, required=False)
-        inputs = trust_inputs(
+        trust, covered = assess_trust(
+            config_dir,
+            workspace,
             ws.sources,
             _handlers(ws),
-            workspace,
             hooks_dir=ws_files[0].parent,
             unreadable=ws.unreadable,
+            covers=trust_covers,
         )
-        trust = trust_state(config_dir, workspace, inputs)
+        for sig in covered.signatures:
+            inputs.setdefault(str(sig[0]), sig)
         if trust_override and trust.state != "none":
             trust = msgspec.structs.replace(trust, state="trusted")
         if trust.state == "trusted":
@@ -199,8 +221,17 @@ def load_table(
             # Not trusted: nothing in it may stop the user's own hooks from running, so its
             # problems are warnings, shown but never a startup error.
             problems.extend(as_untrusted(p, trust.state) for p in ws_problems)
+        if ws.held_back is not None:
+            problems.append(
+                ConfigProblem(
+                    ws.held_back[1],
+                    "held_back is yours to choose, in your global config: ignored here",
+                    field="held_back",
+                    severity="warning",
+                )
+            )
         unreadable = {name for name, _ in ws.unreadable}
-        for name, reason in inputs.refused:
+        for name, reason in covered.refused:
             if name not in unreadable:  # a hook file's own read problem says it already
                 message = f"{reason}; the workspace hooks cannot be trusted"
                 problems.append(ConfigProblem(name, message, severity="warning"))
@@ -230,6 +261,10 @@ def load_table(
         files=tuple(f for s in scopes for f in s.read),
         judge=tuple(sorted(judge.items())),
         generation=generation,
+        inputs=tuple(inputs.values()),
+        held_back=next(
+            (s.held_back[0] for s in reversed(scopes[:2]) if s.held_back is not None), "ask"
+        ),
     )
 
 

@@ -17,12 +17,14 @@ from triohooks.match.ifrules import IfRuleError, parse_if_rule
 from .events import EVENTS
 from .json_dialect import exec_string_problem
 from .model import (
+    HELD_BACK_CHOICES,
     TOML_DEFAULT_TIMEOUT_S,
     ArgsHandler,
     CommandHandler,
     ConfigProblem,
     GuardHandler,
     Handler,
+    HeldBack,
     Hook,
     HttpHandler,
     PromptHandler,
@@ -63,7 +65,7 @@ _TYPE_FIELDS: Final[dict[str, frozenset[str]]] = {
     "prompt": frozenset({"prompt", "model"}),
     "builtin": frozenset({"builtin", "params"}),
 }
-_TOP_LEVEL: Final = frozenset({"hooks", "judge"})
+_TOP_LEVEL: Final = frozenset({"hooks", "judge", "held_back"})
 _JUDGE_FIELDS: Final = frozenset({"base_url", "model", "api_key_env"})
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]*\Z")
@@ -308,6 +310,18 @@ class TomlFile:
         self.hooks: list[Hook] = []
         self.problems: list[ConfigProblem] = []
         self.judge: dict[str, str] = {}
+        #: The top-level ``held_back`` setting, when the file has a valid one.
+        self.held_back: HeldBack | None = None
+
+
+def _held_back(value: object, file: str, problems: list[ConfigProblem]) -> HeldBack | None:
+    if value in HELD_BACK_CHOICES:
+        return value
+    choices = ", ".join(f'"{c}"' for c in HELD_BACK_CHOICES)
+    problems.append(
+        ConfigProblem(file, f"must be one of {choices}, not {value!r}", field="held_back")
+    )
+    return None
 
 
 def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
@@ -329,10 +343,12 @@ def parse_toml_text(text: str, *, file: str, scope: Scope) -> TomlFile:
             out.problems.append(
                 ConfigProblem(
                     file,
-                    "unknown top-level key (expected [hooks] or [judge])",
+                    "unknown top-level key (expected [hooks], [judge] or held_back)",
                     field=location_name(key),
                 )
             )
+    if "held_back" in doc:
+        out.held_back = _held_back(doc["held_back"], file, out.problems)
     judge = doc.get("judge", {})
     if not isinstance(judge, dict):
         out.problems.append(ConfigProblem(file, "must be a table", field="judge"))

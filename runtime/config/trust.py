@@ -5,17 +5,18 @@ scope, or one agent's project-level settings):
 
 - the hook configs **as they were parsed** (:class:`TrustSource`: the bytes a loader read and
   parsed in one open, never a second look at the file): a native hook file whole; for an
-  agent's settings file only its hooks and the switches that turn hooks off, so an unrelated
-  key (``permissions``) or an unrelated file (``settings.local.json`` with no hooks) never
-  changes trust;
-- every file a hook command can execute or read, found with the project's bash parser
-  (:func:`triohooks.match.shell.read_words`) with the variables the agent defines expanded
-  (``$CLAUDE_PROJECT_DIR``, ``$GEMINI_PROJECT_DIR``, ``$PWD``, ``$HOME``) and ``cd`` followed;
-  symlinks resolved, every byte hashed, nothing read that could block;
-- where a command names a file trust cannot resolve (``$(...)/x.sh``, a variable it does not
-  know in a path, a computed command name), the whole hooks directory instead (every file under
-  it), or, with no hooks directory, nothing: the content is refused, with a message saying how
-  to write the command.
+  agent's settings file its hooks, its ``env`` and the switches that turn hooks off, so an
+  unrelated key (``permissions``) or an unrelated file (``settings.local.json`` with no hooks)
+  never changes trust;
+- everything the hooks' commands can run, as the closed-world reader finds it
+  (:mod:`.trust_reader`): the files they name, the scripts those run, the directories their
+  languages load code from, what a repository's git configuration makes git run -- every
+  byte hashed, nothing read that could block;
+- what trust cannot enumerate is **unseen** (``make``, ``python -c``, a path known only at
+  run time ...): such content is held back, saying what was not understood, until the user
+  names the files it runs (``triohooks trust --cover PATH``: hashed with the rest, their
+  choice recorded) or moves the code where trust can read it;
+- the files the user named with ``--cover`` (kept with the record).
 
 The store is ``trust.json`` in the global config dir (written atomically), one record per
 workspace (and dialect) with the digest and each file's own hash, so a changed state can say
@@ -27,9 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import os
-import re
 import shlex
-import stat
 import time
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -37,7 +36,8 @@ from typing import Final, Literal
 
 import msgspec
 
-from .model import ArgsHandler, CommandHandler, Handler, TrustInfo
+from .freshness import Signature
+from .model import ArgsHandler, Command, CommandHandler, Handler, TrustInfo
 from .paths import (
     UnreadableFileError,
     iter_regular_file,
@@ -45,6 +45,7 @@ from .paths import (
     read_regular_file,
     write_file_atomic,
 )
+from .trust_cover import MAX_DIR_FILES, Cover, Unseen
 
 STORE_NAME: Final = "trust.json"
 #: A file named for trust bigger than this is not hashed, and the workspace cannot be trusted
@@ -54,50 +55,8 @@ MAX_HASHED_BYTES: Final = 256 * 1024 * 1024
 #: Largest trust store read (a record is a few hundred bytes; a bigger store trusts nothing).
 MAX_STORE_BYTES: Final = 64 * 1024 * 1024
 #: A digest with this prefix names content that cannot be trusted (a FIFO, a device, an
-#: unreadable or oversized file, a command trust cannot resolve): it never matches a record and
-#: is never recorded as trusted.
+#: unreadable or oversized file): it never matches a record and is never recorded as trusted.
 UNTRUSTABLE: Final = "untrustable:"
-#: Files hashed under a hooks directory (the fallback for commands trust cannot resolve); more
-#: and the content cannot be trusted.
-MAX_DIR_FILES: Final = 4096
-#: Directories ``cd`` in one command may lead to that trust follows; more: cannot resolve.
-MAX_CD_DIRS: Final = 16
-#: Longest command excerpt in a message.
-EXCERPT: Final = 60
-#: Programs that read a file named as their first argument as code: a computed first argument
-#: (``python3 $SCRIPT``) is a file trust cannot see.
-_LOADERS: Final = frozenset(
-    {
-        "bash",
-        "sh",
-        "zsh",
-        "dash",
-        "ksh",
-        "source",
-        ".",
-        "python",
-        "python3",
-        "node",
-        "deno",
-        "ruby",
-        "perl",
-        "php",
-        "lua",
-        "bun",
-        "tsx",
-        "ts-node",
-        "uv",
-        "npx",
-    }
-)
-#: A word computed at run time that reads as a path: one starting with ``/``, ``./``, ``../``,
-#: ``~/`` or a dot-directory (``.claude/``), or with an expansion followed by ``/``
-#: (``"$DIR"/x``, ``$(git rev-parse --show-toplevel)/x``). Other computed words are data.
-_COMPUTED_PATH: Final = re.compile(
-    r"(?:/|\.{1,2}/|~/|\.[\w-]+/|\$\{[^}]*\}[\"']?/|\$\w+[\"']?/|\$\(.*\)[\"']?/|`.*`[\"']?/)",
-    re.DOTALL,
-)
-_VARIABLE: Final = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 
 
 class TrustRefusedError(ValueError):
@@ -127,6 +86,9 @@ class TrustRecord(msgspec.Struct, kw_only=True):
     #: The hook config files' text as trusted (up to :data:`MAX_TEXT_KEPT` each), so that
     #: ``triohooks trust`` can show what changed since, line by line.
     texts: dict[str, str] = msgspec.field(default_factory=dict)
+    #: Paths the user named for trust to hash besides what it found (``--cover``), relative
+    #: to the workspace: their answer to what trust could not see.
+    covers: list[str] = msgspec.field(default_factory=list)
 
 
 class TrustStore(msgspec.Struct):
@@ -141,17 +103,25 @@ class TrustInputs(msgspec.Struct, frozen=True):
     #: The covered files: hook configs, then the files their commands name (resolved), then
     #: the files of a hooks directory hashed whole.
     files: tuple[str, ...]
-    #: ``(file or command, why)`` for each thing that could not be hashed or resolved.
+    #: ``(file, why)`` for each file that cannot be hashed (a FIFO, an oversized file).
     refused: tuple[tuple[str, str], ...] = ()
     #: ``(file, its own hash)`` for each file.
     parts: tuple[tuple[str, str], ...] = ()
-    #: What trust did instead of following a command (``... : covers all of .claude/hooks``).
+    #: Which directories trust covers whole, and why.
     notes: tuple[str, ...] = ()
-    #: :func:`stamp` of each file hashed (and directory listed), taken as it was read: the
-    #: same stamps later mean the same content (see ``table_is_current`` of the agents).
-    stamps: tuple[Stamp, ...] = ()
+    #: The signature (:mod:`.freshness`) of every path trust looked at, present or not,
+    #: taken before it was read.
+    signatures: tuple[Signature, ...] = ()
     #: ``(file, text)`` of each hook config as parsed (see :data:`MAX_TEXT_KEPT`).
     texts: tuple[tuple[str, str], ...] = ()
+    #: ``(command, why)`` for what trust cannot see (:mod:`.trust_reader`).
+    unseen: tuple[tuple[str, str], ...] = ()
+    #: Commands trust read from the workspace root with paths relative to it.
+    cwd_bound: tuple[str, ...] = ()
+    #: The paths the user named (``--cover``) that were hashed too.
+    covers: tuple[str, ...] = ()
+    #: Where the workspace keeps hook code (for messages).
+    hooks_dir: str = ""
 
 
 def canonical_workspace(workspace: Path) -> str:
@@ -178,183 +148,51 @@ def file_sources(paths: Iterable[Path]) -> list[TrustSource]:
     return out
 
 
-# -- which files a command names ---------------------------------------------------------------
+# -- hashing -------------------------------------------------------------------------------------
 
 
-def _excerpt(text: str) -> str:
-    one = " ".join(text.split())
-    return one if len(one) <= EXCERPT else one[: EXCERPT - 3] + "..."
+def handler_command(handler: Handler) -> Command | None:
+    """What a handler runs, as :func:`~.trust_reader.read_commands` reads it: a command hook's
+    bash text, an ``args`` hook's argv; None for one that runs no process here."""
+    if isinstance(handler, CommandHandler):
+        return Command(handler.command)
+    if isinstance(handler, ArgsHandler):
+        return Command(tuple(handler.args))
+    return None
 
 
-def mark_known(command: str, variables: Mapping[str, str]) -> tuple[str, dict[str, str]]:
-    """``command`` with each ``$NAME`` / ``${NAME}`` whose ``NAME`` is known replaced by a plain
-    placeholder path (which reads the same quoted or not), and the placeholders' values. Unknown
-    variables are left as written (dynamic to the parser). Inside single quotes bash would not
-    expand: trust then looks at a file the hook does not run, which costs nothing."""
-    values: dict[str, str] = {}
-
-    def mark(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2) or ""
-        if name not in variables:
-            return m.group(0)
-        placeholder = f"/.triohooks-variable-{name}"
-        values[placeholder] = variables[name]
-        return placeholder
-
-    return _VARIABLE.sub(mark, command), values
-
-
-class _Found:
-    """Files a set of commands names, and what could not be resolved."""
-
-    def __init__(self, root: Path, home: str) -> None:
-        #: Placeholder -> value of the known variables in the command being read.
-        self.values: dict[str, str] = {}
-        self.root = root.resolve()
-        self.roots = (self.root, Path(os.path.abspath(root)))
-        self.home = home
-        self.files: dict[str, Path] = {}
-        self.unresolved: list[tuple[str, str]] = []
-
-    def word(self, word: str, dirs: Sequence[Path]) -> None:
-        if not word or len(word) > 4096:
-            return
-        for placeholder, value in self.values.items():
-            word = word.replace(placeholder, value)
-        if word.startswith("-"):
-            word = word.partition("=")[2]  # --config=x.toml names x.toml
-            if not word:
-                return
-        if word == "~" or word.startswith("~/"):
-            word = self.home + word[1:]
-        candidates = [Path(word)] if os.path.isabs(word) else [d / word for d in dirs]
-        for candidate in candidates:
-            self._candidate(candidate)
-
-    def _candidate(self, candidate: Path) -> None:
-        try:
-            resolved = candidate.resolve()
-            inside = resolved.is_relative_to(self.root) or any(
-                Path(os.path.normpath(candidate)).is_relative_to(r) for r in self.roots
-            )
-            if not inside or stat.S_ISDIR(os.stat(resolved).st_mode):
-                return
-        except (OSError, ValueError, RuntimeError):  # missing, a NUL, a symlink loop
-            return
-        self.files.setdefault(str(resolved), resolved)
-
-    def command(self, command: str, variables: Mapping[str, str]) -> None:
-        # The parser (tree-sitter) loads only when there is a command to read: `fire` with no
-        # workspace hooks never needs it.
-        from triohooks.match.shell import read_words
-
-        source = _excerpt(command)
-        text, self.values = mark_known(command, variables)
-        read = read_words(text)
-        if read.error:
-            self.unresolved.append((source, f"cannot read it as bash ({read.error})"))
-            return
-        dirs = [self.root]
-        follows_cd = False
-        for simple in read.commands:
-            words = simple.words
-            if words[0] in ("cd", "pushd"):
-                target = next((w for w in words[1:] if w is None or not w.startswith("-")), "~")
-                if target is None or target == "-":
-                    self.unresolved.append((source, "it changes to a computed directory"))
-                    return
-                for placeholder, value in self.values.items():
-                    target = target.replace(placeholder, value)
-                target = self.home + target[1:] if target.startswith("~") else target
-                new = [Path(os.path.normpath(d / target)) for d in dirs]
-                dirs = list(dict.fromkeys([*dirs, *new]))
-                follows_cd = True
-                if len(dirs) > MAX_CD_DIRS:
-                    self.unresolved.append((source, "it changes directory too often to follow"))
-                    return
-                continue
-            for word in words:
-                if word is not None:
-                    self.word(word, dirs)
-            name = posix_base(words[0])
-            if name in _LOADERS and len(words) > 1 and words[1] is None:
-                self.unresolved.append((source, f"{name} runs a file named at run time"))
-        for word in read.other_words:
-            if word is not None:
-                self.word(word, dirs)
-        for raw in read.dynamic:
-            if _COMPUTED_PATH.match(raw.lstrip("\"'")):
-                self.unresolved.append((source, f"cannot tell which file {_excerpt(raw)} names"))
-        if any(d == "dynamic command name" for d in read.doubts):
-            self.unresolved.append((source, "its command name is computed at run time"))
-        if follows_cd and "PWD" in command:
-            self.unresolved.append((source, "it uses $PWD after cd"))
-
-
-def posix_base(name: str | None) -> str:
-    return (name or "").rsplit("/", 1)[-1]
-
-
-def _hook_files(
-    handlers: Iterable[Handler], workspace: Path, variables: Mapping[str, str]
-) -> _Found:
-    home = os.path.expanduser("~")
-    known = {"PWD": str(workspace), "HOME": home, **variables}
-    found = _Found(workspace, home)
-    for handler in handlers:
-        if isinstance(handler, CommandHandler):
-            found.command(handler.command, known)
-        elif isinstance(handler, ArgsHandler):
-            for word in handler.args:  # no shell: the words are literal
-                found.word(word, [found.root])
-    return found
-
-
-def stamp(st: os.stat_result) -> tuple[int, int, int, int, int]:
-    """What shows any change of a file: device, inode, size, mtime and ctime (ns)."""
-    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-
-
-#: A file (or directory) and :func:`stamp` of it as it was hashed (or listed).
-Stamp = tuple[str, tuple[int, int, int, int, int]]
-
-
-def _dir_files(directory: Path, skip: set[str], stamps: list[Stamp]) -> list[Path] | None:
+def _dir_files(directory: str, skip: set[str], cover: Cover, limit: int) -> list[str] | None:
     """Every non-directory under ``directory`` (symlinked files followed when hashed, symlinked
-    directories not descended), sorted; None when there are more than :data:`MAX_DIR_FILES`.
-    Each directory is stamped before it is listed (a file added later changes its stamp)."""
-    out: list[Path] = []
+    directories not descended), sorted; None when there are more than ``limit``.
+    Each directory is looked at (its signature) before it is listed: a file added or removed
+    later changes it."""
+    out: list[str] = []
     pending = [directory]
     while pending:
         top = pending.pop()
+        cover.look(top)
         try:
-            stamps.append((str(top), stamp(os.stat(top))))
             entries = sorted(os.scandir(top), key=lambda e: e.name)
         except OSError:
             continue
         for entry in entries:
-            path = Path(entry.path)
             if entry.is_dir(follow_symlinks=False):
-                pending.append(path)
+                pending.append(entry.path)
                 continue
-            if str(path) in skip or os.path.realpath(path) in skip:
+            if entry.path in skip or os.path.realpath(entry.path) in skip:
                 continue
-            out.append(path)
-            if len(out) > MAX_DIR_FILES:
+            out.append(entry.path)
+            if len(out) > limit:
                 return None
     return sorted(out)
 
 
-# -- hashing -------------------------------------------------------------------------------------
-
-
-def _hash_file(name: str, stamps: list[Stamp]) -> tuple[str, str | None]:
+def _hash_file(name: str, cover: Cover) -> tuple[str, str | None]:
     """(the part: content hash and exec bits, or what stands in for them; why it cannot be
-    trusted, or None). The file is stamped from the ``fstat`` of the descriptor hashed: a change
-    after it shows in the next stamp."""
+    trusted, or None). Looked at (its signature) before it is opened."""
+    cover.look(name)
     try:
         with open_regular_file(name) as (fd, st):
-            stamps.append((name, stamp(st)))
             inner = hashlib.sha256()
             for chunk in iter_regular_file(fd, st, MAX_HASHED_BYTES, name):
                 inner.update(chunk)
@@ -362,76 +200,99 @@ def _hash_file(name: str, stamps: list[Stamp]) -> tuple[str, str | None]:
     except FileNotFoundError as exc:  # gone since it was listed
         return f"unreadable:{exc.errno}", None
     except UnreadableFileError as exc:
-        if os.path.isdir(name):  # a symlinked directory under a hooks dir: where it points
+        if os.path.isdir(name):  # a symlinked directory under a covered one: where it points
             return f"directory:{os.path.realpath(name)}", None
         return "refused", exc.reason
 
 
 def trust_inputs(
     sources: Sequence[TrustSource],
-    handlers: Iterable[Handler],
+    handlers: Iterable[Handler | Command],
     workspace: Path,
     *,
     variables: Mapping[str, str] | None = None,
     hooks_dir: Path | None = None,
     unreadable: Sequence[tuple[str, str]] = (),
+    covers: Sequence[str] = (),
 ) -> TrustInputs:
-    """What trust covers now: ``sources`` (as parsed) and the files their ``handlers`` name.
+    """What trust covers now: ``sources`` (as parsed), everything their ``handlers`` run
+    (:mod:`.trust_reader`) and the paths the user named (``covers``, relative to the
+    workspace).
 
-    ``variables`` are the agent's own (``CLAUDE_PROJECT_DIR`` -> the project); ``$PWD`` is the
-    workspace and ``$HOME`` the user's home. ``unreadable``: ``(hook file, why)`` for hook files
-    that are there but could not be read (a FIFO, a device): not trustable. A command trust
-    cannot resolve makes it cover every
-    file under ``hooks_dir`` instead; with no such directory the content is refused. Every byte
-    is hashed; nothing blocks (a FIFO or device is refused, not opened for a blocking read).
-    """
+    ``variables`` are the agent's own (``CLAUDE_PROJECT_DIR`` -> the project) and the
+    settings' ``env``; ``$PWD`` is the workspace and ``$HOME`` the user's home. ``hooks_dir``
+    is where the workspace keeps hook code (named in messages). ``unreadable``: ``(hook file,
+    why)`` for hook files that are there but could not be read (a FIFO, a device): not
+    trustable. Every byte is hashed; nothing blocks (a FIFO or device is refused, not opened
+    for a blocking read)."""
     root = str(workspace.resolve())
+    commands = [
+        c
+        for c in (h if isinstance(h, Command) else handler_command(h) for h in handlers)
+        if c is not None
+    ]
+    if commands:
+        # The reader (and the bash parser under it) loads only when there is a command to
+        # read: `fire` with no workspace hooks never needs it.
+        from .trust_reader import read_commands
+
+        cover = read_commands(commands, workspace, variables=variables)
+    else:
+        cover = Cover(workspace, os.path.expanduser("~"))
     parts: list[tuple[str, str]] = []
     refused: list[tuple[str, str]] = []
-    notes: list[str] = []
-    stamps: list[Stamp] = []
     for source in sources:
+        cover.look(source.name)
         parts.append((os.path.realpath(source.name), hashlib.sha256(source.content).hexdigest()))
     for name, why in unreadable:  # a hook file that is there but cannot be read
+        cover.look(name)
         parts.append((os.path.realpath(name), "refused"))
         refused.append((name, why))
     covered = {p for p, _ in parts} | {os.path.abspath(s.name) for s in sources}
-    found = _hook_files(handlers, workspace, variables or {})
-    program_files = [found.files[k] for k in sorted(found.files) if k not in covered]
-    dir_files: list[Path] = []
-    if found.unresolved:
-        listed = (
-            _dir_files(hooks_dir, covered, stamps)
-            if hooks_dir is not None and hooks_dir.is_dir()
-            else None
-        )
-        for command, why in dict.fromkeys(found.unresolved):
-            if listed is not None:
-                notes.append(f"`{command}`: {why}; trust covers every file in {hooks_dir}")
-            else:
-                where = (
-                    f"{hooks_dir} holds more than {MAX_DIR_FILES} files"
-                    if (hooks_dir is not None and hooks_dir.is_dir())
-                    else "there is no hooks directory to cover instead"
-                )
+    files = [f for f in cover.files if f not in covered]
+    notes: list[str] = []
+    for directory, why in cover.dirs.items():
+        listed = _dir_files(directory, covered, cover, MAX_DIR_FILES)
+        if listed is None:
+            cover.say(
+                next(u.command for u in [*cover.unseen, Unseen(directory, "")]),
+                f"{why}, and {directory} holds more than {MAX_DIR_FILES} files",
+            )
+            continue
+        notes.append(f"{why}: trust covers every file in {directory}")
+        files += [f for f in listed if f not in covered]
+    for name in covers:
+        path = os.path.normpath(os.path.join(root, os.path.expanduser(name)))
+        cover.look(path)
+        if os.path.isdir(path):
+            listed = _dir_files(path, covered, cover, MAX_DIR_FILES)
+            if listed is None:
                 refused.append(
-                    (
-                        command,
-                        f"{why} ({where}): write the script's path literally or from "
-                        "the project's variable",
-                    )
+                    (path, f"named with --cover, it holds more than {MAX_DIR_FILES} files")
                 )
-        dir_files = [p for p in listed or [] if str(p.resolve()) not in found.files]
-    for path in [*program_files, *dir_files]:
-        part, refusal = _hash_file(str(path), stamps)
-        parts.append((str(path), part))
+                continue
+            files += listed
+        elif os.path.lexists(path):
+            files.append(path)
+        else:
+            parts.append((path, "missing"))
+    for path in dict.fromkeys(files):
+        part, refusal = _hash_file(path, cover)
+        parts.append((path, part))
         if refusal is not None:
-            refused.append((str(path), refusal))
+            refused.append((path, refusal))
+    for label, text in cover.texts.items():
+        parts.append((label, hashlib.sha256(text.encode("utf-8", "surrogateescape")).hexdigest()))
+    unseen = tuple((u.command, u.why) for u in cover.unseen)
     h = hashlib.sha256()
     for name, part in parts:
         h.update(os.path.relpath(name, root).encode() + b"\0" + part.encode() + b"\0")
     for command, why in refused:
         h.update(f"refused\0{command}\0{why}\0".encode())
+    for command, why in unseen:
+        h.update(f"unseen\0{command}\0{why}\0".encode())
+    for name in covers:
+        h.update(f"cover\0{name}\0".encode())
     digest = h.hexdigest()
     texts = tuple(
         (os.path.realpath(s.name), s.content.decode("utf-8", "replace"))
@@ -440,12 +301,16 @@ def trust_inputs(
     )
     return TrustInputs(
         UNTRUSTABLE + digest if refused else digest,
-        tuple(name for name, _ in parts),
+        tuple(dict.fromkeys(name for name, _ in parts)),
         tuple(refused),
         tuple(parts),
         tuple(notes),
-        tuple(stamps),
+        tuple(cover.looked.values()),
         texts,
+        unseen=unseen,
+        cwd_bound=tuple(sorted(cover.cwd_bound)),
+        covers=tuple(covers),
+        hooks_dir=str(hooks_dir) if hooks_dir is not None else "",
     )
 
 
@@ -458,7 +323,13 @@ def read_store(config_dir: Path) -> TrustStore:
         return msgspec.json.decode(read_regular_file(path, MAX_STORE_BYTES), type=TrustStore)
     except FileNotFoundError:
         return TrustStore()
-    except (OSError, UnreadableFileError, msgspec.DecodeError, msgspec.ValidationError):
+    except (
+        OSError,
+        UnreadableFileError,
+        msgspec.DecodeError,
+        msgspec.ValidationError,
+        RecursionError,
+    ):
         # A damaged store trusts nothing; `triohooks trust` rewrites it.
         return TrustStore()
 
@@ -469,10 +340,48 @@ def write_store(config_dir: Path, store: TrustStore) -> None:
     write_file_atomic(config_dir / STORE_NAME, data, new_mode=0o600)
 
 
+def assess_trust(
+    config_dir: Path,
+    workspace: Path,
+    sources: Sequence[TrustSource],
+    handlers: Iterable[Handler | Command],
+    *,
+    dialect: str | None = None,
+    variables: Mapping[str, str] | None = None,
+    hooks_dir: Path | None = None,
+    unreadable: Sequence[tuple[str, str]] = (),
+    covers: Sequence[str] | None = None,
+) -> tuple[TrustInfo, TrustInputs]:
+    """What trust covers for a workspace now and its state against the store: the one way
+    every table judges its workspace's hooks. ``covers``: the paths the user names for trust
+    to hash too (``triohooks trust --cover``); None: those of the record kept (the user's
+    earlier answer)."""
+    record = read_store(config_dir).workspaces.get(trust_key(workspace, dialect))
+    if covers is None:
+        covers = record.covers if record is not None else ()
+    inputs = trust_inputs(
+        sources,
+        handlers,
+        workspace,
+        variables=variables,
+        hooks_dir=hooks_dir,
+        unreadable=unreadable,
+        covers=covers,
+    )
+    return _state(workspace, inputs, record, dialect), inputs
+
+
 def trust_state(
     config_dir: Path, workspace: Path, inputs: TrustInputs, *, dialect: str | None = None
 ) -> TrustInfo:
     """The state of ``inputs`` against the store, and (when changed) which files differ."""
+    record = read_store(config_dir).workspaces.get(trust_key(workspace, dialect))
+    return _state(workspace, inputs, record, dialect)
+
+
+def _state(
+    workspace: Path, inputs: TrustInputs, record: TrustRecord | None, dialect: str | None
+) -> TrustInfo:
     key = trust_key(workspace, dialect)
     info = TrustInfo(
         state="none",
@@ -483,10 +392,13 @@ def trust_state(
         refused=inputs.refused,
         notes=inputs.notes,
         texts=inputs.texts,
+        unseen=inputs.unseen,
+        covers=inputs.covers,
+        cwd_bound=inputs.cwd_bound,
+        hooks_dir=inputs.hooks_dir,
     )
     if not inputs.files:
         return msgspec.structs.replace(info, digest="", files=())
-    record = read_store(config_dir).workspaces.get(key)
     state: Literal["new", "trusted", "changed", "declined"]
     if record is None:
         state = "new"
@@ -494,8 +406,10 @@ def trust_state(
         state = "declined" if record.decision == "declined" else "trusted"
     else:
         state = "changed"
-    if state == "trusted" and inputs.digest.startswith(UNTRUSTABLE):
-        state = "changed"  # a hand-made record cannot trust what was refused
+    if state == "trusted" and (
+        inputs.digest.startswith(UNTRUSTABLE) or (inputs.unseen and not inputs.covers)
+    ):
+        state = "changed"  # a hand-made record cannot trust what was refused or unseen
     changed: tuple[str, ...] = ()
     if state == "changed" and record is not None:
         added, removed, edited = trust_changes(record, info)
@@ -524,12 +438,17 @@ def record_trust(
     from a table load, whatever its state).
 
     Raises :class:`TrustRefusedError` (nothing recorded) when asked to trust an untrustable
-    digest (see :func:`trust_inputs`); declining it is fine."""
+    digest (see :func:`trust_inputs`), or content with commands trust cannot see when the
+    user named no file for it to hash (``info.covers``); declining it is fine."""
     if decision == "trusted" and info.digest.startswith(UNTRUSTABLE):
         why = "; ".join(f"{name}: {reason}" for name, reason in info.refused)
         raise TrustRefusedError(
             f"{canonical_workspace(workspace)}: the hooks cannot be trusted: "
             + (why or "a file they name cannot be hashed")
+        )
+    if decision == "trusted" and info.unseen and not info.covers:
+        raise TrustRefusedError(
+            f"{canonical_workspace(workspace)}: nothing recorded: " + unseen_text(info, dialect)
         )
     store = read_store(config_dir)
     store.workspaces[trust_key(workspace, dialect)] = TrustRecord(
@@ -539,8 +458,28 @@ def record_trust(
         files=list(info.files),
         parts=dict(info.parts),
         texts=dict(info.texts),
+        covers=list(info.covers),
     )
     write_store(config_dir, store)
+
+
+def trust_command(trust: TrustInfo, agent: str | None, *extra: str) -> str:
+    """The exact command that trusts ``trust``'s workspace (``extra`` words added)."""
+    project = shlex.quote(trust.workspace.partition("#")[0])
+    words = ["triohooks", *([agent] if agent else []), "trust", *extra, "--workspace", project]
+    return " ".join(words)
+
+
+def unseen_text(trust: TrustInfo, agent: str | None) -> str:
+    """What trust cannot see in ``trust``'s hooks, and what the user can do about it."""
+    shown = "; ".join(f"`{c}`: {why}" for c, why in trust.unseen[:3])
+    more = f" (and {len(trust.unseen) - 3} more)" if len(trust.unseen) > 3 else ""
+    where = trust.hooks_dir or "the hooks directory"
+    return (
+        f"trust cannot see what they run: {shown}{more}. Move that code into a script in "
+        f"{where} (trust hashes the scripts a command names and reads what they run), or name "
+        f"the files it runs for trust to hash: `{trust_command(trust, agent, '--cover', 'PATH')}`"
+    )
 
 
 def held_back_message(trust: TrustInfo, agent: str | None, count: int) -> str:
@@ -557,15 +496,19 @@ def held_back_message(trust: TrustInfo, agent: str | None, count: int) -> str:
         why = "you declined them"
     else:
         why = "they are not trusted yet"
+    if trust.unseen and not trust.covers and not trust.refused:
+        return (
+            f"{count} workspace hook(s) of {project} held back: {why}; {unseen_text(trust, agent)}"
+        )
     where = shlex.quote(project)
     if agent is None:
         review = f"`triohooks trust --dry-run --workspace {where}` shows what changed"
         return (
             f"{count} workspace hook(s) of {project} held back: {why}. {review}; then run "
-            f"`triohooks trust --workspace {where}`"
+            f"`{trust_command(trust, None)}`"
         )
     command = f"triohooks {agent}"
     return (
         f"{count} project {agent} hook(s) of {project} held back: {why}. Review them with "
-        f"`{command} list --workspace {where}`, then run `{command} trust --workspace {where}`"
+        f"`{command} list --workspace {where}`, then run `{trust_command(trust, agent)}`"
     )

@@ -24,6 +24,7 @@ from triohooks.config.paths import global_config_dir, state_dir
 from triohooks.config.trust import TrustRefusedError, record_trust
 
 from .agent_checks import check_agent
+from .cli import describe_unseen, print_covered
 
 
 def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
@@ -58,6 +59,15 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
     common(q)
     q = actions.add_parser("trust", help="trust the project's agent hooks as they are now")
     q.add_argument("--decline", action="store_true", help="record that you decline them")
+    q.add_argument(
+        "--cover",
+        action="append",
+        metavar="PATH",
+        help=(
+            "a file or directory (relative to the project) for trust to hash besides what it "
+            "finds: your answer for commands trust cannot see into (repeatable)"
+        ),
+    )
     common(q)
     if agent == "claude":
         q = actions.add_parser(
@@ -185,10 +195,15 @@ def _carry_out(
     elif verb == "installed" and plan.scope == "project":
         table = load_agent_table(agent, project=workspace, home=home, config_dir=config_dir)
         if table.trust is not None and table.trust.state != "none":
-            record_trust(config_dir, workspace, table.trust, dialect=agent)
-            count = len(table.trust.files)
-            print(f"trusted the project's {agent} hooks as they are now ({count} file(s)):")
-            _print_covered(table)
+            try:
+                record_trust(config_dir, workspace, table.trust, dialect=agent)
+            except TrustRefusedError as exc:
+                # Installed all the same: the hooks it moved stay held back, said how to go on.
+                print(f"triohooks: not trusted: {exc}", file=sys.stderr)
+            else:
+                count = len(table.trust.files)
+                print(f"trusted the project's {agent} hooks as they are now ({count} file(s)):")
+                print_covered(table.trust)
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
@@ -280,24 +295,19 @@ def _validate(args: argparse.Namespace) -> int:
 def _trust(args: argparse.Namespace) -> int:
     agent, workspace, home, config_dir = _places(args)
     project = _project(agent, workspace, home, config_dir)
-    table = load_agent_table(agent, project=project, home=home, config_dir=config_dir)
+    table = load_agent_table(
+        agent, project=project, home=home, config_dir=config_dir, trust_covers=args.cover
+    )
     if table.trust is None or table.trust.state == "none":
         print(f"{project} has no project-level {agent} hooks")
         return 0
+    for line in describe_unseen(table.trust):
+        print(line)
     decision: Literal["trusted", "declined"] = "declined" if args.decline else "trusted"
     record_trust(config_dir, project, table.trust, decision, dialect=agent)
     print(f"{project}: project {agent} hooks {decision} ({len(table.trust.files)} file(s)):")
-    _print_covered(table)
+    print_covered(table.trust)
     return 0
-
-
-def _print_covered(table: AgentTable) -> None:
-    """Every file trust covers, and what it covers instead of a command it cannot follow."""
-    assert table.trust is not None
-    for name in table.trust.files:
-        print(f"  {name}")
-    for note in table.trust.notes:
-        print(f"  note: {note}")
 
 
 def _plugin(args: argparse.Namespace) -> int:

@@ -245,6 +245,15 @@ def _add_trust(sub: Any) -> None:
         action="store_true",
         help="show what changed since the last trust; record nothing",
     )
+    p.add_argument(
+        "--cover",
+        action="append",
+        metavar="PATH",
+        help=(
+            "a file or directory (relative to the workspace) for trust to hash besides what "
+            "it finds: your answer for commands trust cannot see into (repeatable)"
+        ),
+    )
 
 
 def _add_doctor(sub: Any) -> None:
@@ -451,7 +460,9 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_trust(args: argparse.Namespace) -> int:
     ws = _workspace(args)
     config_dir = args.config_dir if args.config_dir is not None else global_config_dir()
-    table = load_table(workspace=ws, config_dir=config_dir, trust_override=True)
+    table = load_table(
+        workspace=ws, config_dir=config_dir, trust_override=True, trust_covers=args.cover
+    )
     trust = table.trust
     if trust is None or not trust.files:
         print(f"{ws} has no workspace hooks (.agents/hooks.toml or .agents/hooks.json)")
@@ -460,9 +471,17 @@ def cmd_trust(args: argparse.Namespace) -> int:
     before = read_store(config_dir).workspaces.get(trust.workspace)
     for line in describe_changes(before, trust):
         print(line)
+    for line in describe_unseen(trust):
+        print(line)
     if args.dry_run:
         print("nothing recorded (--dry-run)")
         return EXIT_OK
+    if decision == "trusted" and table.errors:
+        # The hooks as they are would not load: trusting them would stop every event.
+        raise CliError(
+            "nothing recorded: the workspace hooks have errors; fix them first:\n"
+            + "\n".join(f"  {p}" for p in table.errors)
+        )
     try:
         record_trust(config_dir, ws, trust, decision)
     except TrustRefusedError as exc:
@@ -471,11 +490,24 @@ def cmd_trust(args: argparse.Namespace) -> int:
         f"{trust.workspace}: workspace hooks {decision} ({len(trust.files)} file(s), "
         f"sha256 {trust.digest[:16]}...)"
     )
+    print_covered(trust)
+    return EXIT_OK
+
+
+def describe_unseen(trust: TrustInfo) -> list[str]:
+    """What trust cannot see run, and the files the user named for it."""
+    lines = [f"trust cannot see what this runs: `{c}`: {why}" for c, why in trust.unseen]
+    if trust.unseen and trust.covers:
+        lines.append(f"you name for it: {', '.join(trust.covers)} (hashed with the rest)")
+    return lines
+
+
+def print_covered(trust: TrustInfo) -> None:
+    """Every file trust covers, and which directories it covers whole."""
     for name in trust.files:
         print(f"  {name}")
     for note in trust.notes:
         print(f"  note: {note}")
-    return EXIT_OK
 
 
 #: Lines of a changed hook file's diff shown by ``trust`` before the rest is summed up.

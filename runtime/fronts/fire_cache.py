@@ -17,8 +17,9 @@ What an entry is made from, and checked on every use:
   option: never cached); the working directory (the workspace); the environment variables
   that choose the config directory and the prompt-hook judge, and whether the judge's API key
   variable is set;
-- every file the decision read or could have read, by ``stat`` and ``lstat`` (device, inode,
-  mode, size, mtime and ctime in ns, or its absence): the global and workspace hook files,
+- every file the decision read or could have read, by its signature (``stat`` and ``lstat``:
+  device, inode, mode, size, mtime and ctime in ns, or its absence): the global and workspace
+  hook files,
   the trust store, and the triohooks modules that made the decision (an upgrade or an edit of
   the code is a miss). Only tables without workspace hooks are cached: a trusted workspace's
   digest covers the scripts its hooks name, which the cache does not follow;
@@ -34,8 +35,9 @@ ours); a file in it that is not a regular file of ours, mode 0600 or stricter, i
 ``TRIOHOOKS_FIRE_CACHE=off`` turns it off; ``TRIOHOOKS_CACHE_DIR`` moves it.
 
 It must not import msgspec, trio or any triohooks module that does at module level (the
-writer imports what it needs inside :func:`remember`), nor ever decide anything itself: every
-answer it gives was computed by the long way first.
+writer imports what it needs inside :func:`remember`; the signatures are the freshness rule of
+every table, :mod:`triohooks.config.freshness`, standard library only), nor ever decide
+anything itself: every answer it gives was computed by the long way first.
 """
 
 from __future__ import annotations
@@ -47,6 +49,8 @@ import sys
 import time
 import zlib
 from collections.abc import Callable, Iterable, Mapping, Sequence
+
+from triohooks.config import freshness
 
 #: typing is not imported at run time (the cache's answer is all the standard library it
 #: needs); type checkers treat this name as true.
@@ -62,7 +66,7 @@ if TYPE_CHECKING:
     P = ParamSpec("P")
 
 #: Bumped whenever what an entry holds changes meaning.
-FORMAT: Final = 1
+FORMAT: Final = 2
 CACHE_DIR_VAR: Final = "TRIOHOOKS_CACHE_DIR"
 SWITCH_VAR: Final = "TRIOHOOKS_FIRE_CACHE"
 #: Internal, for tests only: the settle time in ms instead of :data:`SETTLE_NS`.
@@ -157,25 +161,11 @@ def _entry_path(directory: str, key: Mapping[str, Any]) -> str:
     return os.path.join(directory, f"{zlib.crc32(text):08x}-{zlib.adler32(text):08x}.json")
 
 
-def _signature(path: str) -> list[Any]:
-    """``stat`` and ``lstat`` of ``path``: what would show any change of it, or its absence."""
-    out: list[Any] = []
-    for call in (os.stat, os.lstat):
-        try:
-            st = call(path)
-        except FileNotFoundError:
-            out.append("absent")
-        except OSError as exc:
-            out.append(f"errno {exc.errno}")
-        else:
-            out.append(
-                [st.st_dev, st.st_ino, st.st_mode, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
-            )
-    return out
-
-
-def _signatures(paths: Iterable[str]) -> list[list[Any]]:
-    return [[p, _signature(p)] for p in paths]
+def _signatures(paths: Iterable[str]) -> list[Any]:
+    """Every path's signature, by the one freshness rule of every table
+    (:mod:`triohooks.config.freshness`), with the cache's settle time (no entry is written
+    on a file that has not settled)."""
+    return freshness.signatures(paths, _settle_ns(os.environ))
 
 
 def _read_private(path: str) -> bytes:
@@ -309,7 +299,7 @@ def answer(argv: Sequence[str], environ: Mapping[str, str], data: bytes) -> str 
         judge = entry["judge_key"]
         if judge is not None and bool(environ.get(judge[0])) is not judge[1]:
             return None
-        if _signatures(p for p, _ in entry["files"]) != entry["files"]:
+        if _signatures(sig[0] for sig in entry["files"]) != entry["files"]:
             return None
         event = entry["words"][word]
         spec = entry["events"][event]
@@ -414,11 +404,11 @@ def remember(
         and isinstance(file := getattr(m, "__file__", None), str)
     )
     files = [*snapshot.files, *_signatures(modules)]
-    if _signatures(p for p, _ in snapshot.files) != snapshot.files:
+    if _signatures(sig[0] for sig in snapshot.files) != snapshot.files:
         return
     limit = snapshot.started_ns - _settle_ns(environ)
-    for _, sig in files:
-        for st in sig:
+    for sig in files:
+        for st in sig[1:3]:
             if isinstance(st, list) and (st[4] >= limit or st[5] >= limit):
                 return
     key = _key(environ, os.getcwd())

@@ -669,10 +669,14 @@ class HooksTools:
 
     def _record_workspace_trust(self) -> bool:
         """Record trust for the workspace as it is now; False when there is nothing to trust or
-        its content cannot be trusted (a file it names cannot be hashed)."""
+        its content cannot be trusted (a file it names cannot be hashed), or trust cannot see
+        what a command runs and the user named no files for it (theirs to decide, with
+        ``triohooks trust --cover``)."""
         assert self.workspace is not None
         trust = self._load().trust
         if trust is None or not trust.files or trust.digest.startswith(UNTRUSTABLE):
+            return False
+        if trust.unseen and not trust.covers:
             return False
         record_trust(self.config_dir, self.workspace, trust)
         return True

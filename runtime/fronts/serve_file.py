@@ -25,7 +25,7 @@ def serve_info(state: Path) -> dict[str, object] | None:
     """What ``<state>/serve.json`` says, or None when there is none or it cannot be read."""
     try:
         info = msgspec.json.decode(read_regular_file(state / SERVE_FILE, MAX_BYTES))
-    except (FileNotFoundError, UnreadableFileError, msgspec.DecodeError):
+    except (FileNotFoundError, UnreadableFileError, msgspec.DecodeError, RecursionError):
         return None
     return info if isinstance(info, dict) else None
 

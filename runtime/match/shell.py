@@ -96,7 +96,7 @@ import posixpath
 import re
 import shlex
 from collections.abc import Callable, Iterable
-from typing import Final
+from typing import Final, Literal
 
 import msgspec
 import tree_sitter
@@ -164,6 +164,13 @@ class ScriptWords(msgspec.Struct, frozen=True, gc=False):
     #: Commands that run code that is not shell, or a file's (``python -c``, ``source x.sh``):
     #: each as a doubt would be said, but kept apart from ``doubts``.
     foreign: tuple[str, ...] = ()
+    #: Each variable assignment's name and value as written (``("PATH", "bin:$PATH")``):
+    #: prefixes, plain assignments and ``export``/``declare`` ones.
+    assignments: tuple[tuple[str, str], ...] = ()
+    #: The names of the variables whose assignment made a doubt (:data:`DANGEROUS_ENV`).
+    env_doubts: tuple[str, ...] = ()
+    #: The functions the script defines (their bodies' commands are in ``commands``).
+    functions: tuple[str, ...] = ()
     #: Why the script could not be read at all ("" when it could).
     error: str = ""
 
@@ -912,6 +919,9 @@ class _Walker:
         self.other_words: list[Word] = []
         self.doubts: list[str] = []
         self.foreign: list[str] = []
+        self.assignments: list[tuple[str, str]] = []
+        self.env_doubts: list[str] = []
+        self.functions: list[str] = []
         self.arith_trap = not lenient and bool(source) and _ARITH_TRAP.search(source) is not None
 
     def _semantic(self, check: Callable[[], None]) -> None:
@@ -960,6 +970,10 @@ class _Walker:
             else:
                 if t == "variable_assignment":
                     self._semantic(functools.partial(self._check_assignment, node))
+                elif t == "function_definition" and self.lenient:
+                    name = node.child_by_field_name("name")
+                    if name is not None:
+                        self.functions.append(_text(name))
                 named = node.named_children
             stack.extend((child, node) for child in reversed(named))
 
@@ -969,16 +983,22 @@ class _Walker:
             raise _Uncertain("a quoted a[$(...)] runs when bash evaluates it as arithmetic")
 
     def _check_assignment(self, node: tree_sitter.Node) -> None:
-        if self.lenient:
-            value = node.child_by_field_name("value")
-            if value is not None:
-                self.other_words.append(_word(value))
         name = node.child_by_field_name("name")
         if name is not None and name.type == "subscript":
             name = name.child_by_field_name("name")
+        value = node.child_by_field_name("value")
+        if self.lenient:
+            if value is not None:
+                self.other_words.append(_word(value))
+            if name is not None:
+                self.assignments.append((_text(name), "" if value is None else _text(value)))
         if name is not None:
-            value = node.child_by_field_name("value")
-            _check_env(_text(name), "" if value is None else _word(value))
+            try:
+                _check_env(_text(name), "" if value is None else _word(value))
+            except _Uncertain:
+                if self.lenient:
+                    self.env_doubts.append(_text(name))
+                raise
 
     def _check_declaration(self, children: list[tree_sitter.Node]) -> None:
         """``export "A=b"``: a quoted argument may still assign a dangerous variable."""
@@ -1107,6 +1127,9 @@ class _Walker:
             self.other_words.extend(words.other_words)
             self.doubts.extend(words.doubts)
             self.foreign.extend(words.foreign)
+            self.assignments.extend(words.assignments)
+            self.env_doubts.extend(words.env_doubts)
+            self.functions.extend(words.functions)
             return
         inner = _parse(text, self.depth + 1)
         if inner.uncertain:
@@ -1187,8 +1210,31 @@ def _foreign(handler: _Handler) -> _Handler:
     return wrapped
 
 
-def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+class CodeSource(msgspec.Struct, frozen=True, gc=False):
+    """Where a shell, an interpreter or ``source`` takes the code it runs from
+    (:func:`code_source`): the one reading of their options, for matching (which follows a
+    ``-c`` string and treats the rest as uncertain or as a program) and for trust (which
+    hashes the file and what its language loads beside it)."""
+
+    #: ``file``: a script file (``value``); ``module``: a module by name (``python -m``);
+    #: ``string``: a shell's ``-c`` string (``value``); ``call``: code in another language
+    #: given in the call; ``stdin``: code read from stdin; ``none``: nothing to run;
+    #: ``dynamic``: an option or name known only at run time (``why`` says which).
+    kind: Literal["file", "module", "string", "call", "stdin", "none", "dynamic"]
+    value: str = ""
+    #: For ``call`` and ``stdin``: what it is, in words.
+    why: str = ""
+    #: The single-letter options seen before the code (``python -I`` -> ``{"I"}``).
+    flags: frozenset[str] = frozenset()
+    #: Words after the code (a script's or ``-c`` string's arguments).
+    rest: tuple[Word, ...] = ()
+
+
+def _shell_source(words: tuple[Word, ...]) -> CodeSource:
+    """A shell's code: its ``-c`` string, a script file, or stdin. Raises :class:`_Uncertain`
+    for a dynamic option, ``-c`` string or script name."""
     has_c = reads_stdin = False
+    flags: set[str] = set()
     i = 1
     while i < len(words):
         w = words[i]
@@ -1206,25 +1252,31 @@ def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
         if len(w) > 1 and w[0] in "-+":
             has_c = has_c or "c" in w[1:]
             reads_stdin = reads_stdin or "s" in w[1:]
+            flags.update(w[1:])
             i += 1
             continue
         break
+    frozen = frozenset(flags)
     if i >= len(words):
         if not has_c:
-            raise _Uncertain("shell reads commands from stdin")
-        return None
+            return CodeSource("stdin", why="shell reads commands from stdin", flags=frozen)
+        return CodeSource("none", flags=frozen)
     script = words[i]
     if script is None:
         raise _Uncertain("dynamic shell -c string" if has_c else "dynamic shell script")
-    if not has_c:
-        if reads_stdin or _stdin_path(script):
-            raise _Uncertain("shell reads commands from stdin")
-        return None  # `bash script.sh`: a program like any other
-    walker.script(script)
-    return None
+    if not has_c and (reads_stdin or _stdin_path(script)):
+        return CodeSource("stdin", why="shell reads commands from stdin", flags=frozen)
+    kind: Literal["file", "string"] = "string" if has_c else "file"
+    return CodeSource(kind, script, flags=frozen, rest=words[i + 1 :])
 
 
-# wrappers
+def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
+    source = _shell_source(words)
+    if source.kind == "stdin":
+        raise _Uncertain(source.why)
+    if source.kind == "string":
+        walker.script(source.value)
+    return None  # `bash script.sh`: a program like any other
 
 
 def _wrapper(name: str, spec: _WrapperSpec) -> _Handler:
@@ -1850,69 +1902,82 @@ def _ld_so(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
 # other languages
 
 
+def _interpreter_source(name: str, spec: _Interp, words: tuple[Word, ...]) -> CodeSource:
+    """An interpreter's code: a script file, a module, code given in the call or stdin.
+    Raises :class:`_Uncertain` for a dynamic option or script name."""
+    i, n = 1, len(words)
+    cautious = False
+    flags: set[str] = set()
+
+    def call(why: str) -> CodeSource:
+        return CodeSource("call", why=why, flags=frozenset(flags))
+
+    while i < n:
+        w = _static(words, i, f"{name} argument")
+        if w == "--":
+            i += 1
+            break
+        if w == "-":
+            return CodeSource("stdin", why=f"{name} reads code from stdin", flags=frozenset(flags))
+        if w.startswith("--"):
+            opt, eq, _ = w.partition("=")
+            if opt in spec.code_long:
+                return call(f"{name} {opt} runs code given in the call")
+            if opt in spec.value_long and not eq:
+                i += 2
+                continue
+            cautious = cautious or not eq
+            i += 1
+            continue
+        if len(w) > 1 and w[0] == "-":
+            consumed = 1
+            in_value = False
+            for j in range(1, len(w)):
+                c = w[j]
+                if c in spec.code:
+                    return call(f"{name} -{c} runs code given in the call")
+                if in_value:
+                    continue
+                if c in spec.module:
+                    module = w[j + 1 :] or _static(words, i + 1, f"{name} -{c}")
+                    if module in spec.code_modules:
+                        return call(f"{name} -{c} {module} runs code given in the call")
+                    rest = words[i + (1 if w[j + 1 :] else 2) :]
+                    return CodeSource("module", module, flags=frozenset(flags), rest=rest)
+                if c in spec.value:
+                    consumed = 1 if j + 1 < len(w) else 2
+                    break
+                if c in spec.optional:
+                    in_value = True
+                    continue
+                flags.add(c)
+                if c not in spec.flags:
+                    cautious = True
+            i += consumed
+            continue
+        break
+    if i >= n:
+        return CodeSource("stdin", why=f"{name} reads code from stdin", flags=frozenset(flags))
+    script = _static(words, i, f"{name} script")
+    if _stdin_path(script):
+        return CodeSource("stdin", why=f"{name} reads code from {script}", flags=frozenset(flags))
+    if cautious:  # an option we do not know may have taken the "script" as its value
+        for arg in words[i:]:
+            if arg is None:
+                raise _Uncertain(f"dynamic {name} argument after an unknown option")
+            if arg.partition("=")[0] in spec.code_long or (
+                len(arg) > 1 and arg[0] == "-" and arg[1] != "-" and set(arg[1:]) & set(spec.code)
+            ):
+                return call(f"{name} may run code given in the call")
+    return CodeSource("file", script, flags=frozenset(flags), rest=words[i + 1 :])
+
+
 def _interpreter(name: str, spec: _Interp) -> _Handler:
     def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
-        i, n = 1, len(words)
-        cautious = False
-        while i < n:
-            w = _static(words, i, f"{name} argument")
-            if w == "--":
-                i += 1
-                break
-            if w == "-":
-                raise _Uncertain(f"{name} reads code from stdin")
-            if w.startswith("--"):
-                opt, eq, _ = w.partition("=")
-                if opt in spec.code_long:
-                    raise _Uncertain(f"{name} {opt} runs code given in the call")
-                if opt in spec.value_long and not eq:
-                    i += 2
-                    continue
-                cautious = cautious or not eq
-                i += 1
-                continue
-            if len(w) > 1 and w[0] == "-":
-                consumed = 1
-                in_value = False
-                for j in range(1, len(w)):
-                    c = w[j]
-                    if c in spec.code:
-                        raise _Uncertain(f"{name} -{c} runs code given in the call")
-                    if in_value:
-                        continue
-                    if c in spec.module:
-                        module = w[j + 1 :] or _static(words, i + 1, f"{name} -{c}")
-                        if module in spec.code_modules:
-                            raise _Uncertain(f"{name} -{c} {module} runs code given in the call")
-                        return None  # a module or file run as the program
-                    if c in spec.value:
-                        consumed = 1 if j + 1 < len(w) else 2
-                        break
-                    if c in spec.optional:
-                        in_value = True
-                        continue
-                    if c not in spec.flags:
-                        cautious = True
-                i += consumed
-                continue
-            break
-        if i >= n:
-            raise _Uncertain(f"{name} reads code from stdin")
-        script = _static(words, i, f"{name} script")
-        if _stdin_path(script):
-            raise _Uncertain(f"{name} reads code from {script}")
-        if cautious:  # an option we do not know may have taken the "script" as its value
-            for arg in words[i:]:
-                if arg is None:
-                    raise _Uncertain(f"dynamic {name} argument after an unknown option")
-                if arg.partition("=")[0] in spec.code_long or (
-                    len(arg) > 1
-                    and arg[0] == "-"
-                    and arg[1] != "-"
-                    and set(arg[1:]) & set(spec.code)
-                ):
-                    raise _Uncertain(f"{name} may run code given in the call")
-        return None  # `python x.py`: a program like any other
+        source = _interpreter_source(name, spec, words)
+        if source.kind in ("call", "stdin"):
+            raise _Uncertain(source.why)
+        return None  # `python x.py`, `python -m x`: a program like any other
 
     return handler
 
@@ -2196,11 +2261,17 @@ def _man(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
 # git
 
 
+def git_config_safe(key: str) -> bool:
+    """Whether the git config ``key`` (any case) never names a command (:data:`GIT_SAFE_CONFIG`)."""
+    key = key.lower()
+    return key in GIT_SAFE_CONFIG or key.startswith(_GIT_SAFE_CONFIG_PREFIXES)
+
+
 def _git_config_key(assignment: str, what: str) -> None:
     """``key=value`` (or ``key``) for ``-c``/``--config-env``/``git config``: a key that may
     hold a command is uncertain."""
     key = assignment.partition("=")[0].lower()
-    if key in GIT_SAFE_CONFIG or key.startswith(_GIT_SAFE_CONFIG_PREFIXES):
+    if git_config_safe(key):
         return
     raise _Uncertain(f"{what} {key} may run a command")
 
@@ -2495,6 +2566,9 @@ def _read_words(script: str, depth: int) -> ScriptWords:
         tuple(walker.other_words),
         tuple(walker.doubts),
         foreign=tuple(walker.foreign),
+        assignments=tuple(walker.assignments),
+        env_doubts=tuple(walker.env_doubts),
+        functions=tuple(walker.functions),
     )
 
 
@@ -2504,6 +2578,34 @@ def read_words(script: str) -> ScriptWords:
     strings), but it does not stop at a command whose effect it cannot model (see
     :class:`ScriptWords`). Cached on the text."""
     return _read_words(script, 0)
+
+
+def code_source(words: tuple[Word, ...]) -> CodeSource | None:
+    """Where the program of ``words`` takes its code from, when it is a shell
+    (``bash x.sh``, ``sh -c '...'``), an interpreter of :data:`INTERPRETERS` (``python3 -m x``,
+    ``node -e '...'``) or ``source``/``.``; None for any other program. The same reading of
+    their options as the matcher's."""
+    name = words[0] if words else None
+    if not name:
+        return None
+    base = posixpath.basename(name) or name
+    stripped = base.rstrip("0123456789.")
+    if stripped != base and stripped in _VERSIONED:
+        base = stripped
+    try:
+        if base in _SHELLS:
+            return _shell_source(words)
+        if base in INTERPRETERS:
+            return _interpreter_source(base, INTERPRETERS[base], words)
+    except _Uncertain as exc:
+        return CodeSource("dynamic", why=str(exc))
+    if base in ("source", "."):
+        if len(words) < 2:
+            return CodeSource("none")
+        if words[1] is None:
+            return CodeSource("dynamic", why=f"{base} runs a file named at run time")
+        return CodeSource("file", words[1], rest=words[2:])
+    return None
 
 
 def parse_script(script: str) -> ParsedScript:
