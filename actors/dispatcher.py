@@ -103,18 +103,26 @@ class Dispatcher:
             self.stop_continues.forget_session(ev.session_id)
         return plain_outcome(event, ev)
 
-    async def dispatch(self, ev: EventBase, *, workspace_hooks: bool = True) -> Outcome:
+    async def dispatch(
+        self,
+        ev: EventBase,
+        *,
+        workspace_hooks: bool = True,
+        env: Mapping[str, str] | None = None,
+    ) -> Outcome:
         """Run one event in the caller's task and return its Outcome.
 
         ``workspace_hooks=False``: the event comes from another project than the engine's
         (an agent's request through ``serve``): only the user's own hooks (global, extra
-        configs, API) run for it, never this workspace's. A checkpoint. On cancel the running
-        hook's process group is killed (by the reaper, shielded and bounded) before
-        ``Cancelled`` propagates to the caller.
+        configs, API) run for it, never this workspace's. ``env``: the environment of the
+        session the event comes from (the relay sends the agent session's), handed to every
+        hook run of the event as it is (:class:`~triohooks.handlers.runner.HookInput`); None:
+        this process's. A checkpoint. On cancel the running hook's process group is killed
+        (by the reaper, shielded and bounded) before ``Cancelled`` propagates to the caller.
         """
         event = _event_name(ev)
         try:
-            outcome = await self._dispatch(ev, event, workspace_hooks)
+            outcome = await self._dispatch(ev, event, workspace_hooks, env)
         except ConfigError as exc:
             # The config changed and does not load: no guard of it can be judged.
             outcome = closed_outcome(event, ev, config_error_text(exc))
@@ -129,7 +137,9 @@ class Dispatcher:
         await trio.lowlevel.checkpoint()
         return outcome
 
-    async def _dispatch(self, ev: EventBase, event: str, workspace_hooks: bool) -> Outcome:
+    async def _dispatch(
+        self, ev: EventBase, event: str, workspace_hooks: bool, env: Mapping[str, str] | None
+    ) -> Outcome:
         table = await self.loader.current()
         hooks = selection.hooks_for(table, self.api_hooks, event)
         extra = selection.extra_for(table, self.api_hooks, event, ev)
@@ -141,7 +151,7 @@ class Dispatcher:
             return self.answer_plain(ev)  # the fast path: nothing runs, no copies, no encoding
         if event == "session_end":
             self.stop_continues.forget_session(ev.session_id)
-        return await self._run_event(ev, event, hooks, extra, table, held)
+        return await self._run_event(ev, event, hooks, extra, table, held, env)
 
     async def _run_event(
         self,
@@ -151,6 +161,7 @@ class Dispatcher:
         extra: tuple[Hook, ...],
         table: HookTable,
         held: tuple[Hook, ...],
+        env: Mapping[str, str] | None,
     ) -> Outcome:
         runs = self.runs
         fields: dict[str, Any] = msgspec.to_builtins(ev)
@@ -178,7 +189,7 @@ class Dispatcher:
                 current = {**current, "prompt": combiner.current_prompt}
             if not self._passes_filters(hook, event, current):
                 continue
-            result = await runs.run(hook, HookInput(event, ev.session_id, fields=current))
+            result = await runs.run(hook, HookInput(event, ev.session_id, fields=current, env=env))
             combiner.add(hook, result)
         outcome = combiner.finish()
         if held and table.trust is not None:  # workspace hooks trust keeps from running
@@ -188,9 +199,9 @@ class Dispatcher:
         if event == "stop":
             self.stop_continues.settle(stop_key, outcome, ev.session_id)
         if background:
-            outcome.queued |= self._queue(event, ev, fields, background)
+            outcome.queued |= self._queue(event, ev, fields, background, env)
         if extra:
-            outcome.queued |= self._queue("post_tool_failure", ev, fields, extra)
+            outcome.queued |= self._queue("post_tool_failure", ev, fields, extra, env)
         if listeners:
             listeners.emit("outcome", event=event, outcome=outcome)
         return outcome
@@ -201,14 +212,20 @@ class Dispatcher:
 
     # -- background ---------------------------------------------------------------------------
     def _queue(
-        self, event: str, ev: EventBase, fields: dict[str, Any], hooks: Sequence[Hook]
+        self,
+        event: str,
+        ev: EventBase,
+        fields: dict[str, Any],
+        hooks: Sequence[Hook],
+        env: Mapping[str, str] | None,
     ) -> bool:
-        """Offer the event to the post worker with the hooks that pass their filters; the JSON
-        is encoded now, so later changes to the caller's dicts cannot reach the hooks."""
+        """Offer the event to the post worker with the hooks that pass their filters (and the
+        session's ``env``, which they run with); the JSON is encoded now, so later changes to
+        the caller's dicts cannot reach the hooks."""
         matching = tuple(h for h in hooks if self._passes_filters(h, event, fields))
         if not matching:
             return False
         payload = _encoder.encode({**fields, "event": event})
         return self.post_worker.offer(
-            event=event, session_id=ev.session_id, payload=payload, hooks=matching
+            event=event, session_id=ev.session_id, payload=payload, hooks=matching, env=env
         )

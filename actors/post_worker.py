@@ -22,7 +22,7 @@ awaits; nothing here blocks the agent.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Final, Protocol
 
 import msgspec
@@ -69,6 +69,9 @@ class BackgroundItem(msgspec.Struct, frozen=True):
     hooks: tuple[Any, ...]
     #: ``trio.current_time()`` at enqueue.
     enqueued_at: float
+    #: The environment of the session the event came from (its hooks run with it); None:
+    #: this process's (:class:`~triohooks.handlers.runner.HookInput`).
+    env: Mapping[str, str] | None = None
 
     @property
     def hook_count(self) -> int:
@@ -196,15 +199,26 @@ class PostWorker:
                     return  # the next offer starts it again
                 self._consumer_started = True
 
-    def offer(self, *, event: str, session_id: str, payload: bytes, hooks: tuple[Any, ...]) -> bool:
-        """Queue one background event; never awaits. False = dropped (counted and logged).
+    def offer(
+        self,
+        *,
+        event: str,
+        session_id: str,
+        payload: bytes,
+        hooks: tuple[Any, ...],
+        env: Mapping[str, str] | None = None,
+    ) -> bool:
+        """Queue one background event (its hooks run with ``env``, the session's environment;
+        None: this process's); never awaits. False = dropped (counted and logged).
 
         An event is dropped when the queue is full (the first drop of an episode also shows
         the "falling behind" warning) or when the worker is closing.
         """
         self._offered += 1
         self._seq += 1
-        item = BackgroundItem(self._seq, event, session_id, payload, hooks, trio.current_time())
+        item = BackgroundItem(
+            self._seq, event, session_id, payload, hooks, trio.current_time(), env
+        )
         if self._closing:
             self._dropped_at_close += 1
             self._drop(item, "closed")
@@ -352,7 +366,7 @@ class PostWorker:
             logger.info("background queue caught up")
 
     async def _run_hooks(self, item: BackgroundItem) -> None:
-        hook_input = HookInput(item.event, item.session_id, payload=item.payload)
+        hook_input = HookInput(item.event, item.session_id, payload=item.payload, env=item.env)
         for hook in item.hooks:
             self._in_run = True
             try:

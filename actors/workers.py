@@ -17,12 +17,16 @@ starts a fresh worker. Output the worker writes between requests is noticed befo
 request and retires that worker (the request then goes to a fresh one).
 
 Pools: one per (hook, argv, cwd, environment), at most ``spec.worker`` workers, each serving
-one request at a time; started as events overlap. A pool whose workers fail
-``RESTART_BUDGET`` times in a row within ``RESTART_WINDOW_S`` (failed starts, crashes, bad
-replies, timeouts; a good reply resets the count) is given up for ``GIVE_UP_S``: its requests
-fail at once, saying why. :meth:`Workers.retire_all` (the engine calls it on every config swap)
-retires idle workers now and busy ones after their request; the janitor actor stops retired
-workers: EOF on stdin, ``RETIRE_GRACE_S`` to exit, then the reaper's group kill.
+one request at a time; started as events overlap. The environment is the whole of the worker
+process's (a ``serve`` runs each agent session's hooks with that session's environment), so two
+sessions never share a worker. At most :data:`MAX_POOLS` pools are kept: past that, the least
+recently used pool with no request in flight is retired (sessions come and go; their pools
+must not pile up idle processes). A pool whose workers fail ``RESTART_BUDGET`` times in a row
+within ``RESTART_WINDOW_S`` (failed starts, crashes, bad replies, timeouts; a good reply resets
+the count) is given up for ``GIVE_UP_S``: its requests fail at once, saying why.
+:meth:`Workers.retire_all` (the engine calls it on every config swap) retires idle workers now
+and busy ones after their request; the janitor actor stops retired workers: EOF on stdin,
+``RETIRE_GRACE_S`` to exit, then the reaper's group kill.
 
 The worker's own stderr is drained on every wake and the last ``STDERR_KEEP`` bytes are kept
 for the failure message. Between requests nothing reads it, so a worker that writes more than a
@@ -64,6 +68,8 @@ GIVE_UP_S: Final = 30.0
 RETIRE_GRACE_S: Final = 0.2
 #: Retired workers waiting for the janitor.
 JANITOR_QUEUE: Final = 4096
+#: Pools kept; past this the least recently used idle one is retired.
+MAX_POOLS: Final = 64
 
 
 class Reply(msgspec.Struct):
@@ -231,9 +237,11 @@ class Workers:
             spec.cwd,
             None if spec.env is None else tuple(sorted(spec.env.items())),
         )
-        pool = self._pools.get(key)
+        pool = self._pools.pop(key, None)  # taken out and put back: the most recently used
         if pool is None:
-            pool = self._pools[key] = _Pool(spec.worker)
+            self._evict(MAX_POOLS - 1)
+            pool = _Pool(spec.worker)
+        self._pools[key] = pool
         now = time.monotonic()
         if pool.given_up_until > now:
             await trio.lowlevel.checkpoint()
@@ -385,6 +393,19 @@ class Workers:
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             # No janitor to take it: kill the group now; the reaper's close reaps it.
             self._reaper._signal(worker.run, signal.SIGKILL)
+
+    def _evict(self, keep: int) -> None:
+        """Retire the least recently used pools with no request in flight until at most
+        ``keep`` are left (busy pools stay: their workers are answering)."""
+        for key, pool in list(self._pools.items()):
+            if len(self._pools) <= keep:
+                return
+            if pool.count > len(pool.idle):
+                continue
+            idle, pool.idle = pool.idle, []
+            for worker in idle:
+                self._retire(pool, worker)
+            del self._pools[key]
 
     def retire_all(self) -> None:
         """The config changed: idle workers are retired now, busy ones after their request,

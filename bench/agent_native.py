@@ -34,7 +34,8 @@ AGENTS = {
 GUARD = '[[hooks.pre_tool]]\nbuiltin = "destructive_delete"\n'
 
 
-def _body(agent: str, cwd: Path) -> bytes:
+def agent_body(agent: str, cwd: Path) -> bytes:
+    """``agent``'s hook input for a shell call in ``cwd`` (its pre-tool event)."""
     event, tool, _ = AGENTS[agent]
     return json.dumps(
         {
@@ -84,7 +85,7 @@ async def main(n: int) -> None:
             ) as command,
         ):
             engines = {"bare": bare, "builtin": builtin, "command": command}
-            bodies = {(k, a): _body(a, places[k][0]) for k in kinds for a in AGENTS}
+            bodies = {(k, a): agent_body(a, places[k][0]) for k in kinds for a in AGENTS}
             for _ in range(20):  # warm up: tables loaded, code paths hot
                 for (kind, agent), body in bodies.items():
                     await engines[kind].agent_hook(agent, body)

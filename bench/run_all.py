@@ -33,6 +33,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.worker_overhead", ["-n", "2000"], ["-n", "300"]),
     ("bench.builtin_guards", ["-n", "300"], ["-n", "50"]),
     ("bench.agent_native", ["-n", "300"], ["-n", "50"]),
+    ("bench.session_env", ["-n", "1000"], ["-n", "50"]),
     ("bench.cli_startup", [], ["-n", "10"]),
     ("bench.ws_fleet", [], ["--clients", "10,100", "--duration", "2"]),
 ]

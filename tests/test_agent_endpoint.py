@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import psutil
 import pytest
@@ -104,6 +104,13 @@ class Env:
             + os.pathsep
             + os.environ.get("PYTHONPATH", ""),
         }
+
+
+class HasState(Protocol):
+    """A test's world with its own state dir (:class:`Env`, or another test module's)."""
+
+    @property
+    def state(self) -> Path: ...
 
 
 def make_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Env:
@@ -443,7 +450,7 @@ def test_relay_starts_the_users_serve_and_the_next_call_uses_it(env: Env) -> Non
             proc.wait(20)
 
 
-def autostarted_serve(env: Env) -> dict[str, Any]:
+def autostarted_serve(env: HasState) -> dict[str, Any]:
     """serve.json of the serve a relay started, once it is up (the socket is bound before
     serve.json is written: wait for both)."""
     deadline = time.monotonic() + 30
@@ -455,7 +462,7 @@ def autostarted_serve(env: Env) -> dict[str, Any]:
     return info
 
 
-def autostarted(env: Env) -> list[psutil.Process]:
+def autostarted(env: HasState) -> list[psutil.Process]:
     """The ``serve --auto`` processes that use this test's state dir."""
     found = []
     for proc in psutil.process_iter():

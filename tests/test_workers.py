@@ -25,6 +25,9 @@ import trio
 
 from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks import ConfigError, HookEngine
+from triohooks.actors import workers
+from triohooks.actors.guard import open_guard
+from triohooks.handlers.process import ProcessSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
@@ -625,3 +628,51 @@ async def test_a_self_configuration_write_retires_json_workers(tmp_path: Path) -
             assert await gone_within([first["pid"]], 2) == []
             second = json.loads((await e.pre_tool("bash", {"command": "ls"})).reason or "")
     assert second["pid"] != first["pid"] and second["served"] == 1
+
+
+#: A worker that answers each request with its own pid.
+PID_WORKER = 'while IFS= read -r line; do printf \'{"exit": 0, "stdout": "%s"}\\n\' "$$"; done'
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return bool(psutil.Process(pid).status() != psutil.STATUS_ZOMBIE)
+    except psutil.NoSuchProcess:
+        return False
+
+
+@pytest.mark.warm_workers
+async def test_past_the_pool_bound_the_least_recently_used_pool_is_retired(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One pool per environment (each agent session's): sessions come and go, so at most
+    ``MAX_POOLS`` pools are kept and the least recently used idle one goes, its worker with it."""
+    monkeypatch.setattr(workers, "MAX_POOLS", 2)
+
+    def spec(session: str) -> ProcessSpec:
+        return ProcessSpec(
+            argv=("bash", "-c", PID_WORKER),
+            cwd=str(tmp_path),
+            env={**os.environ, "SESSION_VAR": session},
+            stdin=b"{}\n",
+            timeout_s=10,
+            worker=1,
+            worker_key="pid",
+        )
+
+    with trio.fail_after(30):
+        async with open_guard() as guard:
+
+            async def pid(session: str) -> int:
+                result = await guard.run(spec(session))
+                assert result.status == "exited", result
+                return int(result.stdout)
+
+            first = {session: await pid(session) for session in ("a", "b")}
+            assert await pid("a") == first["a"]  # a: now the most recently used
+            c = await pid("c")  # a third pool: b's, the least recently used, is retired
+            while _alive(first["b"]):
+                await trio.sleep(0.02)
+            assert _alive(first["a"]) and _alive(c)
+            assert await pid("a") == first["a"]
+            assert await pid("b") not in (first["b"], first["a"], c)  # b starts afresh

@@ -11,9 +11,12 @@ background queue (the post worker: bounded, in order, drops counted, drained for
 with the request's body, and run there through the same observer.
 
 Each hook gets the input JSON byte for byte on stdin, the agent session's environment (when
-the caller has it) and the agent's variables (``CLAUDE_PROJECT_DIR``, ``CLAUDECODE`` ...), and
-the payload's ``cwd`` as its working directory. Every run goes through the engine's run
-observer (:meth:`triohooks.actors.runs.HookRuns.observe`): the same span, ``hook_started`` /
+the caller has it: the relay sends it; else this process's) and the agent's variables
+(``CLAUDE_PROJECT_DIR``, ``CLAUDECODE`` ...), and the payload's ``cwd`` as its working
+directory. The user's own triohooks hooks of the request get that same environment (the
+dispatcher hands it down to every run), never this process's when the request brought one.
+Every run goes through the engine's run observer
+(:meth:`triohooks.actors.runs.HookRuns.observe`): the same span, ``hook_started`` /
 ``hook_finished``, metrics and audit record as a native run; the request as a whole is a
 ``fired`` and an ``outcome`` to listeners, under the triohooks event it is (``pre_tool``).
 """
@@ -361,7 +364,7 @@ class AgentHooks:
             replies[i] = await self._observed(call(hook))
 
         async def ours() -> None:
-            native[0] = await self._native_pass(name, event, payload, project)
+            native[0] = await self._native_pass(name, event, payload, project, env)
 
         if not foreground or any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):  # (no agent hook: ours alone, no nursery)
@@ -492,13 +495,19 @@ class AgentHooks:
         return lines
 
     async def _native_pass(
-        self, agent: AgentName, event: str, payload: Mapping[str, Any], project: Path | None
+        self,
+        agent: AgentName,
+        event: str,
+        payload: Mapping[str, Any],
+        project: Path | None,
+        env: Mapping[str, str] | None,
     ) -> NativePass | None:
         """The user's own triohooks hooks for this request (:mod:`.native`): None when the
         event has no triohooks equivalent or no engine runs them. The project's own hooks
         run through its dispatcher (:mod:`triohooks.actors.projects`); with no project known,
         or one whose config has errors, only the user's global hooks run, and the answer
-        says why."""
+        says why. They run with the request's ``env`` as the agent's own hooks do (None:
+        this process's)."""
         projects = self._native
         canonical = SPECS[agent].events.get(event)
         if projects is None or canonical is None:
@@ -531,7 +540,7 @@ class AgentHooks:
                 reason = f"triohooks internal error: {why}"
                 return NativePass(hook, AgentReply(status="block", reason=reason), [], [])
             return NativePass(hook, AgentReply(status="ok"), [], [why])
-        outcome = await dispatcher.dispatch(ev, workspace_hooks=own)
+        outcome = await dispatcher.dispatch(ev, workspace_hooks=own, env=env)
         reply, warnings = native_reply(agent, canonical, outcome, fields)
         if note is not None:  # said where the user looks: the agent shows a systemMessage
             warnings.append(note)

@@ -27,7 +27,8 @@ agent would otherwise kill the relay and go on.
 
 Slow path, with no server (no socket, a refused connection, one that is not the user's): the
 relay starts the user's ``serve`` in the background (detached, per user, one for all projects;
-it exits after an idle half hour) so that only this first call pays, and runs the hooks here,
+it exits after an idle half hour; with an environment of its own, :func:`serve_environ`, never
+the starting session's) so that only this first call pays, and runs the hooks here,
 with the same engine code, in this process. Started bare, it first makes the installed
 triohooks importable (:func:`import_installed`) and nothing else: never the agent's cwd, never
 what the agent's environment says of Python (``PYTHONPATH`` ...). If that fails, the event is
@@ -63,6 +64,8 @@ DEADLINE_MARGIN_S = 2.0
 START_EVERY_S = 30.0
 #: An auto-started ``serve`` exits after this long without a request.
 IDLE_EXIT_S = 1800
+#: The ``triohooks`` arguments of the ``serve`` the relay starts.
+AUTO_SERVE_ARGS = ("serve", "--auto", "--idle-exit", str(IDLE_EXIT_S))
 #: An auto-started serve's log (``serve.log`` in the state dir) starts afresh past this.
 MAX_LOG_BYTES = 1024 * 1024
 #: Set (to anything) in the agent's environment: the relay never starts a ``serve``.
@@ -291,12 +294,12 @@ def start_server(directory: str) -> None:
         return
     try:
         subprocess.Popen(
-            isolated_command("serve", "--auto", "--idle-exit", str(IDLE_EXIT_S)),
+            isolated_command(*AUTO_SERVE_ARGS),
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
             cwd=directory,
-            env=isolated_environ(posix_environ()),
+            env=serve_environ(posix_environ()),
             start_new_session=True,
             close_fds=True,
         )
@@ -357,11 +360,42 @@ def isolated_command(*args: str) -> "list[str]":
     return [sys.executable, "-I", "-c", boot, *args]
 
 
-def isolated_environ(environ: "dict[str, str]") -> "dict[str, str]":
-    """``environ`` without the variables that configure a Python interpreter (``PYTHON*``):
-    the environment of a long-lived process triohooks starts, which would otherwise hand them
-    on to whatever it starts."""
-    return {k: v for k, v in environ.items() if not k.startswith("PYTHON")}
+#: What the auto-started ``serve`` keeps of the starting session's environment: who the user
+#: is and where triohooks' files are (serve must find the config, state and cache dirs the
+#: relay found), and triohooks' own settings (``TRIOHOOKS_*``, but the per-process markers
+#: below and the http transport's token).
+SERVE_KEEPS = (
+    "HOME",
+    "USER",
+    "LOGNAME",
+    "XDG_CONFIG_HOME",
+    "XDG_STATE_HOME",
+    "XDG_CACHE_HOME",
+    "XDG_DATA_HOME",
+    "XDG_RUNTIME_DIR",
+)
+#: ``TRIOHOOKS_*`` variables that are not settings: markers of one process (a hook run, a
+#: warm worker, a hook the relay ran) and the token an agent's http hooks send.
+SERVE_DROPS = ("TRIOHOOKS_RUN", "TRIOHOOKS_WORKER", LOOP_VAR, "TRIOHOOKS_TOKEN")
+#: The auto-started ``serve``'s ``PATH``: the system's directories, as a user service gets
+#: them -- never the session's, which may name a project's own ``bin/``.
+SERVE_PATH = "/usr/local/bin:/usr/bin:/bin:/usr/local/sbin:/usr/sbin:/sbin"
+
+
+def serve_environ(environ: "dict[str, str]") -> "dict[str, str]":
+    """The environment of the ``serve`` a relay starts: :data:`SERVE_KEEPS` and triohooks'
+    settings from the starting session's ``environ``, :data:`SERVE_PATH`, nothing else. That
+    serve answers every session and project of the user; what a session says (a project's
+    ``BASH_ENV``, ``LD_PRELOAD``, ``PYTHONPATH``, its secrets) must not become the environment
+    of the process answering the others, nor of the hooks of requests that bring none of
+    their own (docs/security.md, "Which environment a hook gets")."""
+    kept = {
+        k: v
+        for k, v in environ.items()
+        if k in SERVE_KEEPS or (k.startswith("TRIOHOOKS_") and k not in SERVE_DROPS)
+    }
+    kept["PATH"] = SERVE_PATH
+    return kept
 
 
 # -- no server: the hooks run here ------------------------------------------------------------

@@ -32,6 +32,7 @@ class CommandRunner:
         spec = ProcessSpec(
             argv=argv,
             cwd=hook_input.cwd(self._workspace),
+            env=None if hook_input.env is None else dict(hook_input.env),
             stdin=hook_input.payload,
             timeout_s=hook.timeout_s,
             output_cap=self.output_cap,

@@ -3,8 +3,6 @@ command's stdout; any other status, a network error or a timeout is the hook's f
 
 from __future__ import annotations
 
-import os
-
 import msgspec
 
 from triohooks.config.model import Hook, HttpHandler
@@ -25,7 +23,9 @@ class HttpRunner:
         assert isinstance(handler, HttpHandler)
         if self._client is None:
             return RunResult(outcome="error", error="http hooks are not available")
-        headers = expand_headers(handler.headers, handler.allowed_env_vars, os.environ)
+        headers = expand_headers(
+            handler.headers, handler.allowed_env_vars, hook_input.environment()
+        )
         if not any(name.lower() == "content-type" for name in headers):
             headers["Content-Type"] = "application/json"
         reply = await self._client.post(

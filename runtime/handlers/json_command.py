@@ -122,7 +122,7 @@ class JsonCommandRunner:
 
         def spec_for(path: str) -> ProcessSpec:
             env = json_hook_environment(
-                base_env=os.environ,
+                base_env=hook_input.environment(),
                 hook_id=hook.id,
                 event_name=name,
                 session_id=session_id,

@@ -30,14 +30,20 @@ _encoder: Final = msgspec.json.Encoder()
 
 class HookInput:
     """The event as one hook run reads it: its fields as a dict and as the JSON bytes of
-    ``{**fields, "event": event}``, each made once, on first use, from the other.
+    ``{**fields, "event": event}``, each made once, on first use, from the other; and the
+    environment its process gets.
 
     A synchronous event gives ``fields`` (the arguments as rewritten so far); a background event
     gives ``payload``, the bytes encoded when it was fired (docs/design.md §6), so a command hook is
     fed them as they are and only a runner that needs a dict decodes them. Treat both as read-only.
+
+    ``env``: the environment of the session the event comes from (an agent's, which the relay
+    sends to ``serve``), the whole of what a hook process gets, and what an http hook's headers
+    expand from; None: this process's own (``os.environ``, read at the run). The dialect adds
+    its variables on top (the JSON dialect's ``EVERRUNS_HOOK_*``), nothing else is mixed in.
     """
 
-    __slots__ = ("_fields", "_payload", "event", "session_id")
+    __slots__ = ("_fields", "_payload", "env", "event", "session_id")
 
     def __init__(
         self,
@@ -46,13 +52,20 @@ class HookInput:
         *,
         fields: Mapping[str, Any] | None = None,
         payload: bytes | None = None,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         if fields is None and payload is None:
             raise ValueError("HookInput needs fields or payload")
         self.event = event
         self.session_id = session_id
+        self.env = env
         self._fields = fields
         self._payload = payload
+
+    def environment(self) -> Mapping[str, str]:
+        """The variables the hook's process gets (or its headers expand from): the session's
+        (``env``), else this process's."""
+        return os.environ if self.env is None else self.env
 
     @property
     def fields(self) -> Mapping[str, Any]:

@@ -888,3 +888,67 @@ def test_the_plugin_loaded_by_claude_code_blocks_a_call(
     first, push = fake_api.tool_results()
     assert not first.is_error
     assert push.is_error and "pushing is for humans" in push.text, push.text
+
+
+def test_two_sessions_in_two_projects_get_their_own_environment_from_one_serve(
+    claude_bin: Path, fake_api: FakeAnthropic, tmp_path: Path
+) -> None:
+    """Finding 7 of issue 35, as a user meets it: session A's first call starts the user's serve
+    (from A's environment), session B in another project is then answered by that serve. Each
+    project's ``BASH_ENV`` (a script of its own that marks where it ran) and ``SESSION_VAR``
+    must reach that session's hooks only -- the hook Claude Code had and your triohooks hook."""
+    home = tmp_path / "home"
+    home.mkdir()
+    home = home.resolve()
+    tri = Triohooks.create(tmp_path, home)
+    marks = tmp_path / "marks"
+    record = "printf '%s|%s\\n' {kind} \"${{SESSION_VAR-unset}}\" >> seen"
+    (tri.config_dir / "hooks.toml").write_text(
+        f"[[hooks.pre_tool]]\ncommand = '''{record.format(kind='native')}'''\n"
+    )
+    projects = {}
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        project = ClaudeProject((tmp_path / name).resolve(), home)
+        project.write_hooks(bash_hooks("PreToolUse", record.format(kind="adopted")))
+        (project.path / "bash-env.sh").write_text(f'printf "{name}|%s\\n" "$PWD" >> {marks}\n')
+        projects[name] = project
+    pid = None
+    try:
+        with (
+            adopted(tri, projects["a"].path, transport="relay"),
+            adopted(tri, projects["b"].path, transport="relay"),
+        ):
+            for name, project in projects.items():
+                env = {
+                    **tri.claude_env(),
+                    "TRIOHOOKS_NO_AUTOSTART": "",
+                    "SESSION_VAR": name,
+                    "BASH_ENV": str(project.path / "bash-env.sh"),
+                }
+                fake_api.script(["true"] * 3)
+                run = run_claude(
+                    claude_bin,
+                    project.path,
+                    home,
+                    fake_api,
+                    env=env,
+                    timeout=SESSION_TIMEOUT,
+                )
+                assert run.process.returncode == 0, run.process.stderr[-2000:]
+                if pid is None:  # B is answered by the serve A's first call started
+                    deadline = time.monotonic() + SERVE_START_TIMEOUT
+                    while not (tri.state_dir / "serve.json").exists():
+                        assert time.monotonic() < deadline, "A's relay started no serve"
+                        time.sleep(0.05)
+                    pid = json.loads((tri.state_dir / "serve.json").read_text())["pid"]
+            assert "--auto" in psutil.Process(pid).cmdline()
+    finally:
+        if pid is not None:
+            os.kill(pid, signal.SIGTERM)
+            psutil.Process(pid).wait(20)
+    for name, project in projects.items():
+        seen = sorted(set((project.path / "seen").read_text().splitlines()))
+        assert seen == [f"adopted|{name}", f"native|{name}"], (name, seen)
+    ran = set(marks.read_text().splitlines())
+    assert ran == {f"a|{projects['a'].path}", f"b|{projects['b'].path}"}, ran
