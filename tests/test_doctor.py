@@ -58,7 +58,30 @@ model = "judge-small"
     assert "nope-not-here-either: not found on PATH" in problems[2]
     assert "http hook POSTs to http://127.0.0.1:9/hook" in text
     assert "prompt hook judged by judge-small" in text
-    assert "'$HOME/bin/x' not checked" in text
+    assert "'$HOME/bin/x' not checked" in text  # HK-40: a first word with $;|& is skipped
+
+
+def test_every_file_a_hook_runs_is_checked_as_trust_reads_it(tmp_path: Path, capsys) -> None:
+    """Not only the first word: a script an interpreter runs, a file a script sources, a
+    program a script runs by name."""
+    ws = tmp_path / "ws"
+    (ws / "hooks").mkdir(parents=True)
+    (ws / "hooks/check.sh").write_text('source "$(dirname "$0")/lib.sh"\nnot-a-program-abc\n')
+    write_toml_hooks(
+        tmp_path / "g",
+        f"""
+[[hooks.pre_tool]]
+command = "python3 {ws}/missing.py"
+[[hooks.pre_tool]]
+command = "bash {ws}/hooks/check.sh"
+""",
+    )
+    code, text = run_doctor(tmp_path, capsys)
+    assert code == 1
+    problems = [line for line in text.splitlines() if line.startswith("PROBLEM")]
+    assert any(f"{ws}/missing.py: no such file (python3 runs it)" in p for p in problems), text
+    assert any(f"{ws}/hooks/lib.sh: no such file" in p for p in problems), text
+    assert any("not-a-program-abc: not found on PATH" in p for p in problems), text
 
 
 def test_doctor_clean_config_exits_0(tmp_path: Path, capsys) -> None:

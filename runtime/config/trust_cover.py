@@ -74,6 +74,13 @@ class Cover:
         self.notes: dict[str, None] = {}
         #: Per hook command: the shell functions its texts define (their bodies are read).
         self.functions: dict[str, set[str]] = {}
+        #: Per hook command: what it runs that is not there -- a program or script file
+        #: named by path (``x.py: no such file``) -- for ``validate`` and ``doctor``, and
+        #: whether it is the hook's own first program.
+        self.missing: dict[str, list[tuple[str, bool]]] = {}
+        #: Per hook command: the programs it runs by name, found on ``PATH`` at run time (and
+        #: whether each is the hook's own first program).
+        self.programs: dict[str, list[tuple[str, bool]]] = {}
         self._git_read: set[str] = set()
 
     def inside(self, path: str) -> bool:
@@ -132,6 +139,12 @@ class Cover:
         if stat.S_ISDIR(st.st_mode) and (self.inside(resolved) or not machines(resolved, st)):
             self.dirs.setdefault(resolved, why)
         self.look(resolved)
+
+    def lacks(self, top: str, what: str, first: bool) -> None:
+        """``top`` runs ``what`` (a file named by path), and nothing is there."""
+        found = self.missing.setdefault(top, [])
+        if (what, first) not in found:
+            found.append((what, first))
 
     def say(self, command: str, why: str) -> None:
         self.unseen.setdefault(Unseen(command, why), None)

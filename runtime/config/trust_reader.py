@@ -238,6 +238,8 @@ class _Reading:
         self.top = top
         #: Directories a ``PATH=...`` in this text put first: programs are looked up there.
         self.path_dirs: list[str] = []
+        #: The command being read is the hook's own first one.
+        self.first = False
 
 
 def read_commands(
@@ -274,6 +276,7 @@ def _read_argv(
 ) -> None:
     label = excerpt(" ".join(argv))
     reading = _Reading(label, dirs, {}, 0, label)
+    reading.first = True
     if argv:
         _program(cover, reading, argv, label, known)
         for word in argv[1:]:
@@ -379,7 +382,9 @@ def _read_text(
         if _assignment(cover, reading, name, _unmark(value, values), known):
             handled_env.add(name)
     follows_cd = False
-    for simple in read.commands:
+    for index, simple in enumerate(read.commands):
+        # The hook's own first program (doctor skips it when written with $;|&: HK-40).
+        reading.first = depth == 0 and index == 0
         words = tuple(_unmark_word(w, values) for w in simple.words)
         first = words[0]
         if first in ("cd", "pushd"):
@@ -584,19 +589,27 @@ def _program(
     if "/" not in name:
         # A program the command's own PATH finds first, in a directory trust covers whole.
         for directory in reading.path_dirs:
-            found = os.path.join(directory, name)
-            cover.look(found)
-            if os.path.isfile(found) and os.access(found, os.X_OK):
-                name = found
-                words = (found, *words[1:])
+            on_path = os.path.join(directory, name)
+            cover.look(on_path)
+            if os.path.isfile(on_path) and os.access(on_path, os.X_OK):
+                name = on_path
+                words = (on_path, *words[1:])
                 break
+    if "/" not in name:  # found on PATH at run time (validate and doctor look it up)
+        cover.programs.setdefault(reading.top, []).append((name, reading.first))
     if "/" in name:
         named_inside = False
+        found = False
         for candidate in _candidates(cover, reading, name):
             named_inside = named_inside or cover.inside(candidate)
             resolved = cover.hash_file(candidate)
+            found = found or resolved is not None
+            if resolved is not None and not os.access(resolved, os.X_OK):
+                cover.lacks(reading.top, f"{name}: not an executable file", reading.first)
             if resolved is not None and code_source(words) is None:
                 _executable(cover, reading, resolved, label, known)
+        if not found:
+            cover.lacks(reading.top, f"{name}: no such file", reading.first)
         if named_inside and (stripped in INTERPRETERS or base in _NODE_LIKE):
             cover.say(
                 label,
@@ -606,7 +619,8 @@ def _program(
             return
     source = code_source(words)
     if source is not None:
-        _code(cover, reading, stripped if stripped in INTERPRETERS else base, source, label, known)
+        language = stripped if stripped in INTERPRETERS else base
+        _code(cover, reading, language, source, label, known, shown=base)
         return
     if base == "git" or base.startswith("git-"):
         _git(cover, reading, words, label, known)
@@ -624,8 +638,10 @@ def _code(
     source: CodeSource,
     label: str,
     known: Mapping[str, str],
+    shown: str = "",
 ) -> None:
-    """A shell's, an interpreter's or ``source``'s code (:func:`code_source`)."""
+    """A shell's, an interpreter's or ``source``'s code (:func:`code_source`); ``shown``: the
+    program as the command names it."""
     kind = source.kind
     if kind in ("none", "string"):
         return  # a -c string is read by the parser itself
@@ -641,10 +657,15 @@ def _code(
                 "project (run it with -I, or as a file)",
             )
         return
+    found = False
     for candidate in _candidates(cover, reading, source.value):
         resolved = cover.hash_file(candidate)
         if resolved is not None:
+            found = True
             _script(cover, reading, resolved, program, isolated, label, known)
+    if not found:
+        what = f"{source.value}: no such file ({shown or program} runs it)"
+        cover.lacks(reading.top, what, False)
 
 
 def _script(

@@ -328,18 +328,18 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Every problem of the config files, and of the programs their hooks start (``doctor``'s
     file checks, at the hook's file and field); then plainly which hooks run, which trust
     holds back and why, or where hooks go when there are none. Exit 1 on any problem."""
-    from .doctor import program_problem
+    from .doctor import program_problems
 
     table = _load(args)
     workspace = Path(table.workspace or ".")
     problems = list(table.problems)
-    problems += [p for h in table.hooks if (p := program_problem(h, workspace)) is not None]
+    problems += [p for h in table.hooks for p in program_problems(h, workspace)]
     trust = table.trust
     if trust is not None:  # a held-back hook's problem is a warning, as its file's are
         problems += [
             as_untrusted(p, trust.state)
             for h in table.untrusted
-            if (p := program_problem(h, workspace)) is not None
+            for p in program_problems(h, workspace)
         ]
     for problem in problems:
         label = "error" if problem.severity == "error" else "warning"

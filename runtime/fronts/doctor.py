@@ -1,9 +1,11 @@
 """``triohooks doctor``: what would go wrong before it does (blitz HK-40).
 
-Owns the static checks: every command hook's first word (an args hook's first element) resolves
-on PATH, as a shell builtin or keyword, or as an executable file; http and prompt hooks are
-listed with their url / model; the workspace's trust state; config problems. Pure reading: it
-must not run any hook.
+Owns the static checks: everything a command or args hook runs, as trust reads the command
+(:mod:`triohooks.config.trust_reader`: every simple command, the scripts it runs, what they
+source) -- each program named by path or a script an interpreter runs is there and
+executable, each program run by name resolves on PATH or is a shell builtin, keyword or a
+function the hook's own scripts define; http and prompt hooks are listed with their url /
+model; the workspace's trust state; config problems. Pure reading: it must not run any hook.
 """
 
 from __future__ import annotations
@@ -18,12 +20,14 @@ import msgspec
 
 from triohooks.config.model import (
     ArgsHandler,
+    Command,
     CommandHandler,
     ConfigProblem,
     Hook,
     HookTable,
     HttpHandler,
     PromptHandler,
+    command_label,
 )
 from triohooks.config.trust import held_back_message
 
@@ -87,24 +91,52 @@ def resolve(word: str, workspace: Path) -> str | None:
     return None
 
 
-def program_problem(hook: Hook, workspace: Path) -> ConfigProblem | None:
-    """What is wrong with the program a command/args hook starts (missing, not executable,
-    not on PATH), located at its file and field; None when it resolves or cannot be told
-    statically. ``validate`` reports these beside the config's own problems."""
+def run_problems(hook: Hook, workspace: Path) -> list[str]:
+    """What is wrong with what a command/args hook runs, as trust reads the command: each file
+    it runs (a program named by path, a script an interpreter or ``source`` runs, in the hook
+    or in the scripts it runs) that is not there or not executable, each program it runs by
+    name that is not on PATH. Empty for a hook that runs no process."""
+    command = _command(hook)
+    if command is None:
+        return []
+    from triohooks.config.trust_reader import read_commands  # the bash parser: on demand
+
+    cover = read_commands([command], workspace)
+    label = command_label(command)
+    # HK-40: the hook's own first word is not checked when written with $;|& in it.
     word = first_word(hook)
-    if word is None or _SKIP_CHARS & set(word):
-        return None
-    problem = resolve(word, workspace)
-    if problem is None:
-        return None
+    skip_first = word is None or bool(_SKIP_CHARS & set(word))
+    problems = [what for what, first in cover.missing.get(label, []) if not (first and skip_first)]
+    for name, first in dict.fromkeys(cover.programs.get(label, [])):
+        problem = None if first and skip_first else resolve(name, workspace)
+        if problem is not None:
+            problems.append(problem)
+    return problems
+
+
+def _command(hook: Hook) -> Command | None:
+    h = hook.handler
+    if isinstance(h, ArgsHandler):
+        return Command(tuple(h.args))
+    if isinstance(h, CommandHandler):
+        return Command(h.command)
+    return None
+
+
+def program_problems(hook: Hook, workspace: Path) -> list[ConfigProblem]:
+    """:func:`run_problems`, each located at the hook's file and field. ``validate`` reports
+    these beside the config's own problems."""
     field = "args" if isinstance(hook.handler, ArgsHandler) else "command"
-    return ConfigProblem(
-        hook.source or hook.scope,
-        problem,
-        event=hook.config_event,
-        index=hook.index,
-        field=field if hook.dialect == "toml" else f"executor.{field}",
-    )
+    return [
+        ConfigProblem(
+            hook.source or hook.scope,
+            problem,
+            event=hook.config_event,
+            index=hook.index,
+            field=field if hook.dialect == "toml" else f"executor.{field}",
+        )
+        for problem in run_problems(hook, workspace)
+    ]
 
 
 def _check(hook: Hook, workspace: Path) -> Iterator[DoctorLine]:
@@ -117,18 +149,17 @@ def _check(hook: Hook, workspace: Path) -> Iterator[DoctorLine]:
         model = h.model or "the engine's judge"
         yield DoctorLine(True, f"{where}: prompt hook judged by {model}")
         return
-    word = first_word(hook)
-    if word is None:
-        yield DoctorLine(True, f"{where}: program not checked (no plain first word)")
-        return
-    if _SKIP_CHARS & set(word):
-        yield DoctorLine(True, f"{where}: {word!r} not checked (contains $;|&)")
-        return
-    problem = resolve(word, workspace)
-    if problem is None:
-        yield DoctorLine(True, f"{where}: {word} ok")
-    else:
+    problems = run_problems(hook, workspace)
+    for problem in problems:
         yield DoctorLine(False, f"{where}: {problem}")
+    if not problems:
+        word = first_word(hook)
+        if word is None:
+            yield DoctorLine(True, f"{where}: program not checked (no plain first word)")
+        elif _SKIP_CHARS & set(word):
+            yield DoctorLine(True, f"{where}: {word!r} not checked (contains $;|&)")
+        else:
+            yield DoctorLine(True, f"{where}: {word} ok")
 
 
 def diagnose(table: HookTable) -> list[DoctorLine]:
