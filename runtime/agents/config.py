@@ -213,9 +213,10 @@ class AgentTable(msgspec.Struct, frozen=True):
     #: (stamped before it was read; absent ones too) and each file trust hashed (stamped as it
     #: was hashed), by :func:`triohooks.config.trust.stamp`.
     signature: tuple[Stamp, ...] = ()
-    #: Settings files triohooks installed its catch-alls into whose hooks changed since, not by
-    #: triohooks (a hook beside the catch-all, a catch-all removed or pointed elsewhere): one
-    #: line each, for the tamper alarm (:func:`tampered`).
+    #: Once triohooks is installed for the agent, every way found to switch its catch-alls off
+    #: or to run hooks beside them (a hook planted beside a catch-all, ``disableAllHooks`` at
+    #: any level, a plugin with hooks ...): one line each, for the tamper alarm
+    #: (:func:`triohooks.agents.tamper.alarms`).
     tampered: tuple[str, ...] = ()
 
     def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
@@ -620,26 +621,41 @@ def _codex_toml_hooks(home: Path, problems: list[ConfigProblem]) -> tuple[str, o
     return codex_toml_hooks(home / ".codex" / "config.toml", problems)
 
 
-def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, object] | None:
-    """The ``[hooks]`` of a Codex ``config.toml`` (without Codex's ``[hooks.state]`` review
-    record), and the file's name; None when it has none or cannot be read (a warning)."""
+def read_toml_object(
+    path: Path,
+    problems: list[ConfigProblem],
+    unreadable: list[tuple[str, str]] | None = None,
+) -> dict[str, Any] | None:
+    """A TOML file (Codex's ``config.toml``) as a table; None when missing (silent) or broken
+    (a warning; one that is there but cannot be read or parsed is also added to
+    ``unreadable``)."""
     try:
         data = read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return None
     except UnreadableFileError as exc:
         problems.append(ConfigProblem(str(path), f"{exc.reason}; skipped", severity="warning"))
+        if unreadable is not None:
+            unreadable.append((str(path), exc.reason))
         return None
     import tomllib
 
     try:
-        doc = tomllib.loads(data.decode("utf-8"))
+        return tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         problems.append(
             ConfigProblem(str(path), f"not valid TOML, skipped: {exc}", severity="warning")
         )
+        if unreadable is not None:
+            unreadable.append((str(path), f"not valid TOML: {exc}"))
         return None
-    if "hooks" not in doc:
+
+
+def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, object] | None:
+    """The ``[hooks]`` of a Codex ``config.toml`` (without Codex's ``[hooks.state]`` review
+    record), and the file's name; None when it has none or cannot be read (a warning)."""
+    doc = read_toml_object(path, problems)
+    if doc is None or "hooks" not in doc:
         return None
     hooks = doc["hooks"]
     if not isinstance(hooks, dict):
@@ -686,10 +702,14 @@ def candidate_files(agent: AgentName, project: Path | None, home: Path) -> list[
             files.append(level.path.parent)  # a hooks file added or removed
     if agent == "codex":
         files.append(home / ".codex" / "config.toml")
-    return files
+    from .tamper import watched  # (tamper reads this module's parsers)
+
+    return files + watched(agent, project, home)
 
 
-class _LevelRead(msgspec.Struct):
+class LevelRead(msgspec.Struct):
+    """What one level held, as read once (for the table, trust and the tamper alarm)."""
+
     level: Level
     hooks: list[AgentHook]
     #: What trust covers of this level: its hooks and switches, as parsed.
@@ -698,12 +718,15 @@ class _LevelRead(msgspec.Struct):
     switches: dict[str, Any]
     #: ``(file, why)`` for this level's files that are there but cannot be read.
     unreadable: list[tuple[str, str]] = msgspec.field(default_factory=list)
-    #: This level was installed into (its triohooks-hooks.json is there) and its settings'
-    #: hooks are no longer only triohooks' catch-alls: what changed.
-    tampered: str | None = None
+    #: The settings file as parsed (None: missing or unreadable).
+    doc: dict[str, Any] | None = None
+    #: The triohooks-hooks.json beside it as parsed (None: missing or unreadable).
+    adopted: object = None
 
 
-def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
+def hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
+    """The ``hooks`` object of a settings document (Codex's hooks.json may be the object
+    itself)."""
     if agent == "codex" and path.name == "hooks.json":
         return doc.get("hooks", doc)
     return doc.get("hooks")
@@ -716,80 +739,38 @@ def _covered(value: object) -> bytes:
 
 def _read_level(
     agent: AgentName, level: Level, home: Path, problems: list[ConfigProblem], files: list[str]
-) -> _LevelRead:
+) -> LevelRead:
     """One level: its settings file and the ``triohooks-hooks.json`` beside it, each read once."""
-    out = _LevelRead(level, [], [], {})
-    doc = read_json_object(level.path, problems, out.unreadable)
+    out = LevelRead(level, [], [], {})
+    doc = out.doc = read_json_object(level.path, problems, out.unreadable)
     if doc is not None:
         files.append(str(level.path))
-        hooks_obj = _hooks_object(agent, level.path, doc)
+        hooks_obj = hooks_object(agent, level.path, doc)
         out.switches = {k: doc[k] for k in SPECS[agent].switches if k in doc}
         if hooks_obj is not None:
             out.hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
         if hooks_obj is not None or out.switches:
             covered = {"hooks": hooks_obj, **out.switches}
             out.sources.append(TrustSource(str(level.path), _covered(covered)))
-    beside: list[str] = []  # Copilot CLI: the other hooks files of the directory, with hooks
-    for other_path in level_files(agent, level):
+    for other_path in level_files(agent, level):  # Copilot CLI: the directory's other files
         other = read_json_object(other_path, problems, out.unreadable)
         if other is None or other.get("hooks") is None:
             continue
         files.append(str(other_path))
-        beside.append(str(other_path))
         out.sources.append(TrustSource(str(other_path), _covered({"hooks": other["hooks"]})))
         out.hooks += parse_hooks(agent, level, str(other_path), other["hooks"], problems)
     moved_to = adopted_path(agent, level.path)
-    adopted = read_json_object(moved_to, problems, out.unreadable)
+    adopted = out.adopted = read_json_object(moved_to, problems, out.unreadable)
     if adopted is not None:
         files.append(str(moved_to))
         out.sources.append(TrustSource(str(moved_to), _covered(adopted)))
         out.hooks += parse_hooks(agent, level, str(moved_to), adopted, problems, adopted=True)
-        if level.name in INSTALL_LEVELS:  # the file install wrote (not the local one beside)
-            hooks_obj = _hooks_object(agent, level.path, doc) if doc is not None else None
-            out.tampered = tampered(agent, level, hooks_obj, adopted)
-            if out.tampered is None and beside:
-                out.tampered = (
-                    f"{level.path.parent}: hooks file(s) triohooks did not write beside its own: "
-                    f"{', '.join(Path(b).name for b in beside)}; Copilot CLI runs them itself"
-                )
     if agent == "codex" and level.name == "user":
         extra = _codex_toml_hooks(home, problems)
         if extra is not None:
             files.append(extra[0])
             out.hooks += parse_hooks(agent, level, extra[0], extra[1], problems)
     return out
-
-
-#: The levels ``install`` writes its catch-alls into (``--scope user|project``).
-INSTALL_LEVELS: Final = frozenset({"user", "project"})
-
-
-def tampered(agent: AgentName, level: Level, hooks: object, adopted: object) -> str | None:
-    """For a settings file triohooks installed into (``adopted``: its triohooks-hooks.json),
-    what changed in its ``hooks`` that triohooks did not write -- a hook beside the catch-alls,
-    a catch-all removed or pointed elsewhere -- or None when they are still exactly ours, one
-    for every event that needs one (each of the agent's events with a triohooks equivalent,
-    and each event of the adopted hooks)."""
-    where = str(level.path)
-    if not isinstance(hooks, dict):
-        return f"{where}: its hooks are gone (triohooks' catch-alls were removed)"
-    parsed = parse_hooks(agent, level, where, hooks, [], keep_ours=True)
-    foreign = [h for h in parsed if not is_ours(h)]
-    if foreign:
-        shown = ", ".join(f"{h.where} ({h.type})" for h in foreign[:3])
-        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        return (
-            f"{where}: hook(s) triohooks did not write beside its catch-alls: {shown}{more}; "
-            f"the agent runs them itself"
-        )
-    needed = set(SPECS[agent].events) | (set(adopted) if isinstance(adopted, dict) else set())
-    missing = sorted(needed - {h.event for h in parsed})
-    if missing:
-        return (
-            f"{where}: no triohooks catch-all for {', '.join(missing)} (removed, or written by an "
-            "older triohooks)"
-        )
-    return None
 
 
 def project_variables(agent: AgentName, project: Path) -> dict[str, str]:
@@ -886,7 +867,9 @@ def load_agent_table(
                 held[0].source, held_back_message(trust, agent, len(held)), severity="warning"
             )
         )
-    alarms = tuple(r.tampered for r in reads if r.tampered is not None)
+    from .tamper import alarms as tamper_alarms
+
+    alarms = tamper_alarms(agent, reads, project=project, home=home)
     return AgentTable(
         agent=agent,
         project=str(project) if project is not None else None,
