@@ -311,6 +311,13 @@ def copilot_oversized(m: Machine) -> None:
     m.write(m.home / ".copilot" / "hooks" / "big.json", {"version": 1, "pad": filler})
 
 
+def commented(path: Path, **keys: Any) -> None:
+    """``keys`` set in a settings file that also holds comments (Gemini CLI and Copilot CLI
+    read them: what they turn off counts)."""
+    doc = json.loads(path.read_text()) if path.exists() else {}
+    path.write_text("// edited by hand\n" + json.dumps({**doc, **keys}, indent=2) + " /* end */")
+
+
 CASES: list[Any] = [
     # Claude Code
     pytest.param(
@@ -361,6 +368,12 @@ CASES: list[Any] = [
         lambda m: m.update(m.user_file("gemini"), hooksConfig={"enabled": False}),
         "hooksConfig.enabled: false turns off every hook",
         id="gemini-hooksConfig-enabled-false",
+    ),
+    pytest.param(
+        "gemini",
+        lambda m: commented(m.user_file("gemini"), hooksConfig={"enabled": False}),
+        "hooksConfig.enabled: false turns off every hook",
+        id="gemini-commented-settings",
     ),
     pytest.param(
         "gemini",
@@ -442,6 +455,12 @@ CASES: list[Any] = [
         copilot_files(65),
         "1 hooks file(s) beyond the 64 triohooks reads (extra-064.json)",
         id="copilot-65th-file",
+    ),
+    pytest.param(
+        "copilot",
+        lambda m: commented(m.home / ".copilot" / "settings.json", disableAllHooks=True),
+        ".copilot/settings.json: disableAllHooks: true",
+        id="copilot-commented-settings",
     ),
     pytest.param(
         "copilot",
@@ -543,6 +562,11 @@ def test_doctor_says_the_alarm_and_exits_1(m: Machine, agent: str, change: Any, 
             copilot_files(64),
             id="copilot-64-hookless-files",
         ),
+        pytest.param(
+            "copilot",
+            lambda m: commented(m.home / ".copilot" / "config.json", firstLaunchAt="2026-12-05"),
+            id="copilot-its-own-config-json",
+        ),
     ],
 )
 async def test_what_is_not_a_switch_raises_no_alarm(m: Machine, agent: str, change: Any) -> None:
@@ -607,3 +631,74 @@ def test_the_managed_only_switches_are_read_in_managed_settings_only(tmp_path: P
     assert list(switch_alarms("claude", Level("user", path, False), doc)) == []
     odd = list(switch_alarms("claude", Level("managed", path, False), {"allowManagedHooksOnly": 1}))
     assert odd and "is not understood" in odd[0]
+
+
+def an_empty_plugin_enabled(m: Machine) -> None:
+    plugin(m, "helper@market", None)
+    m.update(m.user_file("claude"), enabledPlugins={"helper@market": True})
+
+
+def the_plugin_gains_a_hook(m: Machine) -> None:
+    directory = m.home / ".claude" / "plugins" / "cache" / "market" / "helper" / "1.0.0"
+    m.write(directory / "hooks" / "hooks.json", {"hooks": {"SessionStart": [GROUP]}})
+
+
+def an_empty_extension(m: Machine) -> None:
+    m.write(m.home / ".gemini" / "extensions" / "helper" / "gemini-extension.json", {})
+
+
+def the_extension_gains_a_hook(m: Machine) -> None:
+    path = m.home / ".gemini" / "extensions" / "helper" / "hooks" / "hooks.json"
+    m.write(path, {"hooks": {"AfterTool": [GROUP]}})
+
+
+@pytest.mark.parametrize(
+    ("agent", "before", "change", "said"),
+    [
+        pytest.param(
+            "claude",
+            an_empty_plugin_enabled,
+            the_plugin_gains_a_hook,
+            "plugin helper@market",
+            id="claude-plugin-file",
+        ),
+        pytest.param(
+            "gemini",
+            an_empty_extension,
+            the_extension_gains_a_hook,
+            "extension helper",
+            id="gemini-extension-file",
+        ),
+        pytest.param(
+            "copilot",
+            lambda m: None,
+            lambda m: m.write(m.home / ".copilot" / "settings.json", {"disableAllHooks": True}),
+            "disableAllHooks: true",
+            id="copilot-settings-file",
+        ),
+        pytest.param(
+            "codex",
+            lambda m: None,
+            lambda m: m.write(m.project / ".codex" / "config.toml", "[features]\nhooks = false\n"),
+            "[features] hooks: false",
+            id="codex-project-config",
+        ),
+    ],
+)
+async def test_a_running_engine_notices_a_watched_place_at_the_next_event(
+    m: Machine, agent: str, before: Any, change: Any, said: str
+) -> None:
+    """The files only the alarm reads (a plugin's, an extension's, a settings file beside the
+    hooks) make the agent's table stale too: one engine, quiet, then the change, then the next
+    event says it."""
+    m.install(agent)
+    before(m)
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=m.project, config_dir=m.config, state_dir=m.state
+        ) as engine:
+            quiet = await engine.agent_hook(agent, m.body(agent), adopted_only=True)
+            assert "TAMPER" not in json.dumps(quiet.answer.output)
+            change(m)
+            alarmed = await engine.agent_hook(agent, m.body(agent), adopted_only=True)
+    assert said in json.dumps(alarmed.answer.output)

@@ -674,7 +674,8 @@ def _signature(paths: Iterable[str | Path]) -> tuple[Stamp, ...]:
     return tuple(out)
 
 
-#: Most hooks files read from one of Copilot CLI's hooks directories.
+#: Most hooks files read from one of Copilot CLI's hooks directories (Copilot reads them all:
+#: one more is a tamper alarm, :mod:`.tamper`).
 MAX_HOOK_FILES: Final = 64
 
 

@@ -33,9 +33,14 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final
 
+import msgspec
+
 from triohooks.config.model import ConfigProblem
+from triohooks.config.paths import UnreadableFileError, read_regular_file
 
 from .config import (
+    MAX_HOOK_FILES,
+    MAX_SETTINGS_BYTES,
     AgentHook,
     LevelRead,
     hooks_object,
@@ -48,9 +53,6 @@ from .spec import SPECS, AgentName, Level, adopted_path
 
 #: The levels ``install`` writes its catch-alls into (``--scope user|project``).
 INSTALL_LEVELS: Final = frozenset({"user", "project"})
-#: Most hooks files triohooks reads from one of Copilot CLI's hooks directories (Copilot reads
-#: them all: one more is a file it may run unseen).
-MAX_HOOK_FILES: Final = 64
 #: ``isEnvTruthy`` in Claude Code: these values (any case, trimmed) turn a variable on.
 _TRUTHY: Final = frozenset({"1", "true", "yes", "on"})
 #: Claude Code settings ``env`` variables that change which hooks run: bare mode (no hook at
@@ -83,6 +85,9 @@ _EXTENSIONS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
 }
 _CLAUDE_MANIFEST: Final = (".claude-plugin/plugin.json",)
 _ALL_OFF: Final = "turns off every hook, triohooks' catch-alls included"
+#: Agents whose settings files may hold comments (Gemini CLI strips them before parsing; Qwen
+#: Code is its fork; Copilot CLI writes its own files with them).
+_COMMENTS: Final = frozenset({"gemini", "qwen", "copilot"})
 
 
 def alarms(
@@ -91,11 +96,13 @@ def alarms(
     """Every tamper alarm for ``agent``'s table, in a stable order; () when triohooks is not
     installed for it here (no ``triohooks-hooks.json`` beside a user or project settings
     file)."""
-    installed = [r for r in reads if _installed(agent, r.level)]
-    if not installed:
+    ours = {r.level.path for r in reads if _installed(agent, r.level)}
+    if not ours:
         return ()
+    reads = [_with_comments(agent, r) for r in reads]
+    installed = [r for r in reads if r.level.path in ours]
     scopes = {r.level.name for r in installed}
-    names = _catch_all_names(agent, installed)
+    names = _catch_all_names(agent, installed) if agent in ("gemini", "qwen") else {}
     said: list[Iterable[str]] = [
         t for r in reads for t in (_unread(agent, r), switch_alarms(agent, r.level, r.doc, names))
     ]
@@ -109,10 +116,18 @@ def alarms(
     elif agent == "codex":
         said.append(_codex(installed, project, home))
     elif agent == "copilot":
-        ours = {r.level.path for r in installed}
         said += [_copilot(r, r.level.path in ours, project, home) for r in reads]
     found = dict.fromkeys(text for texts in said for text in texts)
     return tuple(found)
+
+
+def _with_comments(agent: AgentName, r: LevelRead) -> LevelRead:
+    """``r`` with its settings file read as the agent reads it, when that takes comments
+    (triohooks' own reader takes plain JSON)."""
+    if agent not in _COMMENTS or r.doc is not None or not os.path.lexists(r.level.path):
+        return r
+    doc, _ = _read(r.level.path, SPECS[agent].display, comments=True)
+    return msgspec.structs.replace(r, doc=doc) if doc is not None else r
 
 
 def _installed(agent: AgentName, level: Level) -> bool:
@@ -181,7 +196,7 @@ def _unread(agent: AgentName, r: LevelRead) -> Iterator[str]:
     moved_to = adopted_path(agent, r.level.path)
     for path, value in ((r.level.path, r.doc), (moved_to, r.adopted)):
         if value is None and os.path.lexists(path) and str(path) not in said:
-            yield from _read(path, display)[1]  # not valid JSON, or not an object: says which
+            yield from _read(path, display, comments=agent in _COMMENTS)[1]  # says why
 
 
 # -- switches --------------------------------------------------------------------------------
@@ -322,21 +337,58 @@ def _hooks_config(
 
 def _system_defaults(agent: AgentName, names: Mapping[str, str]) -> Iterator[str]:
     path = _SYSTEM_DEFAULTS[agent]
-    doc, unread = _read(path, SPECS[agent].display)
+    doc, unread = _read(path, SPECS[agent].display, comments=True)
     yield from unread
     yield from switch_alarms(agent, Level("system-defaults", path, False), doc, names)
 
 
-def _read(path: Path, display: str, what: str = "") -> tuple[dict[str, Any] | None, list[str]]:
-    """A JSON settings file in one of the watched places, and its alarm when it is there but
-    cannot be read (missing: None and no alarm)."""
+def _read(
+    path: Path, display: str, what: str = "", *, comments: bool = False
+) -> tuple[dict[str, Any] | None, list[str]]:
+    """A JSON settings file in one of the watched places (``comments``: as the agent reads it,
+    ``//`` and ``/* */`` comments allowed), and its alarm when it is there but cannot be read
+    (missing: None and no alarm)."""
     problems: list[ConfigProblem] = []
     unreadable: list[tuple[str, str]] = []
     doc = read_json_object(path, problems, unreadable)
+    if doc is None and problems and not unreadable and comments:
+        try:
+            value = msgspec.json.decode(
+                _strip_comments(read_regular_file(path, MAX_SETTINGS_BYTES))
+            )
+        except (OSError, UnreadableFileError, msgspec.DecodeError):
+            value = None
+        if isinstance(value, dict):
+            return value, []
     if doc is None and problems:
         why = unreadable[0][1] if unreadable else problems[0].message
         return None, [_unseen(path, f"{what}{why}", display)]
     return doc, []
+
+
+def _strip_comments(data: bytes) -> bytes:
+    """``data`` with its ``//`` and ``/* */`` comments outside strings blanked out (what
+    strip-json-comments does before Gemini CLI parses a settings file)."""
+    out = bytearray(data)
+    i, n, in_string = 0, len(data), False
+    while i < n:
+        c = data[i : i + 1]
+        if in_string:
+            if c == b"\\":
+                i += 1
+            elif c == b'"':
+                in_string = False
+        elif c == b'"':
+            in_string = True
+        elif data.startswith(b"//", i) or data.startswith(b"/*", i):
+            close = b"\n" if data[i + 1 : i + 2] == b"/" else b"*/"
+            end = data.find(close, i + 2)
+            end = n if end < 0 else end + (2 if close == b"*/" else 0)
+            out[i:end] = b" " * (end - i)
+            i = end
+            continue
+        i += 1
+    return bytes(out)
 
 
 # -- plugins and extensions ------------------------------------------------------------------
@@ -369,12 +421,12 @@ def _dir_alarms(
         return
     found: list[tuple[str, object]] = []
     for manifest in manifests:
-        _, unread = _read(directory / manifest, display, f"{what}: ")
+        _, unread = _read(directory / manifest, display, f"{what}: ", comments=agent in _COMMENTS)
         yield from unread
     files, inline = _hook_files(directory, manifests)
     found += [(f"{directory / manifests[0]} (inline)", item) for item in inline]
     for path in files:
-        doc, unread = _read(path, display, f"{what}: ")
+        doc, unread = _read(path, display, f"{what}: ", comments=agent in _COMMENTS)
         yield from unread
         if doc is not None:
             found.append((str(path), doc.get("hooks")))
@@ -523,7 +575,7 @@ def _extensions(
     display = SPECS[agent].display
     for base in _extension_dirs(agent, scopes, project, home):
         for extension in _subdirectories(base):
-            meta, unread = _read(extension / record, display)
+            meta, unread = _read(extension / record, display, comments=True)
             yield from unread
             target = extension
             if meta is not None and meta.get("type") == "link":
@@ -681,8 +733,8 @@ def _codex_reviews(installed: Sequence[LevelRead], state: object, config: Path) 
 def _copilot_settings(level: Level, project: Path | None, home: Path) -> list[Path]:
     """The settings files Copilot CLI reads inline ``hooks`` and ``disableAllHooks`` from, at
     ``level`` (its repository settings, and the Claude Code ones it also reads)."""
-    if level.name == "user":
-        return [home / ".copilot" / "settings.json", home / ".copilot" / "config.json"]
+    if level.name == "user":  # (config.json is Copilot's own state: "managed automatically")
+        return [home / ".copilot" / "settings.json"]
     if project is None:
         return []
     github, claude = project / ".github" / "copilot", project / ".claude"
@@ -720,7 +772,7 @@ def _copilot(r: LevelRead, installed: bool, project: Path | None, home: Path) ->
     beside: list[str] = []
     files = [directory / n for n in others[:MAX_HOOK_FILES]]
     for path in files + _copilot_settings(r.level, project, home):
-        doc, unread = _read(path, display)
+        doc, unread = _read(path, display, comments=path.parent.name != ".claude")
         yield from unread
         if doc is None:
             continue
