@@ -621,41 +621,26 @@ def _codex_toml_hooks(home: Path, problems: list[ConfigProblem]) -> tuple[str, o
     return codex_toml_hooks(home / ".codex" / "config.toml", problems)
 
 
-def read_toml_object(
-    path: Path,
-    problems: list[ConfigProblem],
-    unreadable: list[tuple[str, str]] | None = None,
-) -> dict[str, Any] | None:
-    """A TOML file (Codex's ``config.toml``) as a table; None when missing (silent) or broken
-    (a warning; one that is there but cannot be read or parsed is also added to
-    ``unreadable``)."""
+def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, object] | None:
+    """The ``[hooks]`` of a Codex ``config.toml`` (without Codex's ``[hooks.state]`` review
+    record), and the file's name; None when it has none or cannot be read (a warning)."""
     try:
         data = read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:
         return None
     except UnreadableFileError as exc:
         problems.append(ConfigProblem(str(path), f"{exc.reason}; skipped", severity="warning"))
-        if unreadable is not None:
-            unreadable.append((str(path), exc.reason))
         return None
     import tomllib
 
     try:
-        return tomllib.loads(data.decode("utf-8"))
+        doc = tomllib.loads(data.decode("utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         problems.append(
             ConfigProblem(str(path), f"not valid TOML, skipped: {exc}", severity="warning")
         )
-        if unreadable is not None:
-            unreadable.append((str(path), f"not valid TOML: {exc}"))
         return None
-
-
-def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, object] | None:
-    """The ``[hooks]`` of a Codex ``config.toml`` (without Codex's ``[hooks.state]`` review
-    record), and the file's name; None when it has none or cannot be read (a warning)."""
-    doc = read_toml_object(path, problems)
-    if doc is None or "hooks" not in doc:
+    if "hooks" not in doc:
         return None
     hooks = doc["hooks"]
     if not isinstance(hooks, dict):
@@ -708,9 +693,7 @@ def candidate_files(agent: AgentName, project: Path | None, home: Path) -> list[
     return files + watched(agent, project, home)
 
 
-class LevelRead(msgspec.Struct):
-    """What one level held, as read once (for the table, trust and the tamper alarm)."""
-
+class _LevelRead(msgspec.Struct):
     level: Level
     hooks: list[AgentHook]
     #: What trust covers of this level: its hooks and switches, as parsed.
@@ -719,15 +702,13 @@ class LevelRead(msgspec.Struct):
     switches: dict[str, Any]
     #: ``(file, why)`` for this level's files that are there but cannot be read.
     unreadable: list[tuple[str, str]] = msgspec.field(default_factory=list)
-    #: The settings file as parsed (None: missing or unreadable).
+    #: The settings file and the triohooks-hooks.json beside it as parsed (None: missing or
+    #: unreadable), for the tamper alarm.
     doc: dict[str, Any] | None = None
-    #: The triohooks-hooks.json beside it as parsed (None: missing or unreadable).
     adopted: object = None
 
 
-def hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
-    """The ``hooks`` object of a settings document (Codex's hooks.json may be the object
-    itself)."""
+def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
     if agent == "codex" and path.name == "hooks.json":
         return doc.get("hooks", doc)
     return doc.get("hooks")
@@ -740,13 +721,13 @@ def _covered(value: object) -> bytes:
 
 def _read_level(
     agent: AgentName, level: Level, home: Path, problems: list[ConfigProblem], files: list[str]
-) -> LevelRead:
+) -> _LevelRead:
     """One level: its settings file and the ``triohooks-hooks.json`` beside it, each read once."""
-    out = LevelRead(level, [], [], {})
-    doc = out.doc = read_json_object(level.path, problems, out.unreadable)
+    out = _LevelRead(level, [], [], {})
+    doc = read_json_object(level.path, problems, out.unreadable)
     if doc is not None:
         files.append(str(level.path))
-        hooks_obj = hooks_object(agent, level.path, doc)
+        hooks_obj = _hooks_object(agent, level.path, doc)
         out.switches = {k: doc[k] for k in SPECS[agent].switches if k in doc}
         if hooks_obj is not None:
             out.hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
@@ -761,17 +742,22 @@ def _read_level(
         out.sources.append(TrustSource(str(other_path), _covered({"hooks": other["hooks"]})))
         out.hooks += parse_hooks(agent, level, str(other_path), other["hooks"], problems)
     moved_to = adopted_path(agent, level.path)
-    adopted = out.adopted = read_json_object(moved_to, problems, out.unreadable)
+    adopted = read_json_object(moved_to, problems, out.unreadable)
     if adopted is not None:
         files.append(str(moved_to))
         out.sources.append(TrustSource(str(moved_to), _covered(adopted)))
         out.hooks += parse_hooks(agent, level, str(moved_to), adopted, problems, adopted=True)
+    out.doc, out.adopted = doc, adopted
     if agent == "codex" and level.name == "user":
         extra = _codex_toml_hooks(home, problems)
         if extra is not None:
             files.append(extra[0])
             out.hooks += parse_hooks(agent, level, extra[0], extra[1], problems)
     return out
+
+
+#: The levels ``install`` writes its catch-alls into (``--scope user|project``).
+INSTALL_LEVELS: Final = frozenset({"user", "project"})
 
 
 def project_variables(agent: AgentName, project: Path) -> dict[str, str]:

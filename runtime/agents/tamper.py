@@ -31,7 +31,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import msgspec
 
@@ -39,20 +39,19 @@ from triohooks.config.model import ConfigProblem
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 
 from .config import (
+    INSTALL_LEVELS,
     MAX_HOOK_FILES,
     MAX_SETTINGS_BYTES,
     AgentHook,
-    LevelRead,
-    hooks_object,
     is_ours,
     parse_hooks,
     read_json_object,
-    read_toml_object,
 )
+from .convert import hooks_of
 from .spec import SPECS, AgentName, Level, adopted_path
 
-#: The levels ``install`` writes its catch-alls into (``--scope user|project``).
-INSTALL_LEVELS: Final = frozenset({"user", "project"})
+if TYPE_CHECKING:
+    from .config import _LevelRead as LevelRead
 #: ``isEnvTruthy`` in Claude Code: these values (any case, trimmed) turn a variable on.
 _TRUTHY: Final = frozenset({"1", "true", "yes", "on"})
 #: Claude Code settings ``env`` variables that change which hooks run: bare mode (no hook at
@@ -145,7 +144,7 @@ def installed_changes(agent: AgentName, r: LevelRead) -> str | None:
     where = str(r.level.path)
     if r.doc is None and os.path.lexists(r.level.path):
         return None
-    hooks = hooks_object(agent, r.level.path, r.doc) if r.doc is not None else None
+    hooks = hooks_of(r.doc, agent) if r.doc is not None else None
     if not isinstance(hooks, dict):
         return f"{where}: its hooks are gone (triohooks' catch-alls were removed)"
     parsed = parse_hooks(agent, r.level, where, hooks, [], keep_ours=True)
@@ -207,7 +206,7 @@ def _catch_all_names(agent: AgentName, installed: Sequence[LevelRead]) -> dict[s
     ``name``, else its command), with the event each is for."""
     names: dict[str, str] = {}
     for r in installed:
-        hooks = hooks_object(agent, r.level.path, r.doc) if r.doc is not None else None
+        hooks = hooks_of(r.doc, agent) if r.doc is not None else None
         if not isinstance(hooks, dict):
             continue
         for hook in parse_hooks(agent, r.level, str(r.level.path), hooks, [], keep_ours=True):
@@ -356,7 +355,7 @@ def _read(
             value = msgspec.json.decode(
                 _strip_comments(read_regular_file(path, MAX_SETTINGS_BYTES))
             )
-        except (OSError, UnreadableFileError, msgspec.DecodeError):
+        except (OSError, UnreadableFileError, msgspec.DecodeError, RecursionError):
             value = None
         if isinstance(value, dict):
             return value, []
@@ -653,9 +652,19 @@ def _codex(installed: Sequence[LevelRead], project: Path | None, home: Path) -> 
 
 
 def _toml(path: Path, display: str) -> tuple[dict[str, Any] | None, list[str]]:
-    unreadable: list[tuple[str, str]] = []
-    doc = read_toml_object(path, [], unreadable)
-    return doc, [_unseen(name, why, display) for name, why in unreadable]
+    """A Codex TOML file, and its alarm when it is there but cannot be read (missing: None and
+    no alarm)."""
+    import tomllib
+
+    try:
+        return tomllib.loads(read_regular_file(path, MAX_SETTINGS_BYTES).decode("utf-8")), []
+    except FileNotFoundError:
+        return None, []
+    except UnreadableFileError as exc:
+        return None, [_unseen(path, exc.reason, display)]
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError, RecursionError) as exc:
+        why = "nested too deeply" if isinstance(exc, RecursionError) else exc
+        return None, [_unseen(path, f"not valid TOML: {why}", display)]
 
 
 def _codex_features(doc: Mapping[str, Any], path: Path, display: str) -> Iterator[str]:
@@ -693,7 +702,7 @@ def _codex_reviews(installed: Sequence[LevelRead], state: object, config: Path) 
         yield _not_understood(config, "[hooks.state] (not a table)", display)
         return
     for r in installed:
-        hooks = hooks_object("codex", r.level.path, r.doc) if r.doc is not None else None
+        hooks = hooks_of(r.doc, "codex") if r.doc is not None else None
         try:
             expected = hook_states(str(r.level.path), hooks) if isinstance(hooks, dict) else {}
         except ValueError:
