@@ -156,7 +156,9 @@ def test_held_back_hooks_and_an_agent_side_switch_are_problems(d: Dirs) -> None:
     done = d.cli("claude", "validate")
     found = problems(done)
     assert any("held back: they changed since you trusted them" in p for p in found)
-    assert any("claude itself honours that" in p for p in found)
+    assert any(
+        "tamper alarm:" in p and "disableAllHooks: true turns off every hook" in p for p in found
+    )
 
 
 def test_nothing_installed_means_no_live_checks(d: Dirs) -> None:

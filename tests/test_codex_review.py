@@ -110,7 +110,7 @@ def test_a_missing_review_is_a_validate_problem(c: Codex) -> None:
     c.config.write_text("")  # the review lost (a config.toml rewritten by hand)
     done = c.cli("validate")
     assert done.returncode == 1
-    assert "not recorded as reviewed" in done.stdout and "Codex skips it" in done.stdout
+    assert "not recorded as reviewed" in done.stdout and "skips them without a word" in done.stdout
 
 
 def test_an_inline_state_table_is_not_edited_blindly(c: Codex) -> None:

@@ -231,11 +231,12 @@ class AgentTable(msgspec.Struct, frozen=True):
     trust: TrustInfo | None = None
     #: What the table was built from (:mod:`triohooks.config.freshness`): the signature of
     #: each settings file, the trust store and everything trust looked at, taken before it
-    #: was read, and when.
+    #: was read.
     inputs: tuple[Signature, ...] = ()
-    #: Settings files triohooks installed its catch-alls into whose hooks changed since, not by
-    #: triohooks (a hook beside the catch-all, a catch-all removed or pointed elsewhere): one
-    #: line each, for the tamper alarm (:func:`tampered`).
+    #: Once triohooks is installed for the agent, every way found to switch its catch-alls off
+    #: or to run hooks beside them (a hook planted beside a catch-all, ``disableAllHooks`` at
+    #: any level, a plugin with hooks ...): one line each, for the tamper alarm
+    #: (:func:`triohooks.agents.tamper.alarms`).
     tampered: tuple[str, ...] = ()
 
     def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
@@ -684,7 +685,8 @@ def codex_toml_hooks(path: Path, problems: list[ConfigProblem]) -> tuple[str, ob
     return str(path), {k: v for k, v in hooks.items() if k != "state"}
 
 
-#: Most hooks files read from one of Copilot CLI's hooks directories.
+#: Most hooks files read from one of Copilot CLI's hooks directories (Copilot reads them all:
+#: one more is a tamper alarm, :mod:`.tamper`).
 MAX_HOOK_FILES: Final = 64
 
 
@@ -712,7 +714,9 @@ def candidate_files(agent: AgentName, project: Path | None, home: Path) -> list[
             files.append(level.path.parent)  # a hooks file added or removed
     if agent == "codex":
         files.append(home / ".codex" / "config.toml")
-    return files
+    from .tamper import watched  # (tamper reads this module's parsers)
+
+    return files + watched(agent, project, home)
 
 
 class _LevelRead(msgspec.Struct):
@@ -726,9 +730,10 @@ class _LevelRead(msgspec.Struct):
     switches: dict[str, Any]
     #: ``(file, why)`` for this level's files that are there but cannot be read.
     unreadable: list[tuple[str, str]] = msgspec.field(default_factory=list)
-    #: This level was installed into (its triohooks-hooks.json is there) and its settings'
-    #: hooks are no longer only triohooks' catch-alls: what changed.
-    tampered: str | None = None
+    #: The settings file and the triohooks-hooks.json beside it as parsed (None: missing or
+    #: unreadable), for the tamper alarm.
+    doc: dict[str, Any] | None = None
+    adopted: object = None
 
 
 def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
@@ -762,13 +767,11 @@ def _read_level(
             if env is not None:  # the variables every hook of the session gets
                 covered["env"] = env
             out.sources.append(TrustSource(str(level.path), _covered(covered)))
-    beside: list[str] = []  # Copilot CLI: the other hooks files of the directory, with hooks
-    for other_path in level_files(agent, level):
+    for other_path in level_files(agent, level):  # Copilot CLI: the directory's other files
         other = read_json_object(other_path, problems, out.unreadable)
         if other is None or other.get("hooks") is None:
             continue
         files.append(str(other_path))
-        beside.append(str(other_path))
         out.sources.append(TrustSource(str(other_path), _covered({"hooks": other["hooks"]})))
         out.hooks += parse_hooks(agent, level, str(other_path), other["hooks"], problems)
     moved_to = adopted_path(agent, level.path)
@@ -777,14 +780,7 @@ def _read_level(
         files.append(str(moved_to))
         out.sources.append(TrustSource(str(moved_to), _covered(adopted)))
         out.hooks += parse_hooks(agent, level, str(moved_to), adopted, problems, adopted=True)
-        if level.name in INSTALL_LEVELS:  # the file install wrote (not the local one beside)
-            hooks_obj = _hooks_object(agent, level.path, doc) if doc is not None else None
-            out.tampered = tampered(agent, level, hooks_obj, adopted)
-            if out.tampered is None and beside:
-                out.tampered = (
-                    f"{level.path.parent}: hooks file(s) triohooks did not write beside its own: "
-                    f"{', '.join(Path(b).name for b in beside)}; Copilot CLI runs them itself"
-                )
+    out.doc, out.adopted = doc, adopted
     if agent == "codex" and level.name == "user":
         extra = _codex_toml_hooks(home, problems)
         if extra is not None:
@@ -811,34 +807,6 @@ def _bind_to_cwd(read: _LevelRead, project: Path, bound: set[str]) -> _LevelRead
 
 #: The levels ``install`` writes its catch-alls into (``--scope user|project``).
 INSTALL_LEVELS: Final = frozenset({"user", "project"})
-
-
-def tampered(agent: AgentName, level: Level, hooks: object, adopted: object) -> str | None:
-    """For a settings file triohooks installed into (``adopted``: its triohooks-hooks.json),
-    what changed in its ``hooks`` that triohooks did not write -- a hook beside the catch-alls,
-    a catch-all removed or pointed elsewhere -- or None when they are still exactly ours, one
-    for every event that needs one (each of the agent's events with a triohooks equivalent,
-    and each event of the adopted hooks)."""
-    where = str(level.path)
-    if not isinstance(hooks, dict):
-        return f"{where}: its hooks are gone (triohooks' catch-alls were removed)"
-    parsed = parse_hooks(agent, level, where, hooks, [], keep_ours=True)
-    foreign = [h for h in parsed if not is_ours(h)]
-    if foreign:
-        shown = ", ".join(f"{h.where} ({h.type})" for h in foreign[:3])
-        more = f" and {len(foreign) - 3} more" if len(foreign) > 3 else ""
-        return (
-            f"{where}: hook(s) triohooks did not write beside its catch-alls: {shown}{more}; "
-            f"the agent runs them itself"
-        )
-    needed = set(SPECS[agent].events) | (set(adopted) if isinstance(adopted, dict) else set())
-    missing = sorted(needed - {h.event for h in parsed})
-    if missing:
-        return (
-            f"{where}: no triohooks catch-all for {', '.join(missing)} (removed, or written by an "
-            "older triohooks)"
-        )
-    return None
 
 
 def project_variables(agent: AgentName, project: Path) -> dict[str, str]:
@@ -948,7 +916,9 @@ def load_agent_table(
                 held[0].source, held_back_message(trust, agent, len(held)), severity="warning"
             )
         )
-    alarms = tuple(r.tampered for r in reads if r.tampered is not None)
+    from .tamper import alarms as tamper_alarms
+
+    alarms = tamper_alarms(agent, reads, project=project, home=home)
     return AgentTable(
         agent=agent,
         project=str(project) if project is not None else None,

@@ -4,9 +4,9 @@ Besides the config itself: for every catch-all an install wrote into the agent's
 what it runs is there (``triohooks-relay`` on PATH for a project's, this install's python and
 relay for the user's), that the server an http catch-all posts to is running and is the user's
 own ``serve`` (the one ``serve.json`` names, holding that port) and that the token the agent
-will send matches; whether a ``serve`` answers the relays; the project's trust; and for Codex,
-that the catch-alls are recorded as reviewed (Codex runs no other hook). Reads only: it starts
-nothing, runs no hook.
+will send matches; whether a ``serve`` answers the relays; the project's trust; and the tamper
+alarm (:mod:`triohooks.agents.tamper`: a switch that turns the catch-alls off, hooks run beside
+them, Codex's review of them). Reads only: it starts nothing, runs no hook.
 """
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ from triohooks.agents.config import (
     read_json_object,
 )
 from triohooks.agents.convert import hooks_of
-from triohooks.agents.spec import SPECS, TOKEN_VAR, AgentName, adopted_path, levels
+from triohooks.agents.spec import TOKEN_VAR, AgentName, adopted_path, levels
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import held_back_message
 
@@ -164,64 +164,6 @@ def _http_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> lis
     return lines
 
 
-def _codex_reviewed(hooks: list[AgentHook], home: Path) -> list[DoctorLine]:
-    """Each catch-all recorded as reviewed in ``~/.codex/config.toml``, as Codex checks it."""
-    from triohooks.agents import codex_review, codex_trust
-
-    config = codex_review.config_path(home)
-    try:
-        text = read_regular_file(config, codex_review.MAX_CONFIG_BYTES).decode("utf-8")
-        import tomllib
-
-        state = tomllib.loads(text).get("hooks", {}).get("state", {})
-    except (FileNotFoundError, UnreadableFileError, UnicodeDecodeError, ValueError):
-        state = {}
-    lines: list[DoctorLine] = []
-    for source in dict.fromkeys(h.source for h in hooks):
-        doc = read_json_object(Path(source), [])
-        expected = codex_trust.hook_states(source, (doc or {}).get("hooks", doc or {}))
-        for key, digest in expected.items():
-            got = state.get(key) if isinstance(state, dict) else None
-            if isinstance(got, dict) and got.get("trusted_hash") == digest:
-                lines.append(DoctorLine(True, f"codex: {key} is recorded as reviewed"))
-                continue
-            lines.append(
-                DoctorLine(
-                    False,
-                    f"codex: {key} is not recorded as reviewed in {config}: Codex skips it "
-                    "without a word; run `triohooks codex install` again",
-                )
-            )
-    return lines
-
-
-def _agent_side_switches(agent: AgentName, project: Path | None, home: Path) -> list[DoctorLine]:
-    """Switches the *agent* honours from a project's settings, trusted or not: with them it
-    calls no hook at all, ours included (measured with Claude Code 2.1.332), so triohooks never
-    sees the calls and can only say so here."""
-    lines: list[DoctorLine] = []
-    for level in levels(agent, project, home):
-        if not level.project:
-            continue
-        doc = read_json_object(level.path, []) or {}
-        config = doc.get("hooksConfig")
-        switches = SPECS[agent].switches
-        off = ("disableAllHooks" in switches and doc.get("disableAllHooks") is True) or (
-            "hooksConfig" in switches
-            and isinstance(config, dict)
-            and config.get("enabled") is False
-        )
-        if off:
-            lines.append(
-                DoctorLine(
-                    False,
-                    f"{level.path} turns every hook off, and {agent} itself honours that: in "
-                    "this project it calls none of your hooks, triohooks' included",
-                )
-            )
-    return lines
-
-
 def check_agent(
     agent: AgentName,
     *,
@@ -246,9 +188,6 @@ def check_agent(
             lines += _command_lines(hook, env)
     if any(h.type == "command" for h in hooks):
         lines.append(_relay_socket(state))
-    if agent == "codex":
-        lines += _codex_reviewed(hooks, home)
-    lines += _agent_side_switches(agent, project, home)
     held = [h for h in table.untrusted if h.adopted]
     if held and table.trust is not None:
         lines.append(DoctorLine(False, held_back_message(table.trust, agent, len(held))))

@@ -707,43 +707,49 @@ def test_a_teammate_without_triohooks_is_blocked_with_a_message(
     assert "triohooks-relay is not on PATH" in run.output["result"]
 
 
-def test_claude_code_itself_honours_a_projects_disable_all_hooks_and_validate_says_so(
+@pytest.mark.parametrize("where", ["project", "user"])
+def test_claude_code_itself_honours_disable_all_hooks_and_the_alarm_says_so(
     claude_bin: Path,
     claude_project: ClaudeProject,
     fake_api: FakeAnthropic,
     tri: Triohooks,
     tmp_path: Path,
+    where: str,
 ) -> None:
-    # The user's own guard, adopted at user scope; the repository turns every hook off.
+    """The user's own guard, adopted at user scope; then every hook is switched off: by the
+    repository's settings, or by `disableAllHooks: true` added to ~/.claude/settings.json after
+    the install (issue 35's finding). Claude Code honours either and calls no hook at all, the
+    catch-all included (measured): no event reaches triohooks, so no answer can carry the alarm.
+    `validate` and `doctor` say it (exit 1)."""
     user = claude_project.home / ".claude" / "settings.json"
     user.parent.mkdir(parents=True, exist_ok=True)
     user.write_text(json.dumps({"hooks": bash_hooks("PreToolUse", EXIT_2)}))
-    claude_project.write_settings({"disableAllHooks": True})
+    project = claude_project.write_settings({})
     tri.state_dir.chmod(0o700)
     tri.cli("claude", "install", "--scope", "user", "--workspace", str(claude_project.path))
+    off = project if where == "project" else user
+    doc = json.loads(off.read_text())
+    off.write_text(json.dumps({**doc, "disableAllHooks": True}))
+    workspace = ["--workspace", str(claude_project.path)]
     try:
         with serving(tri, claude_project.path, tmp_path / "serve.log"):
             session(claude_bin, claude_project, fake_api, tri, marker_commands(1))
-        checked = run_bounded(
-            [
-                sys.executable,
-                "-m",
-                "triohooks",
-                "claude",
-                "validate",
-                "--workspace",
-                str(claude_project.path),
-            ],
-            timeout=CLI_TIMEOUT,
-            env=tri.env(),
-        )
+        checks = [
+            run_bounded(
+                [sys.executable, "-m", "triohooks", *argv, *workspace],
+                timeout=CLI_TIMEOUT,
+                env=tri.env(),
+            )
+            for argv in (["claude", "validate"], ["doctor"])
+        ]
     finally:
         tri.cli("claude", "uninstall", "--scope", "user", "--workspace", str(claude_project.path))
-    # Measured: Claude Code calls no hook at all, the catch-all included; triohooks never sees
-    # the call. It can only say so, and does.
-    assert markers(claude_project) == ["marker-0.txt"]
-    assert checked.returncode == 1
-    assert "claude itself honours that" in checked.stdout, checked.stdout
+    assert markers(claude_project) == ["marker-0.txt"]  # the guard's exit 2 never ran
+    assert tri.audit_records("tamper") == []  # nothing reached triohooks to say it on
+    said = f"{off}: disableAllHooks: true turns off every hook but managed ones"
+    for checked in checks:
+        assert checked.returncode == 1, checked.stdout
+        assert f"tamper alarm: {said}" in checked.stdout, checked.stdout
 
 
 @pytest.mark.allow_leaks
