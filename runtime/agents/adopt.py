@@ -50,6 +50,7 @@ from .spec import (
     event_arg,
     http_handler,
     levels,
+    scope_arg,
 )
 from .spec import adopted_path as adopted_path_of
 
@@ -185,20 +186,25 @@ def relay_command(
     *,
     relay_script: str | None = None,
     event: str = "",
+    named: bool = True,
 ) -> str:
     """The command a catch-all runs (:data:`PORTABLE_RELAY` for a project, :data:`LOCAL_RELAY`
     for the user, with this interpreter and ``relay_script``). ``timeout_s`` is the catch-all's
-    own timeout: the relay answers before it (docs/agents.md). Measured: ``bench/relay.py``."""
+    own timeout: the relay answers before it (docs/agents.md). ``named``: it says its scope
+    (``--scope``), as every install's does; a plugin's belongs to no settings level. Measured:
+    ``bench/relay.py``."""
     timeout = _timeout_text(timeout_s)
     words = event_arg(agent, event)
+    said = scope_arg(scope if named else None)
     if scope == "project":
-        return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout)
+        return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout, scope=said)
     if relay_script is None:
         raise ValueError("a user-scope catch-all needs the relay's file")
     return LOCAL_RELAY.format(
         agent=agent,
         event=words,
         timeout=timeout,
+        scope=said,
         python=shlex.quote(sys.executable),
         script=shlex.quote(str(Path(relay_script).resolve())),
     )
@@ -213,11 +219,13 @@ def catch_all(
     transport: Transport,
     port: int,
     relay_script: str | None = None,
+    named: bool = True,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
     """The hooks object that routes to triohooks every event of ``hooks`` and every event of
     the agent's that has a triohooks equivalent (the user's own triohooks hooks run for those:
     :mod:`.native`, even when the agent had no hook of its own), the routes (event, the exact
-    command or URL written), notes."""
+    command or URL written), notes. Each catch-all names ``scope`` (``named``: an install's;
+    a plugin's names none)."""
     if transport == "http" and agent != "claude":
         raise AdoptError(
             f"--transport http: only Claude Code's http hooks can reach serve; {agent} runs "
@@ -245,10 +253,12 @@ def catch_all(
             int(timeout) if float(timeout).is_integer() else round(timeout, 3)
         )
         if use_http:
-            handler = http_handler(agent, port, timeout_value)
+            handler = http_handler(agent, port, timeout_value, scope if named else None)
             routes.append((event, f"POST {handler['url']}"))
         else:
-            command = relay_command(agent, scope, timeout_s, relay_script=relay_script, event=event)
+            command = relay_command(
+                agent, scope, timeout_s, relay_script=relay_script, event=event, named=named
+            )
             if agent == "copilot":  # its own form: a handler per entry, ``bash``, seconds
                 handler = {"type": "command", "bash": command, "timeoutSec": timeout_value}
             elif agent == "cursor":  # its documented form: a command and its timeout

@@ -63,6 +63,7 @@ from .replies import (
     read_http_reply,
     read_process_reply,
 )
+from .shares import EVERYTHING, Share, share_of
 from .spec import AGENTS, SPECS, AgentName, home_dir, hook_environment
 
 log = logging.getLogger("triohooks.agents")
@@ -316,15 +317,18 @@ class AgentHooks:
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
+        scope: str | None = None,
     ) -> AgentResult:
         """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON) and return
         the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
 
         ``adopted_only``: only the hooks an adoption moved into ``triohooks-hooks.json`` -- for
         calls from the agent itself (the endpoint, the relay), which still runs the hooks left in
-        its settings files on its own. ``env``: the agent session's environment (the relay sends
-        it): the hooks get it instead of this process's, and the agent's project variable in it
-        names the project."""
+        its settings files on its own; then ``scope`` is the one the calling catch-all names,
+        and the request runs only what that catch-all answers for (:mod:`.shares`: with two
+        installs, each hook still runs once per call). ``env``: the agent session's environment
+        (the relay sends it): the hooks get it instead of this process's, and the agent's
+        project variable in it names the project."""
         if agent not in AGENTS:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
@@ -335,7 +339,9 @@ class AgentHooks:
         event = payload["hook_event_name"]
         project = self._project(name, payload, env)
         table = await self.table(name, project)
+        share = share_of(table, event, scope) if adopted_only else EVERYTHING
         candidates = table.for_event(event, adopted_only=adopted_only)
+        candidates = [h for h in candidates if share.covers(h)]
         chosen = [h for h in candidates if self._applies(h, payload, project)]
         runs: list[tuple[AgentHook, AgentReply]] = []
         foreground = [h for h in chosen if h.supported and not h.background]
@@ -360,7 +366,8 @@ class AgentHooks:
             replies[i] = await self._observed(call(hook))
 
         async def ours() -> None:
-            native[0] = await self._native_pass(name, event, payload, project)
+            if share.leads:  # (another catch-all of the agent's runs them for this call)
+                native[0] = await self._native_pass(name, event, payload, project)
 
         if not foreground or any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):  # (no agent hook: ours alone, no nursery)
@@ -374,19 +381,19 @@ class AgentHooks:
         for hook, reply in zip(foreground, replies, strict=True):
             assert reply is not None
             runs.append((hook, reply))
-        runs += self._held_back(table, event, payload, project, adopted_only)
+        runs += self._held_back(table, event, payload, project, adopted_only, share)
         passed = native[0]
         if passed is not None:  # last in order: its rewrite is the one the agent gets
             runs.append((passed.hook, passed.reply))
         canonical = SPECS[name].events.get(event)
-        refused = self._refused_prompts.get((name, session))
+        refused = self._refused_prompts.get((name, session)) if share.leads else None
         if refused is not None and canonical in ("pre_tool", "permission_request"):
             runs.append(
                 (native_hook(name, event, canonical), AgentReply(status="block", reason=refused))
             )
         alarms = self._alarm(table, seen_as, session) if table.tampered else []
         answer = merge(name, event, runs, notices=alarms)
-        if canonical == "prompt_submit" and not SPECS[name].blocks_prompts:
+        if canonical == "prompt_submit" and not SPECS[name].blocks_prompts and share.leads:
             self._carry_refusal(name, session, answer)
         for said in answer.undelivered:
             log.warning("%s %s: %s", name, event, said)
@@ -601,14 +608,17 @@ class AgentHooks:
         payload: Mapping[str, Any],
         project: Path | None,
         adopted_only: bool,
+        share: Share,
     ) -> list[tuple[AgentHook, AgentReply]]:
         """The project hooks that would have run for this event but are held back (not
         trusted): each answers as a notice the user sees, and a ``failClosed`` one denies.
-        Logged once per project and trust state."""
+        Logged once per project and trust state. Said by the request that would have run
+        them (``share``)."""
         held = [
             h
             for h in table.untrusted
             if h.event == event
+            and share.covers(h)
             and (h.adopted or not adopted_only)
             and h.supported
             and self._applies(h, payload, project)

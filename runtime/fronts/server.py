@@ -574,10 +574,14 @@ class HookServer:
             return head
         return None
 
-    async def _agent_hook(self, agent: str, body: bytes, env: dict[str, str] | None) -> Any:
+    async def _agent_hook(
+        self, agent: str, body: bytes, env: dict[str, str] | None, scope: str | None
+    ) -> Any:
         self.last_activity = time.monotonic()
         try:
-            return await self.engine.agent_hook(agent, body, adopted_only=True, env=env)
+            return await self.engine.agent_hook(
+                agent, body, adopted_only=True, env=env, scope=scope
+            )
         finally:
             self.last_activity = time.monotonic()
 
