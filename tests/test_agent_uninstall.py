@@ -198,3 +198,30 @@ def test_two_codex_installs_give_config_toml_back_in_either_order(tmp_path: Path
     assert "ws/.codex/hooks.json:pre_tool_use" in d.codex_config.read_text()
     d.cli("uninstall")
     assert d.codex_config.read_text() == before
+
+
+def test_a_broken_install_record_is_named_and_nothing_changes(tmp_path: Path) -> None:
+    d = Dirs(tmp_path, "claude")
+    before = _files("claude")["no hooks"]
+    assert before is not None
+    d.settings.write_text(before)
+    d.cli("install")
+    installed = d.settings.read_text()
+    (d.config / "installed.json").write_text("[1, 2]")
+    done = subprocess.run(
+        [sys.executable, "-m", "triohooks", "claude", "uninstall", "--workspace", str(d.ws)],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "HOME": str(d.home), "TRIOHOOKS_CONFIG_DIR": str(d.config)},
+        timeout=60,
+        check=False,
+    )
+    assert done.returncode == 1
+    assert f"triohooks: {d.config / 'installed.json'}: not a triohooks install record" in (
+        done.stderr
+    )
+    assert "move it away to go on" in done.stderr and "Traceback" not in done.stderr
+    assert d.settings.read_text() == installed
+    (d.config / "installed.json").unlink()
+    d.cli("uninstall")  # from the files themselves: the hooks member install added stays
+    assert json.loads(d.settings.read_text()) == {**json.loads(before), "hooks": {}}

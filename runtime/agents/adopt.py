@@ -440,7 +440,10 @@ def _records(config_dir: Path | None) -> undo.Records:
     try:
         return undo.read_records(config_dir)
     except undo.RecordsError as exc:
-        raise AdoptError(f"{exc}; nothing changed") from None
+        raise AdoptError(
+            f"{exc}; nothing changed (it holds what installs changed, for uninstall: move it "
+            "away to go on; an uninstall then restores the hooks from triohooks-hooks.json)"
+        ) from None
 
 
 def _store(config_dir: Path, records: undo.Records) -> FileChange:

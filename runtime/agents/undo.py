@@ -100,9 +100,9 @@ def track(
     """The record of a change from ``before`` (None: no file) to ``after``: the one place
     between their common start and end. ``refresh``: this install refreshes an earlier one
     (``before`` holds triohooks' catch-alls): with ``earlier``, the record of that install,
-    still matching ``before`` and the moved hooks (``moved``), the two make one change from the first ``before`` (uninstall
-    still gives back the file as it was before either); without it, no record (``before`` is
-    no state to go back to)."""
+    still matching ``before`` and the moved hooks (``moved``), the two make one change from
+    the first ``before`` (uninstall still gives back the file as it was before either);
+    without it, no record (``before`` is no state to go back to)."""
     if refresh and (
         earlier is None or earlier.after != digest(before or "") or earlier.moved != moved
     ):
@@ -162,7 +162,7 @@ def undo(record: Record, current: str) -> str | None:
         return NOT_MINE
     at = current.index(record.inserted)
     head, tail = current[:at], current[at + len(record.inserted) :]
-    if not record.replaced and record.inserted.startswith("\n") and head[-1:] not in ("", "\n"):
-        if tail and not tail.startswith("\n"):  # install ended the last line, you wrote after
-            return head + "\n" + tail  # (the two lines are not joined)
+    ended = not record.replaced and record.inserted.startswith("\n") and head[-1:] not in "\n"
+    if ended and tail[:1] not in "\n":  # install ended your last line and you wrote after it:
+        return head + "\n" + tail  # the newline stays (the two lines are not joined)
     return head + record.replaced + tail
