@@ -365,7 +365,7 @@ def plan_install(
             "runs no hook it has not reviewed)"
         )
     if config_dir is not None:
-        moved = undo.digest(moved_bytes.decode("utf-8"))
+        moved = undo.digest(moved_bytes.decode("utf-8", "replace"))
         changes.append(
             _record(config_dir, path, changes, member_added, moved, refresh=existing is not None)
         )
@@ -474,7 +474,7 @@ def _record(
     for change in changes:
         if change.after is None or change.before == change.after:
             continue
-        if change.path != str(settings) and not change.path.endswith("config.toml"):
+        if change.path != str(settings) and not change.path.endswith(".toml"):
             continue  # triohooks' own files: uninstall removes or rewrites them itself
         record = undo.track(
             change.before.decode("utf-8") if change.before is not None else None,
@@ -495,20 +495,17 @@ def _record(
 def _undone(withdrawn: list[FileChange], record: undo.Record | None) -> list[FileChange]:
     """Codex's config.toml without the install's review tables: by its record when it holds
     (byte for byte, your edits kept), else as :func:`.codex_review.withdraw` takes them out."""
-    if record is None:
-        return withdrawn
-    config = next((c for c in withdrawn if c.path.endswith("config.toml")), None)
-    others = [c for c in withdrawn if c is not config]
-    path = config.path if config is not None else None
-    before = config.before if config is not None else None
-    if before is None:
-        return withdrawn
-    restored = undo.undo(record, before.decode("utf-8"))
-    if restored == undo.NOT_MINE:
-        return withdrawn
-    after = restored.encode("utf-8") if restored is not None else None
-    assert path is not None
-    return [FileChange(path, before, after), *others]
+    out = []
+    for change in withdrawn:
+        restored: str | None = undo.NOT_MINE
+        if record is not None and change.path.endswith(".toml") and change.before is not None:
+            restored = undo.undo(record, change.before.decode("utf-8"))
+        if restored == undo.NOT_MINE:
+            out.append(change)
+        else:
+            after = restored.encode("utf-8") if restored is not None else None
+            out.append(FileChange(change.path, change.before, after))
+    return out
 
 
 def _without_member(text: str, key: str) -> str:
