@@ -143,13 +143,12 @@ class Setup:
         self.count = root / "ran.txt"
         for d in (self.home, self.project, self.config):
             d.mkdir()
-        (self.config / "hooks.toml").write_text(
+        (self.config / "hooks.toml").write_text(  # a guard of the user's that says it ran
             "[[hooks.pre_tool]]\n"
-            'id = "count"\n'
-            f'command = "cat > /dev/null; echo native >> {self.count}"\n\n'
-            "[[hooks.pre_tool]]\n"
-            'builtin = "protected_push"\n'
-            'branches = ["main"]\n'
+            'id = "no-push"\n'
+            'if = "shell(git push*)"\n'
+            f"command = \"echo native >> {self.count}; echo 'no push to a protected branch' >&2; "
+            'exit 2"\n'
         )
 
     def env(self, **extra: str) -> dict[str, str]:

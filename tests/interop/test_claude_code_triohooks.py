@@ -725,10 +725,9 @@ def test_installed_at_both_scopes_each_hook_runs_once_per_call(
     user_original = user.read_bytes()
     project = claude_project.write_hooks(bash_hooks("PreToolUse", f"echo project >> {ran}"))
     project_original = project.read_bytes()
-    count = (
-        f'\n[[hooks.pre_tool]]\nid = "count"\ncommand = "cat > /dev/null; echo native >> {ran}"\n'
-    )
-    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD + count)
+    # triohooks' own guard, which says each time it runs.
+    guard = NATIVE_GUARD.replace('command = "', f'command = "echo native >> {ran}; ')
+    (tri.config_dir / "hooks.toml").write_text(guard)
     where = ["--workspace", str(claude_project.path)]
     tri.state_dir.chmod(0o700)
     tri.cli("claude", "install", "--scope", "user", *where)
@@ -741,7 +740,8 @@ def test_installed_at_both_scopes_each_hook_runs_once_per_call(
         tri.cli("claude", "uninstall", *where, cwd=claude_project.path)
         tri.cli("claude", "uninstall", "--scope", "user", *where)
     assert markers(claude_project) == ["marker-0.txt"]  # the push was refused
-    assert sorted(ran.read_text().split()) == sorted(["native", "project", "user"] * 2)
+    # Two Bash calls: the agent's hooks for each; the guard for the push.
+    assert sorted(ran.read_text().split()) == ["native", "project", "project", "user", "user"]
     blocks = [r for r in tri.audit_records("hook") if r.get("decision") == "block"]
     assert [r["hook"] for r in blocks] == ["no-push"]
     assert (user.read_bytes(), project.read_bytes()) == (user_original, project_original)
