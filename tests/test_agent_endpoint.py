@@ -189,6 +189,24 @@ async def test_the_endpoint_answers_in_claudes_format(env: Env) -> None:
     assert not (env.project / "native-ran").exists()  # the agent's own hooks are its own
 
 
+async def test_the_endpoint_answers_for_the_scope_its_catch_all_names(env: Env) -> None:
+    """The user-scope catch-all (``?scope=user``) runs the user's hooks; a project-scope one
+    beside it does not run them again; a query that is no scope is a deny that says so."""
+    push = env.body("git push origin main")
+    with trio.fail_after(20):
+        async with running(env) as server:
+            [(_, user)] = await post(server, push, path="/claude/v1/hook?scope=user")
+            [(_, project)] = await post(server, push, path="/claude/v1/hook?scope=project")
+            [(status, other)] = await post(server, push, path="/claude/v1/hook?scope=all")
+    assert user["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert project == {}
+    assert status == 200 and other["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert (
+        "unknown query 'scope=all' (only scope=user|project)"
+        in (other["hookSpecificOutput"]["permissionDecisionReason"])
+    )
+
+
 async def test_the_endpoint_denies_what_it_cannot_run_and_says_why(env: Env) -> None:
     lone = b'{"hook_event_name": "PreToolUse", "tool_input": {"command": "\\ud800"}}'
     deep = b'{"hook_event_name": "PreToolUse", "x": ' + b"[" * 3000 + b"]" * 3000 + b"}"

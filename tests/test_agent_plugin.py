@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.helpers import triohooks_cli
-from triohooks.agents.config import is_ours, parse_hooks
+from triohooks.agents.config import catch_all_scope, is_ours, parse_hooks
 from triohooks.agents.spec import Level
 from triohooks.config.events import AGENT_EVENTS
 
@@ -26,6 +26,8 @@ def test_the_plugin_routes_every_event_to_triohooks(tmp_path: Path, local: bool)
     assert set(hooks) == set(AGENT_EVENTS["claude"])
     parsed = parse_hooks("claude", Level("plugin", out, False), "plugin", hooks, [], keep_ours=True)
     assert len(parsed) == len(hooks) and all(is_ours(h) for h in parsed)
+    # A plugin is no settings level: its catch-alls name no scope (they run every hook).
+    assert {catch_all_scope(h) for h in parsed} == {""}
     command = parsed[0].command or ""
     assert ("relay.py claude" in command) is local
     assert ("exec triohooks-relay claude" in command) is not local

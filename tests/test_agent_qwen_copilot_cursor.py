@@ -230,11 +230,13 @@ def test_an_event_named_by_the_agent_is_overridden_by_the_catch_alls() -> None:
     ("argv", "parsed"),
     [
         (
-            ["copilot", "--event", "preToolUse", "--timeout", "35"],
-            ("copilot", 35.0, False, "preToolUse"),
+            ["copilot", "--event", "preToolUse", "--timeout", "35", "--scope", "project"],
+            ("copilot", 35.0, False, "preToolUse", "project"),
         ),
-        (["claude", "--timeout", "5"], ("claude", 5.0, False, "")),
-        (["--here", "qwen"], ("qwen", 60.0, True, "")),
+        (["claude", "--timeout", "5", "--scope", "user"], ("claude", 5.0, False, "", "user")),
+        (["claude", "--timeout", "5"], ("claude", 5.0, False, "", "")),
+        (["--here", "qwen"], ("qwen", 60.0, True, "", "")),
+        (["claude", "--scope", "local"], None),
         (["copilot", "--event", "pre tool"], None),
         (["copilot", "--event", "a;b"], None),
         (["copilot", "--timeout"], None),

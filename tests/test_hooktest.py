@@ -293,7 +293,9 @@ def test_init_writes_a_policy_that_validates_and_passes_its_cases(
     assert tested.stdout.splitlines()[-1].startswith("7 passed")
     again = run_cli("init", cwd=ws, cfg=cfg)
     assert again.returncode == 1
-    assert "already there; nothing written (--force overwrites)" in again.stderr
+    assert "already there; nothing written (--force overwrites; `triohooks init --agent" in (
+        again.stderr
+    )
     assert run_cli("init", "--force", cwd=ws, cfg=cfg).returncode == 0
 
 
@@ -341,3 +343,57 @@ def test_init_for_an_agent_routes_it_and_its_cases_pass(
     assert "9 passed" in tested.stdout
     checked = cli(agent, "validate")
     assert checked.returncode == 0, checked.stdout + checked.stderr
+
+
+def test_init_for_an_agent_after_init_keeps_the_policy_and_routes_the_agent(
+    dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    """``init`` then ``init --agent``: the policy stays byte for byte, the agent is routed,
+    and its cases join the cases file (both are still init's own: they pass); once more
+    changes nothing; another agent's cases join too."""
+    ws, cfg = dirs
+    home = tmp_path / "home"
+    home.mkdir()
+
+    def cli(*argv: str) -> subprocess.CompletedProcess[str]:
+        return triohooks_cli(*argv, cwd=ws, config_dir=cfg, HOME=str(home))
+
+    assert cli("init").returncode == 0
+    policy = (cfg / "hooks.toml").read_bytes()
+    done = cli("init", "--agent", "claude")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[:2] == [
+        f"kept {cfg}/hooks.toml: the policy that is there stays as it is (--force replaces it)",
+        f"wrote {cfg}/hooks.test.toml",
+    ]
+    assert (cfg / "hooks.toml").read_bytes() == policy
+    assert "relay.py claude" in (home / ".claude/settings.json").read_text()
+    again = cli("init", "--agent", "claude")
+    assert again.returncode == 0, again.stderr
+    assert f"wrote {cfg}" not in again.stdout and "already installed" in again.stdout
+    assert cli("init", "--agent", "gemini").returncode == 0
+    cases = (cfg / "hooks.test.toml").read_text()
+    assert cases.count('agent = "claude"') == 2 and cases.count('agent = "gemini"') == 2
+    tested = cli("test")
+    assert tested.returncode == 0, tested.stdout + tested.stderr
+    assert "11 passed" in tested.stdout
+
+
+def test_init_for_an_agent_keeps_a_policy_of_the_users_own_and_its_cases(
+    dirs: tuple[Path, Path], tmp_path: Path
+) -> None:
+    ws, cfg = dirs
+    home = tmp_path / "home"
+    home.mkdir()
+    cfg.mkdir(parents=True, exist_ok=True)
+    mine = '[[hooks.pre_tool]]\nbuiltin = "protected_push"\nbranches = ["prod"]\n'
+    (cfg / "hooks.toml").write_text(mine)
+    done = triohooks_cli("init", "--agent", "codex", cwd=ws, config_dir=cfg, HOME=str(home))
+    assert done.returncode == 0, done.stderr
+    assert (cfg / "hooks.toml").read_text() == mine
+    assert not (cfg / "hooks.test.toml").exists()
+    assert (
+        f"kept {cfg}/hooks.test.toml as it is: the policy is your own, so are its cases"
+        in done.stdout
+    )
+    assert "relay.py codex" in (home / ".codex/hooks.json").read_text()

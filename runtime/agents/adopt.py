@@ -38,7 +38,7 @@ from triohooks.config.paths import (
     write_file_atomic,
 )
 
-from . import codex_review
+from . import codex_review, undo
 from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
 from .spec import (
     LOCAL_RELAY,
@@ -50,6 +50,7 @@ from .spec import (
     event_arg,
     http_handler,
     levels,
+    scope_arg,
 )
 from .spec import adopted_path as adopted_path_of
 
@@ -69,6 +70,8 @@ class FileChange(msgspec.Struct, frozen=True):
     #: None: the file does not exist before / is removed after.
     before: bytes | None
     after: bytes | None
+    #: In ``--dry-run``'s diff (the install record is written, not shown: it repeats the rest).
+    shown: bool = True
 
 
 class Plan(msgspec.Struct, frozen=True):
@@ -85,7 +88,7 @@ class Plan(msgspec.Struct, frozen=True):
 
     def diff(self) -> str:
         out: list[str] = []
-        for change in self.changes:
+        for change in (c for c in self.changes if c.shown):
             a = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
             b = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
             before = change.path if change.before is not None else "/dev/null"
@@ -107,6 +110,12 @@ def settings_path(agent: AgentName, scope: Scope, *, home: Path, project: Path) 
 def member_spans(text: str) -> dict[str, tuple[int, int]]:
     """``{key: (start, end)}`` of each top-level value of the JSON object ``text`` (character
     offsets). ``text`` must be valid JSON (checked before)."""
+    return {key: (start, end) for key, _, start, end in _members(text)}
+
+
+def _members(text: str) -> list[tuple[str, int, int, int]]:
+    """``(key, key start, value start, value end)`` of each top-level member of the JSON object
+    ``text``, in order (character offsets; ``text`` is valid JSON)."""
     decoder = json.JSONDecoder()
     ws = " \t\n\r"
     i = 0
@@ -121,20 +130,21 @@ def member_spans(text: str) -> dict[str, tuple[int, int]]:
     if i >= n or text[i] != "{":
         raise ValueError("not a JSON object")
     i = skip(i + 1)
-    spans: dict[str, tuple[int, int]] = {}
+    members: list[tuple[str, int, int, int]] = []
     if i < n and text[i] == "}":
-        return spans
+        return members
     while True:
+        key_start = i
         key, i = json.decoder.scanstring(text, i + 1)  # type: ignore[attr-defined]
         i = skip(i)
         if text[i] != ":":
             raise ValueError("expected ':'")
         i = skip(i + 1)
         _, end = decoder.raw_decode(text, i)
-        spans[key] = (i, end)
+        members.append((key, key_start, i, end))
         i = skip(end)
         if text[i] == "}":
-            return spans
+            return members
         if text[i] != ",":
             raise ValueError("expected ','")
         i = skip(i + 1)
@@ -185,20 +195,25 @@ def relay_command(
     *,
     relay_script: str | None = None,
     event: str = "",
+    named: bool = True,
 ) -> str:
     """The command a catch-all runs (:data:`PORTABLE_RELAY` for a project, :data:`LOCAL_RELAY`
     for the user, with this interpreter and ``relay_script``). ``timeout_s`` is the catch-all's
-    own timeout: the relay answers before it (docs/agents.md). Measured: ``bench/relay.py``."""
+    own timeout: the relay answers before it (docs/agents.md). ``named``: it says its scope
+    (``--scope``), as every install's does; a plugin's belongs to no settings level. Measured:
+    ``bench/relay.py``."""
     timeout = _timeout_text(timeout_s)
     words = event_arg(agent, event)
+    said = scope_arg(scope if named else None)
     if scope == "project":
-        return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout)
+        return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout, scope=said)
     if relay_script is None:
         raise ValueError("a user-scope catch-all needs the relay's file")
     return LOCAL_RELAY.format(
         agent=agent,
         event=words,
         timeout=timeout,
+        scope=said,
         python=shlex.quote(sys.executable),
         script=shlex.quote(str(Path(relay_script).resolve())),
     )
@@ -213,11 +228,13 @@ def catch_all(
     transport: Transport,
     port: int,
     relay_script: str | None = None,
+    named: bool = True,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
     """The hooks object that routes to triohooks every event of ``hooks`` and every event of
     the agent's that has a triohooks equivalent (the user's own triohooks hooks run for those:
     :mod:`.native`, even when the agent had no hook of its own), the routes (event, the exact
-    command or URL written), notes."""
+    command or URL written), notes. Each catch-all names ``scope`` (``named``: an install's;
+    a plugin's names none)."""
     if transport == "http" and agent != "claude":
         raise AdoptError(
             f"--transport http: only Claude Code's http hooks can reach serve; {agent} runs "
@@ -245,10 +262,12 @@ def catch_all(
             int(timeout) if float(timeout).is_integer() else round(timeout, 3)
         )
         if use_http:
-            handler = http_handler(agent, port, timeout_value)
+            handler = http_handler(agent, port, timeout_value, scope if named else None)
             routes.append((event, f"POST {handler['url']}"))
         else:
-            command = relay_command(agent, scope, timeout_s, relay_script=relay_script, event=event)
+            command = relay_command(
+                agent, scope, timeout_s, relay_script=relay_script, event=event, named=named
+            )
             if agent == "copilot":  # its own form: a handler per entry, ``bash``, seconds
                 handler = {"type": "command", "bash": command, "timeoutSec": timeout_value}
             elif agent == "cursor":  # its documented form: a command and its timeout
@@ -290,6 +309,7 @@ def plan_install(
     if agent == "copilot":
         _refuse_neighbours(path)
     data, text, doc = _read_settings(path, missing_ok=True)
+    member_added = "hooks" not in doc
     if data is None and SPECS[agent].flat_hooks:
         text = '{\n  "version": 1\n}\n'  # their hooks file format
         doc = json.loads(text)
@@ -344,6 +364,11 @@ def plan_install(
             f"recorded the catch-all as reviewed in {codex_review.config_path(home)} (Codex "
             "runs no hook it has not reviewed)"
         )
+    if config_dir is not None:
+        moved = undo.digest(moved_bytes.decode("utf-8", "replace"))
+        changes.append(
+            _record(config_dir, path, changes, member_added, moved, refresh=existing is not None)
+        )
     if any(route.startswith("POST ") for _, route in routes):
         notes.append(
             f"the http hooks send Authorization: Bearer ${TOKEN_VAR}; start Claude Code with "
@@ -387,12 +412,114 @@ def plan_uninstall(
         json.loads(existing)
     except ValueError as exc:
         raise AdoptError(f"{adopted_path}: not valid JSON ({exc}); nothing changed") from None
-    start, end = spans["hooks"]
-    after = text[:start].encode("utf-8") + existing + text[end:].encode("utf-8")
+    records = _records(config_dir)
+    mine = records.pop(str(path), {})
+    record = mine.get(str(path))
+    if record is not None and record.moved != undo.digest(existing.decode("utf-8", "replace")):
+        record = None  # triohooks-hooks.json was edited since: its hooks are the ones to restore
+    restored = undo.undo(record, text) if record is not None else undo.NOT_MINE
+    after = restored.encode("utf-8") if restored is not None else None
+    if restored == undo.NOT_MINE:  # the structural way: only triohooks' part goes
+        start, end = spans["hooks"]
+        if record is not None and record.member_added and json.loads(existing) == {}:
+            after = _without_member(text, "hooks").encode("utf-8")
+        else:
+            after = text[:start].encode("utf-8") + existing + text[end:].encode("utf-8")
     changes = [FileChange(str(path), data, after), FileChange(str(adopted_path), existing, None)]
     if agent == "codex":
-        changes += _codex_review(codex_review.withdraw, home, config_dir, path, doc["hooks"])
+        withdrawn = _codex_review(codex_review.withdraw, home, config_dir, path, doc["hooks"])
+        changes += _undone(withdrawn, mine.get(str(codex_review.config_path(home))))
+    if config_dir is not None and mine:
+        changes.append(_store(config_dir, records))
     return Plan(agent=agent, scope=scope, settings=str(path), changes=tuple(changes))
+
+
+def _records(config_dir: Path | None) -> undo.Records:
+    if config_dir is None:
+        return {}
+    try:
+        return undo.read_records(config_dir)
+    except undo.RecordsError as exc:
+        raise AdoptError(
+            f"{exc}; nothing changed (it holds what installs changed, for uninstall: move it "
+            "away to go on; an uninstall then restores the hooks from triohooks-hooks.json)"
+        ) from None
+
+
+def _store(config_dir: Path, records: undo.Records) -> FileChange:
+    path = config_dir / undo.RECORDS_NAME
+    try:
+        before: bytes | None = read_regular_file(path, undo.MAX_RECORDS_BYTES)
+    except FileNotFoundError:
+        before = None
+    except UnreadableFileError as exc:
+        raise AdoptError(f"{path}: {exc}; nothing changed") from None
+    return FileChange(str(path), before, undo.encode_records(records), shown=False)
+
+
+def _record(
+    config_dir: Path,
+    settings: Path,
+    changes: list[FileChange],
+    member_added: bool,
+    moved: str,
+    *,
+    refresh: bool,
+) -> FileChange:
+    """The install record (:mod:`.undo`) of the settings file and Codex's config.toml after
+    ``changes``; a refreshing install's joins the record of the install it refreshes."""
+    records = _records(config_dir)
+    earlier = records.get(str(settings), {}) if refresh else {}
+    entry = dict(earlier)
+    for change in changes:
+        if change.after is None or change.before == change.after:
+            continue
+        if change.path != str(settings) and not change.path.endswith(".toml"):
+            continue  # triohooks' own files: uninstall removes or rewrites them itself
+        record = undo.track(
+            change.before.decode("utf-8") if change.before is not None else None,
+            change.after.decode("utf-8"),
+            member_added=member_added and change.path == str(settings),
+            moved=moved if change.path == str(settings) else None,
+            refresh=refresh,
+            earlier=earlier.get(change.path),
+        )
+        if record is None:
+            entry.pop(change.path, None)
+        else:
+            entry[change.path] = record
+    records[str(settings)] = entry
+    return _store(config_dir, records)
+
+
+def _undone(withdrawn: list[FileChange], record: undo.Record | None) -> list[FileChange]:
+    """Codex's config.toml without the install's review tables: by its record when it holds
+    (byte for byte, your edits kept), else as :func:`.codex_review.withdraw` takes them out."""
+    out = []
+    for change in withdrawn:
+        restored: str | None = undo.NOT_MINE
+        if record is not None and change.path.endswith(".toml") and change.before is not None:
+            restored = undo.undo(record, change.before.decode("utf-8"))
+        if restored == undo.NOT_MINE:
+            out.append(change)
+        else:
+            after = restored.encode("utf-8") if restored is not None else None
+            out.append(FileChange(change.path, change.before, after))
+    return out
+
+
+def _without_member(text: str, key: str) -> str:
+    """``text`` (a JSON object) without its member ``key`` and one comma beside it; the rest
+    as it was."""
+    members = _members(text)
+    i = max(n for n, (name, *_) in enumerate(members) if name == key)  # (the one JSON reads)
+    _, key_start, _, value_end = members[i]
+    if i + 1 < len(members):  # up to the next member's key: its comma and spacing go
+        return text[:key_start] + text[members[i + 1][1] :]
+    if i > 0:  # the last member: from the end of the one before it
+        return text[: members[i - 1][3]] + text[value_end:]
+    close = text.index("}", value_end)
+    return text[: text.index("{") + 1] + text[close:]
 
 
 def _codex_review(

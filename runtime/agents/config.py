@@ -47,8 +47,10 @@ from triohooks.config.trust import (
 from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule
 
 from .spec import (
+    LEGACY_RELAYS,
     LOCAL_RELAY,
     PORTABLE_RELAY,
+    SCOPES,
     SPECS,
     AgentName,
     Level,
@@ -56,6 +58,7 @@ from .spec import (
     event_arg,
     http_handler,
     levels,
+    scope_arg,
 )
 
 #: Largest settings file read (a settings.json is a few KiB).
@@ -238,6 +241,9 @@ class AgentTable(msgspec.Struct, frozen=True):
     #: any level, a plugin with hooks ...): one line each, for the tamper alarm
     #: (:func:`triohooks.agents.tamper.alarms`).
     tampered: tuple[str, ...] = ()
+    #: ``(event, scope)`` of each catch-all the agent runs that names the install scope whose
+    #: settings file it is in: whose hooks each request answers for (:mod:`.shares`).
+    routed: tuple[tuple[str, str], ...] = ()
 
     def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
         return [h for h in self.hooks if h.event == event and (h.adopted or not adopted_only)]
@@ -567,12 +573,14 @@ _SHELL_WORD: Final = r"(?:'[^']*'|[A-Za-z0-9_@%+=:,./-]+)"
 _NUMBER: Final = r"[0-9]+(?:\.[0-9]+)?"
 
 
-@functools.lru_cache(maxsize=32)
-def _form(template: str, agent: str, event: str) -> re.Pattern[str]:
+@functools.lru_cache(maxsize=64)
+def _form(template: str, agent: str, event: str, scope: str | None) -> re.Pattern[str]:
     """``template`` as a pattern matching exactly what it writes for ``agent``'s catch-all of
-    ``event``, any timeout, any shell-quoted path for the python and script."""
+    ``event`` naming ``scope``, any timeout, any shell-quoted path for the python and script."""
     marks = {"timeout": "\x00T\x00", "python": "\x00P\x00", "script": "\x00S\x00"}
-    text = re.escape(template.format(agent=agent, event=event_arg(agent, event), **marks))
+    text = re.escape(
+        template.format(agent=agent, event=event_arg(agent, event), scope=scope_arg(scope), **marks)
+    )
     for mark, pattern in (
         ("\x00T\x00", _NUMBER),
         ("\x00P\x00", _SHELL_WORD),
@@ -582,28 +590,41 @@ def _form(template: str, agent: str, event: str) -> re.Pattern[str]:
     return re.compile(text)
 
 
-def is_ours(hook: AgentHook) -> bool:
-    """Whether ``hook`` is exactly a catch-all an install writes (for its agent): an http hook
-    to our endpoint with our header, or the relay command of either form, and nothing else on
-    it. Never a pattern found somewhere in a command (``true # triohooks-relay claude`` is not
-    ours)."""
+#: Our http catch-all's URL: any port, and the scope it was installed at when it names one.
+_HTTP_URL: Final = r"http://127\.0\.0\.1:[0-9]{{1,5}}/{agent}/v1/hook(?:\?scope=(user|project))?"
+
+
+def catch_all_scope(hook: AgentHook) -> str | None:
+    """For exactly a catch-all an install (or a plugin) writes: the scope it names (``user``,
+    ``project``), or ``""`` when it names none (a plugin's; one an older triohooks wrote).
+    None for anything else: an http hook to our endpoint with our header, or the relay command
+    of either form, and nothing else on it. Never a pattern found somewhere in a command
+    (``true # triohooks-relay claude`` is not ours)."""
     if hook.if_rule is not None or hook.background or hook.fail_closed or hook.env or hook.name:
-        return False
+        return None
     if hook.type == "http":
         expected = http_handler(hook.agent, 0, 0)
-        return (
-            hook.url is not None
-            and re.fullmatch(rf"http://127\.0\.0\.1:[0-9]{{1,5}}/{hook.agent}/v1/hook", hook.url)
-            is not None
-            and dict(hook.headers) == expected["headers"]
-            and list(hook.allowed_env_vars) == expected["allowedEnvVars"]
-        )
+        found = re.fullmatch(_HTTP_URL.format(agent=hook.agent), hook.url or "")
+        if (
+            found is None
+            or dict(hook.headers) != expected["headers"]
+            or list(hook.allowed_env_vars) != expected["allowedEnvVars"]
+        ):
+            return None
+        return found.group(1) or ""
     if hook.type != "command" or hook.command is None:
-        return False
-    return any(
-        _form(template, hook.agent, hook.event).fullmatch(hook.command) is not None
-        for template in (PORTABLE_RELAY, LOCAL_RELAY)
-    )
+        return None
+    for scope in (*SCOPES, None):
+        templates = (PORTABLE_RELAY, LOCAL_RELAY) + (LEGACY_RELAYS if scope is None else ())
+        for template in templates:
+            if _form(template, hook.agent, hook.event, scope).fullmatch(hook.command):
+                return scope or ""
+    return None
+
+
+def is_ours(hook: AgentHook) -> bool:
+    """Whether ``hook`` is exactly a catch-all an install writes (:func:`catch_all_scope`)."""
+    return catch_all_scope(hook) is not None
 
 
 def read_json_object(
@@ -734,6 +755,8 @@ class _LevelRead(msgspec.Struct):
     #: unreadable), for the tamper alarm.
     doc: dict[str, Any] | None = None
     adopted: object = None
+    #: The catch-alls of triohooks in the level's settings file (the agent runs them).
+    catch_alls: list[AgentHook] = msgspec.field(default_factory=list)
 
 
 def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
@@ -761,7 +784,10 @@ def _read_level(
         if isinstance(env, dict):
             out.env = {k: v for k, v in env.items() if isinstance(k, str) and isinstance(v, str)}
         if hooks_obj is not None:
-            out.hooks += parse_hooks(agent, level, str(level.path), hooks_obj, problems)
+            parsed = parse_hooks(agent, level, str(level.path), hooks_obj, problems, keep_ours=True)
+            ours = [is_ours(h) for h in parsed]
+            out.hooks += [h for h, mine in zip(parsed, ours, strict=True) if not mine]
+            out.catch_alls += [h for h, mine in zip(parsed, ours, strict=True) if mine]
         if hooks_obj is not None or out.switches or env is not None:
             covered = {"hooks": hooks_obj, **out.switches}
             if env is not None:  # the variables every hook of the session gets
@@ -919,6 +945,7 @@ def load_agent_table(
     from .tamper import alarms as tamper_alarms
 
     alarms = tamper_alarms(agent, reads, project=project, home=home)
+    routed = () if disable_all or managed_only else _routed(agent, reads, project_runs)
     return AgentTable(
         agent=agent,
         project=str(project) if project is not None else None,
@@ -929,7 +956,22 @@ def load_agent_table(
         files=tuple(files),
         trust=trust,
         inputs=tuple(inputs.values()),
+        routed=routed,
     )
+
+
+def _routed(
+    agent: AgentName, reads: list[_LevelRead], project_runs: bool
+) -> tuple[tuple[str, str], ...]:
+    """``(event, scope)`` of every catch-all the agent runs that names the scope of the
+    settings file it is in (Gemini's ``hooksConfig.disabled`` counts as for any hook)."""
+    found: set[tuple[str, str]] = set()
+    for r in reads:
+        hooks = r.catch_alls
+        if (project_runs or not r.level.project) and "hooksConfig" in SPECS[agent].switches:
+            hooks = _gemini_disabled(r.switches, hooks)
+        found |= {(h.event, r.level.name) for h in hooks if catch_all_scope(h) == r.level.name}
+    return tuple(sorted(found))
 
 
 def _owned_and_private(directory: Path) -> bool:

@@ -32,6 +32,7 @@ def plugin_files(*, version: str, local: bool, relay_script: str) -> dict[str, b
         transport="relay",
         port=0,
         relay_script=relay_script,
+        named=False,  # a plugin belongs to no settings level
     )
     manifest: dict[str, Any] = {
         "name": PLUGIN_NAME,

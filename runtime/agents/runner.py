@@ -67,6 +67,7 @@ from .replies import (
     read_http_reply,
     read_process_reply,
 )
+from .shares import EVERYTHING, Share, share_of
 from .spec import AGENTS, SPECS, AgentName, home_dir, hook_environment
 
 log = logging.getLogger("triohooks.agents")
@@ -318,15 +319,18 @@ class AgentHooks:
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
+        scope: str | None = None,
     ) -> AgentResult:
         """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON) and return
         the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
 
         ``adopted_only``: only the hooks an adoption moved into ``triohooks-hooks.json`` -- for
         calls from the agent itself (the endpoint, the relay), which still runs the hooks left in
-        its settings files on its own. ``env``: the agent session's environment (the relay sends
-        it): the hooks get it instead of this process's, and the agent's project variable in it
-        names the project."""
+        its settings files on its own; then ``scope`` is the one the calling catch-all names,
+        and the request runs only what that catch-all answers for (:mod:`.shares`: with two
+        installs, each hook still runs once per call). ``env``: the agent session's environment
+        (the relay sends it): the hooks get it instead of this process's, and the agent's
+        project variable in it names the project."""
         if agent not in AGENTS:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
@@ -337,7 +341,9 @@ class AgentHooks:
         event = payload["hook_event_name"]
         project = self._project(name, payload, env)
         table = await self.table(name, project)
+        share = share_of(table, event, scope) if adopted_only else EVERYTHING
         candidates = table.for_event(event, adopted_only=adopted_only)
+        candidates = [h for h in candidates if share.covers(h)]
         applies = [h for h in candidates if self._applies(h, payload, project)]
         elsewhere = [h for h in applies if self._runs_elsewhere(h, payload, project)]
         chosen = [h for h in applies if not any(h is e for e in elsewhere)]
@@ -364,7 +370,8 @@ class AgentHooks:
             replies[i] = await self._observed(call(hook))
 
         async def ours() -> None:
-            native[0] = await self._native_pass(name, event, payload, project, env)
+            if share.leads:  # (another catch-all of the agent's runs them for this call)
+                native[0] = await self._native_pass(name, event, payload, project, env)
 
         if not foreground or any(h.sequential for h in foreground):
             for i, hook in enumerate(foreground):  # (no agent hook: ours alone, no nursery)
@@ -378,19 +385,21 @@ class AgentHooks:
         for hook, reply in zip(foreground, replies, strict=True):
             assert reply is not None
             runs.append((hook, reply))
-        runs += self._held_back(table, event, payload, project, adopted_only, session, elsewhere)
+        runs += self._held_back(
+            table, event, payload, project, adopted_only, session, elsewhere, share
+        )
         passed = native[0]
         if passed is not None:  # last in order: its rewrite is the one the agent gets
             runs.append((passed.hook, passed.reply))
         canonical = SPECS[name].events.get(event)
-        refused = self._refused_prompts.get((name, session))
+        refused = self._refused_prompts.get((name, session)) if share.leads else None
         if refused is not None and canonical in ("pre_tool", "permission_request"):
             runs.append(
                 (native_hook(name, event, canonical), AgentReply(status="block", reason=refused))
             )
         alarms = self._alarm(table, seen_as, session) if table.tampered else []
         answer = merge(name, event, runs, notices=alarms)
-        if canonical == "prompt_submit" and not SPECS[name].blocks_prompts:
+        if canonical == "prompt_submit" and not SPECS[name].blocks_prompts and share.leads:
             self._carry_refusal(name, session, answer)
         for said in answer.undelivered:
             log.warning("%s %s: %s", name, event, said)
@@ -617,17 +626,20 @@ class AgentHooks:
         adopted_only: bool,
         session: str,
         bound: Sequence[AgentHook],
+        share: Share,
     ) -> list[tuple[AgentHook, AgentReply]]:
         """The project hooks that would have run for this event but are held back (not
         trusted, or trusted but about to run in another directory than trust read them in):
         the event gets the agent's ``ask`` where it has one, else a deny, else a notice -- as
         the user's ``held_back`` setting says (:func:`~triohooks.combine.outcome.
-        held_back_answer`) -- and a ``failClosed`` one always denies. Said in the answer,
-        logged once per project and trust state, audited per event."""
+        held_back_answer`) -- and a ``failClosed`` one always denies. Said by the request
+        that would have run them (``share``), logged once per project and trust state,
+        audited per event."""
         held = [
             h
             for h in table.untrusted
             if h.event == event
+            and share.covers(h)
             and (h.adopted or not adopted_only)
             and h.supported
             and self._applies(h, payload, project)

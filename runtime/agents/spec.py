@@ -33,18 +33,44 @@ TOKEN_VAR: Final = "TRIOHOOKS_TOKEN"
 #: What a project-scope catch-all runs: the console script from PATH (nothing of this machine
 #: in a file teams commit), and when it is not installed, a block that says so (exit 2 and the
 #: reason on stderr: a block to every agent) -- never a "command not found" the agent ignores.
+#: The teammate who reads it has no triohooks: it names where to find how to install it.
 PORTABLE_RELAY: Final = (
     "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
-    "{timeout}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project run "
-    "through triohooks; install it (pip install triohooks) or remove them' >&2; exit 2"
+    "{timeout}{scope}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project "
+    "run through triohooks; install triohooks (its docs/getting-started.md, Install) or remove "
+    "them' >&2; exit 2"
 )
 #: What a user-scope catch-all runs: this install's relay as a bare script (an interpreter
 #: without ``site`` starts three times faster), or a block that says it is gone.
 LOCAL_RELAY: Final = (
-    "[ -x {python} ] && exec {python} -I -S {script} {agent}{event} --timeout {timeout}; echo "
-    "'triohooks is no longer installed where your {agent} hooks expect it; reinstall it, "
+    "[ -x {python} ] && exec {python} -I -S {script} {agent}{event} --timeout {timeout}{scope}; "
+    "echo 'triohooks is no longer installed where your {agent} hooks expect it; reinstall it, "
     "then run triohooks {agent} install --scope user again' >&2; exit 2"
 )
+#: The project catch-all an older triohooks wrote (no ``--scope``, and another install hint;
+#: its user catch-all was :data:`LOCAL_RELAY` naming no scope): still ours -- uninstall and a
+#: refreshing install take it -- but reported, since it cannot say whose hooks it answers for
+#: (:func:`triohooks.agents.config.tampered`).
+LEGACY_RELAYS: Final = (
+    "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
+    "{timeout}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project run "
+    "through triohooks; install it (pip install triohooks) or remove them' >&2; exit 2",
+)
+#: The settings levels an install writes its catch-alls into (``--scope``); each catch-all
+#: names its own, so that of two installs of one agent each answers for its own hooks.
+SCOPES: Final = ("user", "project")
+
+
+def scope_arg(scope: str | None) -> str:
+    """The relay's ``--scope`` words for a catch-all installed at ``scope`` (or nothing: a
+    plugin's, which belongs to no settings level)."""
+    return f" --scope {scope}" if scope is not None else ""
+
+
+def scope_of_level(level: str) -> str:
+    """The install scope a settings level belongs to: Claude's ``local`` settings are the
+    project's (their adopted hooks are the project's file); other levels are their own."""
+    return "project" if level == "local" else level
 
 
 #: Agents whose hook input does not name the event (Copilot CLI's camelCase input): their
@@ -267,11 +293,15 @@ def hook_environment(
     return env
 
 
-def http_handler(agent: AgentName, port: int, timeout: float) -> dict[str, Any]:
-    """The http catch-all (Claude Code only): ``POST`` to ``serve``'s endpoint with the token."""
+def http_handler(
+    agent: AgentName, port: int, timeout: float, scope: str | None = None
+) -> dict[str, Any]:
+    """The http catch-all (Claude Code only): ``POST`` to ``serve``'s endpoint with the token,
+    naming the scope it was installed at (``?scope=user``) as the relay's ``--scope`` does."""
+    query = f"?scope={scope}" if scope is not None else ""
     return {
         "type": "http",
-        "url": f"http://127.0.0.1:{port}/{agent}/v1/hook",
+        "url": f"http://127.0.0.1:{port}/{agent}/v1/hook{query}",
         "headers": {"Authorization": f"Bearer ${{{TOKEN_VAR}}}"},
         "allowedEnvVars": [TOKEN_VAR],
         "timeout": timeout,

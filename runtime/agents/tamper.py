@@ -43,6 +43,7 @@ from .config import (
     MAX_HOOK_FILES,
     MAX_SETTINGS_BYTES,
     AgentHook,
+    catch_all_scope,
     is_ours,
     parse_hooks,
     read_json_object,
@@ -158,6 +159,15 @@ def installed_changes(agent: AgentName, r: LevelRead) -> str | None:
         return (
             f"{where}: no triohooks catch-all for {', '.join(missing)} (removed, or written by an "
             "older triohooks)"
+        )
+    level = r.level.name
+    unnamed = sorted({h.event for h in parsed if catch_all_scope(h) != level})
+    if unnamed:
+        return (
+            f"{where}: triohooks catch-all(s) for {', '.join(unnamed)} that do not say they are "
+            f"its {level} scope's (written by an older triohooks, or copied): beside an "
+            f"install at another scope each hook would run twice; run `triohooks {agent} "
+            f"install --scope {level}` again"
         )
     return None
 

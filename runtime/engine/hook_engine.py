@@ -245,6 +245,7 @@ class HookEngine(Guards):
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
+        scope: str | None = None,
     ) -> AgentResult:
         """Run the hooks ``agent`` (``claude``, ``gemini``, ``codex``) has configured for the
         event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim --
@@ -258,10 +259,15 @@ class HookEngine(Guards):
         ``adopted_only`` runs only the hooks ``triohooks <agent> install`` moved into
         ``triohooks-hooks.json`` (the agent runs the rest itself): for calls from the agent.
         ``env``: the agent session's environment, which the hooks then get instead of this
-        process's (the relay forwards it).
+        process's (the relay forwards it). ``scope``: with ``adopted_only``, the install scope
+        the calling catch-all names (``user``, ``project``): it answers for that scope's hooks,
+        and another catch-all of the agent's for the rest (each hook runs once per call;
+        docs/agents.md, "Two installs of one agent").
         """
         assert self._agents is not None
-        return await self._agents.handle(agent, body, adopted_only=adopted_only, env=env)
+        return await self._agents.handle(
+            agent, body, adopted_only=adopted_only, env=env, scope=scope
+        )
 
     # -- firing -------------------------------------------------------------------------------
     async def fire(

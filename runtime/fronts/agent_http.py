@@ -34,7 +34,12 @@ from .relay import ENV_LENGTH_HEADER
 log = logging.getLogger("triohooks.serve")
 
 #: The paths, by agent.
-PATH: Final = re.compile(rb"/(" + b"|".join(a.encode() for a in AGENTS) + rb")/v1/hook(?:\?[^ ]*)?")
+PATH: Final = re.compile(
+    rb"/(" + b"|".join(a.encode() for a in AGENTS) + rb")/v1/hook(?:\?([^ ]*))?"
+)
+#: The one query a hook path takes: the install scope of the catch-all that calls
+#: (:mod:`triohooks.agents.shares`).
+SCOPE_QUERY: Final = re.compile(rb"scope=(user|project)")
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: An idle keep-alive connection is closed after this long.
 IDLE_TIMEOUT_S: Final = 60.0
@@ -192,7 +197,8 @@ def response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
 
 
 #: ``(agent, hook input, the agent session's environment or None)`` -> the answer.
-Handler = Callable[[str, bytes, "dict[str, str] | None"], Awaitable[AgentResult]]
+#: ``(agent, hook input, the session's environment or None, the calling catch-all's scope)``.
+Handler = Callable[[str, bytes, "dict[str, str] | None", "str | None"], Awaitable[AgentResult]]
 
 
 class Peer(msgspec.Struct):
@@ -327,6 +333,11 @@ async def _answer(
     match = PATH.fullmatch(request.target)
     assert match is not None
     agent = match.group(1).decode()
+    query = match.group(2)
+    scope = SCOPE_QUERY.fullmatch(query) if query is not None else None
+    if query is not None and scope is None:  # not a catch-all we wrote: say so, fail closed
+        why = f"unknown query {query[:64].decode('latin-1')!r} (only scope=user|project)"
+        return 200, _fail_closed(agent, request.body, why)
     try:
         payload = decode_payload(request.body)
     except AgentPayloadError as exc:
@@ -343,7 +354,9 @@ async def _answer(
         async def run() -> None:
             nonlocal result, failure
             try:
-                result = await handle(agent, request.body, env)
+                result = await handle(
+                    agent, request.body, env, scope.group(1).decode() if scope else None
+                )
             except Exception as exc:  # our own fault: fail closed for this event
                 log.exception("%s hook failed", agent)
                 failure = repr(exc)

@@ -18,12 +18,12 @@ from typing import Any, Literal
 import msgspec
 
 from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
-from triohooks.agents.config import AgentTable, find_project, load_agent_table
-from triohooks.agents.spec import AGENTS, SPECS, AgentName, home_dir
+from triohooks.agents.config import AgentTable, catch_all_scope, find_project, load_agent_table
+from triohooks.agents.spec import AGENTS, SCOPES, SPECS, AgentName, home_dir, scope_of_level
 from triohooks.config.paths import global_config_dir, state_dir
 from triohooks.config.trust import TrustRefusedError, record_trust
 
-from .agent_checks import check_agent
+from .agent_checks import catch_alls, check_agent
 from .cli import describe_unseen, print_covered
 
 
@@ -153,7 +153,37 @@ def _install(args: argparse.Namespace) -> int:
         relay_script=str(Path(relay.__file__).resolve()),
         config_dir=config_dir,
     )
+    notes = _beside(agent, args.scope, workspace, home)
+    plan = msgspec.structs.replace(plan, notes=(*plan.notes, *notes))
     return _carry_out(args, plan, agent, workspace, home, config_dir, "installed")
+
+
+def _beside(agent: AgentName, scope: str, workspace: Path, home: Path) -> list[str]:
+    """What an install at ``scope`` meets at the agent's other install scope: its catch-alls
+    (then each hook still runs once per call, :mod:`triohooks.agents.shares`, and the install
+    says so), or catch-alls of an older triohooks that name no scope (hooks would run twice)."""
+    found: dict[tuple[str, str], bool] = {}  # (file, its scope) -> every catch-all names it
+    for hook in catch_alls(agent, workspace, home):
+        other = scope_of_level(hook.level)
+        if other in SCOPES and other != scope:
+            named = catch_all_scope(hook) == other
+            found[hook.source, other] = found.get((hook.source, other), True) and named
+    notes = []
+    for (source, other), named in found.items():
+        if named:
+            notes.append(
+                f"{source} routes {SPECS[agent].display} to triohooks too (a {other}-scope "
+                "install): each hook still runs once per call -- the user scope's catch-all runs "
+                "your triohooks hooks, each scope's catch-all the hooks it moved (docs/agents.md, "
+                "two installs of one agent)"
+            )
+        else:
+            notes.append(
+                f"{source} holds catch-alls of an older triohooks that name no scope: beside "
+                f"this install each hook runs twice per call until `triohooks {agent} install "
+                f"--scope {other}` refreshes them"
+            )
+    return notes
 
 
 def _uninstall(args: argparse.Namespace) -> int:

@@ -5,10 +5,13 @@ Asks nothing. Writes ``hooks.toml`` and ``hooks.test.toml`` into the global conf
 never overwrites a file that exists (``--force`` does). ``validate`` and ``test`` pass on what it
 writes (tests/test_hooktest.py holds it to that).
 
-``--agent claude|gemini|codex``: the same policy, for that agent too. Its sessions are routed
+``--agent claude|gemini|codex|...``: the same policy, for that agent too. Its sessions are routed
 through triohooks as ``triohooks <agent> install --scope user`` does (a catch-all per event in
 the agent's user settings: the policy's guards then answer the agent's calls, in its format),
-and the test cases include that agent's own hook inputs (``agent = "claude"`` cases).
+and the test cases include that agent's own hook inputs (``agent = "claude"`` cases). After an
+earlier ``init`` (or with a policy of the user's own) ``--agent`` keeps the policy as it is and
+routes the agent: the agent's cases are added only to a cases file that is still exactly what
+``init`` wrote for the starting policy, which is still exactly ``init``'s (they pass on it).
 """
 
 from __future__ import annotations
@@ -167,12 +170,16 @@ def cmd_init(args: argparse.Namespace) -> int:
     else:
         directory = args.config_dir or global_config_dir()
     cases = STARTER_CASES + (agent_cases(args.agent) if args.agent else "")
-    targets = [(directory / "hooks.toml", STARTER), (directory / "hooks.test.toml", cases)]
-    existing = [path for path, _ in targets if path.exists()]
-    if existing and not args.force:
+    policy, cases_file = directory / "hooks.toml", directory / "hooks.test.toml"
+    targets = [(policy, STARTER), (cases_file, cases)]
+    if args.agent and policy.exists() and not args.force:
+        targets = _keep_policy(policy, cases_file, args.agent)
+    elif not args.force and (existing := [path for path, _ in targets if path.exists()]):
         names = ", ".join(str(p) for p in existing)
+        keep = "; `triohooks init --agent AGENT` keeps the policy and routes that agent to it"
         print(
-            f"triohooks init: {names}: already there; nothing written (--force overwrites)",
+            f"triohooks init: {names}: already there; nothing written (--force overwrites"
+            f"{keep if policy.exists() else ''})",
             file=sys.stderr,
         )
         return 1
@@ -185,12 +192,49 @@ def cmd_init(args: argparse.Namespace) -> int:
     except (OSError, UnsafeWriteError) as exc:
         print(f"triohooks init: {exc}", file=sys.stderr)
         return 1
-    if args.workspace_scope:
+    if args.workspace_scope and targets:
         print(f"next: `triohooks trust --workspace {directory.parent}` to turn them on")
     if args.agent and _route(args) != 0:
         return 1
     print("check it with `triohooks validate`, run its cases with `triohooks test`")
     return 0
+
+
+def _keep_policy(policy: Path, cases_file: Path, agent: str) -> list[tuple[Path, str]]:
+    """``init --agent`` where a policy is already there: it stays as it is (only ``--force``
+    replaces a policy). What to write of the cases, said on stdout: the agent's cases join a
+    cases file only when both files are exactly what ``init`` writes, so they pass."""
+    print(f"kept {policy}: the policy that is there stays as it is (--force replaces it)")
+    try:
+        mine = policy.read_text(encoding="utf-8") == STARTER
+        text = cases_file.read_text(encoding="utf-8") if cases_file.exists() else STARTER_CASES
+    except (OSError, UnicodeDecodeError):
+        mine, text = False, ""
+    has = _init_cases(text) if mine else None
+    if has is None:
+        print(
+            f"kept {cases_file} as it is: the policy is your own, so are its cases (cases with "
+            f'agent = "{agent}" check it as {_AGENT_CASES[agent][0]} asks: docs/hook-authors.md)'
+        )
+        return []
+    if agent in has and cases_file.exists():
+        return []
+    return [(cases_file, text + agent_cases(agent))]
+
+
+def _init_cases(text: str) -> list[str] | None:
+    """The agents whose cases ``text`` holds when it is exactly what ``init`` writes (the
+    starting cases, then agents' cases), else None."""
+    if not text.startswith(STARTER_CASES):
+        return None
+    rest, agents = text[len(STARTER_CASES) :], []
+    while rest:
+        agent = next((a for a in _AGENT_CASES if rest.startswith(agent_cases(a))), None)
+        if agent is None:
+            return None
+        agents.append(agent)
+        rest = rest[len(agent_cases(agent)) :]
+    return agents
 
 
 def _route(args: argparse.Namespace) -> int:

@@ -74,8 +74,11 @@ MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 USAGE = (
     "usage: triohooks-relay {claude|gemini|codex|qwen|copilot|cursor} [--event NAME] "
-    "[--timeout SECONDS] < hook-input.json\n"
+    "[--timeout SECONDS] [--scope user|project] < hook-input.json\n"
 )
+#: ``--scope``: the install scope of the catch-all that runs the relay (whose hooks it answers
+#: for, when the agent has catch-alls at both: :mod:`triohooks.agents.shares`).
+SCOPES = ("user", "project")
 #: The one header that tells where the environment ends and the hook input begins in a body.
 ENV_LENGTH_HEADER = "X-Triohooks-Env-Length"
 #: Set in the environment of every hook a relay has run: a hook that runs the relay again
@@ -194,7 +197,7 @@ def _read_head(sock: object, data: bytes) -> "tuple[bytes, bytes]":
     return head, rest
 
 
-def ask_server(path: str, agent: str, body: bytes, deadline: float) -> bytes:
+def ask_server(path: str, agent: str, body: bytes, deadline: float, scope: str = "") -> bytes:
     """The body of the server's 200 answer. Raises :class:`OSError` (no usable server: the
     hooks run here), :class:`_Wedged` or :class:`_TooLate`."""
     import _socket
@@ -209,7 +212,8 @@ def ask_server(path: str, agent: str, body: bytes, deadline: float) -> bytes:
             raise PermissionError(f"{path} is served by uid {uid}, not by you")
         env = _environment_block()
         head = (
-            f"POST /{agent}/v1/hook HTTP/1.1\r\nHost: triohooks\r\n"
+            f"POST /{agent}/v1/hook{'?scope=' + scope if scope else ''} HTTP/1.1\r\n"
+            "Host: triohooks\r\n"
             f"Content-Type: application/json\r\n{ENV_LENGTH_HEADER}: {len(env)}\r\n"
             f"Content-Length: {len(env) + len(body)}\r\nConnection: close\r\n\r\n"
         ).encode()
@@ -401,7 +405,7 @@ def serve_environ(environ: "dict[str, str]") -> "dict[str, str]":
 # -- no server: the hooks run here ------------------------------------------------------------
 
 
-def _run_here(agent: str, body: bytes, seconds: float) -> bytes:
+def _run_here(agent: str, body: bytes, seconds: float, scope: str = "") -> bytes:
     """Run the hooks in this process (imports the engine; the slow path), within ``seconds``."""
     import_installed()
     import json
@@ -422,7 +426,9 @@ def _run_here(agent: str, body: bytes, seconds: float) -> bytes:
     async def main() -> bytes:
         with trio.move_on_after(seconds):
             async with HookEngine.open(workspace=Path(workspace)) as engine:
-                result = await engine.agent_hook(agent, body, adopted_only=True, env=env)
+                result = await engine.agent_hook(
+                    agent, body, adopted_only=True, env=env, scope=scope or None
+                )
             for warning in result.answer.warnings:
                 print(f"triohooks-relay: warning: {warning}", file=sys.stderr)
             return json.dumps(result.answer.output).encode()
@@ -462,16 +468,17 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     return json.dumps(internal_error_answer(agent, str(event), why).output).encode()
 
 
-def _parse(args: "list[str]") -> "tuple[str, float, bool, str] | None":
-    """``[--here] AGENT [--event NAME] [--timeout S]``: the agent, timeout, whether to run the
-    hooks here, and the event the catch-all is for (for an agent whose input does not say)."""
+def _parse(args: "list[str]") -> "tuple[str, float, bool, str, str] | None":
+    """``[--here] AGENT [--event NAME] [--timeout S] [--scope user|project]``: the agent,
+    timeout, whether to run the hooks here, the event the catch-all is for (for an agent whose
+    input does not say), and the scope it was installed at ("": none said)."""
     here = bool(args) and args[0] == "--here"  # run the hooks in this process, no server
     if here:
         args = args[1:]
     if not args or args[0] not in AGENTS:
         return None
     agent, rest = args[0], args[1:]
-    timeout, event = DEFAULT_TIMEOUT_S, ""
+    timeout, event, scope = DEFAULT_TIMEOUT_S, "", ""
     while rest:
         if len(rest) < 2:
             return None
@@ -484,11 +491,13 @@ def _parse(args: "list[str]") -> "tuple[str, float, bool, str] | None":
                 return None
         elif option == "--event" and value.isascii() and value.isalpha():
             event = value
+        elif option == "--scope" and value in SCOPES:
+            scope = value
         else:
             return None
     if not timeout > 0:
         return None
-    return agent, timeout, here, event
+    return agent, timeout, here, event, scope
 
 
 def with_event(body: bytes, event: str) -> bytes:
@@ -511,7 +520,7 @@ def main(argv: "list[str] | None" = None) -> int:
     if parsed is None:
         sys.stderr.write(USAGE)
         return 1
-    agent, timeout, here, event = parsed
+    agent, timeout, here, event, scope = parsed
     deadline = started + max(timeout - DEADLINE_MARGIN_S, 0.5)
     body = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
     if event and len(body) <= MAX_INPUT_BYTES:
@@ -531,7 +540,7 @@ def main(argv: "list[str] | None" = None) -> int:
         try:
             if path is None:
                 raise FileNotFoundError()
-            out = ask_server(path, agent, body, deadline)
+            out = ask_server(path, agent, body, deadline, scope)
         except _Wedged:
             print(
                 "triohooks-relay: serve did not acknowledge; running the hooks here",
@@ -551,7 +560,7 @@ def main(argv: "list[str] | None" = None) -> int:
     seconds = deadline - time.monotonic()
     if out is None:
         try:
-            out = _run_here(agent, body, seconds)
+            out = _run_here(agent, body, seconds, scope)
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}".splitlines()[0]
             print(f"triohooks-relay: internal error: {why}", file=sys.stderr)

@@ -178,7 +178,8 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     max_message_bytes: int = MAX_FRAME_BYTES
     #: The unix socket relays talk to (``serve.sock`` in the private state dir), or None.
     agent_socket: str | None = None
-    #: Serve the relay socket alone when the TCP port cannot be had (an auto-started serve).
+    #: An auto-started serve: when ``port`` is taken, listen on a free port instead, and when
+    #: none can be had, serve the relay socket alone.
     tcp_optional: bool = False
     #: Shut down after this long with no connection open and no request (auto-started serves).
     idle_exit_s: float | None = None
@@ -573,10 +574,14 @@ class HookServer:
             return head
         return None
 
-    async def _agent_hook(self, agent: str, body: bytes, env: dict[str, str] | None) -> Any:
+    async def _agent_hook(
+        self, agent: str, body: bytes, env: dict[str, str] | None, scope: str | None
+    ) -> Any:
         self.last_activity = time.monotonic()
         try:
-            return await self.engine.agent_hook(agent, body, adopted_only=True, env=env)
+            return await self.engine.agent_hook(
+                agent, body, adopted_only=True, env=env, scope=scope
+            )
         finally:
             self.last_activity = time.monotonic()
 
@@ -1225,6 +1230,41 @@ def _remove_socket(path: str) -> None:
         pass
 
 
+async def _tcp_listeners(settings: ServeSettings, host: str) -> list[trio.SocketListener]:
+    """The TCP listeners of ``settings.port``. An auto-started serve (``tcp_optional``) whose
+    port is taken listens on a free port instead -- the one it got is what ``serve.json`` says,
+    so ``watch`` finds it -- and, when it can have no TCP port at all, serves the relay socket
+    alone (no URL in ``serve.json``)."""
+    try:
+        return await trio.open_tcp_listeners(settings.port, host=host)
+    except OSError as exc:
+        if not (settings.tcp_optional and settings.agent_socket):
+            raise
+        taken = exc.strerror or str(exc)
+    try:
+        listeners = await trio.open_tcp_listeners(0, host=host)
+    except OSError as exc:
+        log.warning(
+            "serve: cannot listen on %s port %d (%s), nor on any other port (%s): serving the "
+            "relay socket only",
+            host,
+            settings.port,
+            taken,
+            exc.strerror or exc,
+        )
+        return []
+    log.warning(
+        "serve: cannot listen on %s port %d (%s): listening on port %d instead (serve.json "
+        "says so; http catch-alls written for port %d do not reach this serve)",
+        host,
+        settings.port,
+        taken,
+        listeners[0].socket.getsockname()[1],
+        settings.port,
+    )
+    return listeners
+
+
 async def _nursery_host(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
     async with trio.open_nursery() as nursery:
         task_status.started(nursery)
@@ -1253,19 +1293,7 @@ async def serve(
             server._reserve_fd = _open_reserve_fd()
             try:
                 async with trio.open_nursery() as listening:
-                    try:
-                        listeners = await trio.open_tcp_listeners(settings.port, host=host)
-                    except OSError as exc:
-                        if not (settings.tcp_optional and settings.agent_socket):
-                            raise
-                        log.warning(
-                            "serve: cannot listen on %s port %d (%s): serving the relay "
-                            "socket only",
-                            host,
-                            settings.port,
-                            exc.strerror or exc,
-                        )
-                        listeners = []
+                    listeners = await _tcp_listeners(settings, host)
                     if listeners:
                         server.port = listeners[0].socket.getsockname()[1]
                     for listener in listeners:
@@ -1338,8 +1366,8 @@ def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
     p.add_argument(
         "--auto",
         action="store_true",
-        help="as started by triohooks-relay: leave at once if another serve runs, and serve the "
-        "relay socket alone if the port is taken",
+        help="as started by triohooks-relay: leave at once if another serve runs, and listen on "
+        "a free port if the port is taken (serve.json names it)",
     )
 
 
@@ -1444,9 +1472,12 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
             server: HookServer = await nursery.start(serve, settings)
             # When OTEL_* say so; its counts go into the stats reply.
             server.telemetry = await nursery.start(otel.export_while_serving, server.engine)
-            print(f"triohooks serve: listening on {server.url}", flush=True)
+            announced = _announce(server, token_path)  # (before saying so: watch finds it)
+            if server.port:
+                print(f"triohooks serve: listening on {server.url}", flush=True)
+            else:
+                print("triohooks serve: no TCP port: serving the relay socket only", flush=True)
             print(f"triohooks serve: token in {token_path}", flush=True)
-            announced = _announce(server, token_path)
             if not is_loopback(settings.host):
                 print(
                     "triohooks serve: warning: listening beyond loopback without TLS",
@@ -1466,12 +1497,13 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
 def _announce(server: HookServer, token_path: Path) -> Path | None:
     """Write ``serve.json`` (host, port, token file, pid, relay socket) in the state dir, for
     ``watch`` and ``doctor``; None if it cannot be written."""
+    listening = server.port != 0  # (0: no TCP port could be had; the relay socket only)
     info = {
         "host": server.host,
-        "port": server.port,
+        "port": server.port if listening else None,
         "token_file": str(token_path.resolve()),
         "pid": os.getpid(),
-        "url": server.url,
+        "url": server.url if listening else None,
         "socket": server.settings.agent_socket,
     }
     try:

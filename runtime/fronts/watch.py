@@ -733,10 +733,16 @@ def _where(url: str | None, token_file: Path | None) -> tuple[str, str] | str:
     state = state_dir()
     info = running_serve(state)
     if url is None:
-        if info is None or not isinstance(info.get("url"), str):
+        if info is None:
             return (
                 f"watch: no running `triohooks serve` found ({state / SERVE_FILE} names none "
                 "that is alive); start one, or name its URL and --token-file"
+            )
+        if not isinstance(info.get("url"), str):
+            return (
+                f"watch: your serve (pid {info.get('pid')}) could listen on no TCP port, only on "
+                f"the relay socket ({state / 'serve.log'} says why); stop it, or start one with "
+                "`triohooks serve --port 0`"
             )
         url = str(info["url"])
     if token_file is None:

@@ -705,6 +705,46 @@ def test_a_teammate_without_triohooks_is_blocked_with_a_message(
     assert run.output is not None
     assert "UserPromptSubmit operation blocked by hook" in run.output["result"]
     assert "triohooks-relay is not on PATH" in run.output["result"]
+    assert "install triohooks (its docs/getting-started.md, Install)" in run.output["result"]
+
+
+def test_installed_at_both_scopes_each_hook_runs_once_per_call(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """``install --scope user`` and ``install`` in the project: Claude Code runs both catch-alls
+    for every call, and each hook -- the user's, the project's, triohooks' own -- still runs
+    once per call, one audit record per block; uninstalling both gives both files back."""
+    ran = tmp_path / "ran.txt"
+    user = claude_project.home / ".claude" / "settings.json"
+    user.parent.mkdir(parents=True, exist_ok=True)
+    user.write_text(json.dumps({"hooks": bash_hooks("PreToolUse", f"echo user >> {ran}")}))
+    user_original = user.read_bytes()
+    project = claude_project.write_hooks(bash_hooks("PreToolUse", f"echo project >> {ran}"))
+    project_original = project.read_bytes()
+    # triohooks' own guard, which says each time it runs.
+    guard = NATIVE_GUARD.replace('command = "', f'command = "echo native >> {ran}; ')
+    (tri.config_dir / "hooks.toml").write_text(guard)
+    where = ["--workspace", str(claude_project.path)]
+    tri.state_dir.chmod(0o700)
+    tri.cli("claude", "install", "--scope", "user", *where)
+    second = tri.cli("claude", "install", *where, cwd=claude_project.path)
+    assert "(a user-scope install): each hook still runs once per call" in second.stderr
+    try:
+        with serving(tri, claude_project.path, tmp_path / "serve.log"):
+            session(claude_bin, claude_project, fake_api, tri, PUSH_COMMANDS)
+    finally:
+        tri.cli("claude", "uninstall", *where, cwd=claude_project.path)
+        tri.cli("claude", "uninstall", "--scope", "user", *where)
+    assert markers(claude_project) == ["marker-0.txt"]  # the push was refused
+    # Two Bash calls: the agent's hooks for each; the guard for the push.
+    assert sorted(ran.read_text().split()) == ["native", "project", "project", "user", "user"]
+    blocks = [r for r in tri.audit_records("hook") if r.get("decision") == "block"]
+    assert [r["hook"] for r in blocks] == ["no-push"]
+    assert (user.read_bytes(), project.read_bytes()) == (user_original, project_original)
 
 
 @pytest.mark.parametrize("where", ["project", "user"])
