@@ -998,3 +998,32 @@ def test_two_sessions_in_two_projects_get_their_own_environment_from_one_serve(
         assert seen == [f"adopted|{name}", f"native|{name}"], (name, seen)
     ran = set(marks.read_text().splitlines())
     assert ran == {f"a|{projects['a'].path}", f"b|{projects['b'].path}"}, ran
+
+
+def test_a_teammate_who_has_not_trusted_the_project_is_asked_not_waved_on(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+) -> None:
+    """A committed project install on a teammate's machine with triohooks but no trust of it:
+    the team's guard is held back, never silently: the call it would have judged is put to
+    the user (Claude Code's ask), which a headless `claude -p` does not run, and the model is
+    told why and what to run; one audit record `held_back`."""
+    claude_project.write_hooks(bash_hooks("PreToolUse", EXIT_2))
+    with adopted(tri, claude_project.path, transport="relay"):
+        (tri.config_dir / "trust.json").unlink()  # the teammate's machine: never trusted
+        fake_api.script(marker_commands(1))
+        run_claude(
+            claude_bin,
+            claude_project.path,
+            claude_project.home,
+            fake_api,
+            env=tri.claude_env(),
+            timeout=SESSION_TIMEOUT,
+        )
+    assert markers(claude_project) == [], "a held-back guard let the call through"
+    (result,) = fake_api.tool_results()
+    assert "not trusted yet" in result.text and "triohooks claude trust" in result.text
+    held = tri.audit_records("held_back")
+    assert held and {r["decision"] for r in held} == {"ask"}
