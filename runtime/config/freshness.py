@@ -26,7 +26,6 @@ else and keeps signatures as JSON).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
 import time
@@ -74,6 +73,8 @@ def _part(st: os.stat_result | str) -> Part:
 def _content(path: str, st: os.stat_result | str, link: os.stat_result | str) -> str:
     """What is at ``path`` now, for a path whose times cannot tell a second change from the
     first: a link's target, a directory's names, a regular file's SHA-256."""
+    import hashlib  # only for a path changed lately (3 ms of OpenSSL off fire's fast path)
+
     parts: list[str] = []
     if not isinstance(link, str) and stat.S_ISLNK(link.st_mode):
         try:
