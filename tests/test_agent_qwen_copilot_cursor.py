@@ -593,7 +593,10 @@ async def test_a_copilot_hook_runs_in_its_cwd_from_the_project_root(setup: Setup
         ) as engine:
             result = await engine.agent_hook("copilot", body)
     assert (setup.project / "where.txt").read_text().strip() == str(setup.project / "scripts")
-    assert any("'nowhere' is not a directory" in w for w in result.answer.warnings)
+    # A hook that cannot start is one that errored: Copilot CLI denies the call (measured).
+    assert result.answer.output["permissionDecision"] == "deny"
+    reason = result.answer.output["permissionDecisionReason"]
+    assert "hook errored" in reason and "'nowhere' is not a directory" in reason
 
 
 @pytest.mark.parametrize(
