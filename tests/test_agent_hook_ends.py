@@ -3,7 +3,8 @@ a crash, a timeout, broken JSON, plain text -- pinned per agent and event from t
 real CLIs were measured against (:mod:`tests.interop.hook_ends`; ``make interop`` checks the
 table itself against them). A real engine runs the same dispatching bash hook from the agent's
 own user settings; no call the agent alone would deny is let through, and the model is told in
-the agent's own words. Also: Claude Code's ``onFailure`` key as read."""
+the agent's own words. Also: Claude Code's ``onFailure`` key as read, and the Copilot CLI
+contexts that reach its model."""
 
 from __future__ import annotations
 
@@ -17,6 +18,8 @@ import trio
 from tests.interop.hook_ends import CASES, TABLES, Table, dispatcher, token
 from triohooks import HookEngine
 from triohooks.agents.config import parse_hooks
+from triohooks.agents.merge import merge
+from triohooks.agents.replies import AgentReply
 from triohooks.agents.spec import Level
 from triohooks.fronts.relay import with_event
 
@@ -167,3 +170,23 @@ def test_an_on_failure_value_claude_code_does_not_know_is_said_and_blocks() -> N
     assert hook.fail_closed
     (problem,) = problems
     assert problem.field.endswith("onFailure") and "continue" in problem.message
+
+
+# --- Copilot CLI: the contexts its model reads ---------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "event", ["postToolUse", "userPromptSubmitted", "sessionStart", "preToolUse"]
+)
+def test_copilot_passes_additional_context_on_where_its_model_reads_it(event: str) -> None:
+    hook, _ = _parse("copilot", event, {"type": "command", "bash": "x"})
+    said = AgentReply(status="ok", json={"additionalContext": "lint: 2 warnings"})
+    answer = merge("copilot", event, [(hook, said)])
+    assert answer.output == {"additionalContext": "lint: 2 warnings"}
+    assert answer.undelivered == []
+
+
+def test_copilot_reads_no_plain_text_so_neither_does_triohooks() -> None:
+    hook, _ = _parse("copilot", "userPromptSubmitted", {"type": "command", "bash": "x"})
+    answer = merge("copilot", "userPromptSubmitted", [(hook, AgentReply(status="ok", text="hi"))])
+    assert answer.output == {}

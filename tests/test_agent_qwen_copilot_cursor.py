@@ -661,9 +661,9 @@ async def test_a_prompt_copilot_cannot_stop_denies_the_turns_tool_calls(setup: S
 
 
 def test_what_an_answer_cannot_carry_is_marked_for_the_log() -> None:
-    hook, _ = _parse_one("copilot", "sessionStart", {"type": "command", "bash": "x"})
+    hook, _ = _parse_one("copilot", "sessionEnd", {"type": "command", "bash": "x"})
     said = merge(
-        "copilot", "sessionStart", [(hook, AgentReply(status="ok", json={"systemMessage": "hi"}))]
+        "copilot", "sessionEnd", [(hook, AgentReply(status="ok", json={"systemMessage": "hi"}))]
     )
     assert said.output == {}
     assert said.undelivered == ["Copilot CLI takes no message on this event: hi"]
