@@ -595,7 +595,10 @@ async def test_a_copilot_hook_runs_in_its_cwd_from_the_project_root(setup: Setup
         ) as engine:
             result = await engine.agent_hook("copilot", body)
     assert (setup.project / "where.txt").read_text().strip() == str(setup.project / "scripts")
-    assert any("'nowhere' is not a directory" in w for w in result.answer.warnings)
+    # A hook that cannot start is one that errored: Copilot CLI denies the call (measured).
+    assert result.answer.output["permissionDecision"] == "deny"
+    reason = result.answer.output["permissionDecisionReason"]
+    assert "hook errored" in reason and "'nowhere' is not a directory" in reason
 
 
 @pytest.mark.parametrize(
@@ -660,9 +663,9 @@ async def test_a_prompt_copilot_cannot_stop_denies_the_turns_tool_calls(setup: S
 
 
 def test_what_an_answer_cannot_carry_is_marked_for_the_log() -> None:
-    hook, _ = _parse_one("copilot", "sessionStart", {"type": "command", "bash": "x"})
+    hook, _ = _parse_one("copilot", "sessionEnd", {"type": "command", "bash": "x"})
     said = merge(
-        "copilot", "sessionStart", [(hook, AgentReply(status="ok", json={"systemMessage": "hi"}))]
+        "copilot", "sessionEnd", [(hook, AgentReply(status="ok", json={"systemMessage": "hi"}))]
     )
     assert said.output == {}
     assert said.undelivered == ["Copilot CLI takes no message on this event: hi"]

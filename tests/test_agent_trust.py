@@ -170,7 +170,7 @@ async def test_a_held_back_fail_closed_guard_denies(p: P) -> None:
     result = await p.ask(p.body(), adopted_only=True)
     out = result.answer.output["hookSpecificOutput"]
     assert out["permissionDecision"] == "deny"
-    assert "failClosed" in out["permissionDecisionReason"]
+    assert "fail-closed hook" in out["permissionDecisionReason"]
     assert "systemMessage" in result.answer.output
     assert not (p.project / "ran-new-code").exists()
 

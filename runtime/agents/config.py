@@ -19,7 +19,7 @@ import functools
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Final
 
@@ -173,8 +173,11 @@ class AgentHook(msgspec.Struct, frozen=True, kw_only=True):
     timeout_s: float
     if_rule: str | None = None
     compiled_if: IfRule | None = None
-    #: triohooks extension (``"failClosed": true``): a failure or timeout blocks.
+    #: triohooks extension (``"failClosed": true``), or Claude Code's own ``onFailure:
+    #: "block"``: a failure or timeout blocks.
     fail_closed: bool = False
+    #: It is fail-closed by Claude Code's ``onFailure`` (whose words its block reason uses).
+    on_failure_block: bool = False
     #: Claude ``async``: run in the background, its reply ignored.
     background: bool = False
     #: Gemini ``sequential`` on its matcher group.
@@ -481,6 +484,7 @@ def _handler(
         except (ValueError, IfRuleError) as exc:
             at("if", str(exc))
             return None
+    on_failure = _on_failure_blocks(agent, event, raw, at)
     return AgentHook(
         agent=agent,
         event=event,
@@ -495,12 +499,28 @@ def _handler(
         timeout_s=_timeout(agent, raw, problems, at),
         if_rule=if_text,
         compiled_if=compiled,
-        fail_closed=raw.get("failClosed") is True,
+        fail_closed=raw.get("failClosed") is True or on_failure,
+        on_failure_block=on_failure,
         background=raw.get("async") is True,
         sequential=sequential,
         name=raw.get("name") if isinstance(raw.get("name"), str) else None,
         **fields,
     )
+
+
+def _on_failure_blocks(
+    agent: AgentName, event: str, raw: Mapping[str, Any], at: Callable[[str, str], None]
+) -> bool:
+    """Claude Code's ``onFailure: "block"`` on a handler (command and http; measured with
+    2.1.332): a hook that fails or times out blocks, as Claude Code itself blocks, but on the
+    events where it ignores the key. A value it does not know is said, and blocks."""
+    ignored = SPECS[agent].on_failure_ignored
+    value = raw.get("onFailure")
+    if ignored is None or value in (None, "continue") or raw.get("async") is True:
+        return False
+    if value != "block":
+        at("onFailure", 'must be "continue" or "block"; read as "block"')
+    return event not in ignored
 
 
 def as_group(agent: AgentName, entry: object) -> object:

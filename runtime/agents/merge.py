@@ -43,6 +43,20 @@ _BLOCKABLE: dict[str, str] = {
 }
 #: Events whose plain stdout (exit 0, not JSON) is context for the model.
 _TEXT_CONTEXT = frozenset({"UserPromptSubmit", "SessionStart"})
+#: Events whose answer takes ``additionalContext`` for the model: Claude Code's, and Copilot
+#: CLI's alike (measured with 1.0.102: its model reads it after the call on post-tool, with the
+#: prompt, at session start).
+_CONTEXT_EVENTS: Final = frozenset(
+    {
+        "PreToolUse",
+        "PostToolUse",
+        "PostToolUseFailure",
+        "UserPromptSubmit",
+        "SessionStart",
+        "SubagentStart",
+        "Notification",
+    }
+)
 _RANK = {"allow": 1, "ask": 2, "deny": 3}
 
 
@@ -136,8 +150,8 @@ class _Fold:
             elif reply.reason:
                 self.system.append(reply.reason)  # the agent shows it to the user only
             return
-        if reply.text is not None and self.event in _TEXT_CONTEXT:
-            self.contexts.append(reply.text)
+        if reply.text is not None and self.event in _TEXT_CONTEXT and self.agent != "copilot":
+            self.contexts.append(reply.text)  # (Copilot CLI reads no plain text: measured)
         data = reply.json
         if data is None:
             return
@@ -304,15 +318,7 @@ def _claude(fold: _Fold) -> AgentAnswer:
         out["reason"] = reason
         answer.blocked, answer.decision, answer.reason = True, "block", reason
     context = _join(fold.contexts)
-    if context and fold.event in (
-        "PreToolUse",
-        "PostToolUse",
-        "PostToolUseFailure",
-        "UserPromptSubmit",
-        "SessionStart",
-        "SubagentStart",
-        "Notification",
-    ):
+    if context and fold.event in _CONTEXT_EVENTS:
         specific["additionalContext"] = context
     elif context:
         out["systemMessage"] = _join([*fold.system, context])
@@ -355,12 +361,6 @@ def _gemini(fold: _Fold) -> AgentAnswer:
     if specific:
         out["hookSpecificOutput"] = {"hookEventName": fold.event, **specific}
     return answer
-
-
-#: The events (Claude's names) whose Copilot CLI answer takes ``additionalContext``.
-_COPILOT_CONTEXT: Final = frozenset(
-    {"PreToolUse", "PostToolUseFailure", "SubagentStart", "Notification"}
-)
 
 
 def _copilot(fold: _Fold) -> AgentAnswer:
@@ -411,7 +411,7 @@ def _copilot(fold: _Fold) -> AgentAnswer:
         answer.decision, answer.reason = "block", reason
         contexts = [*fold.block_reasons, *contexts]
     context = _join(contexts)
-    if context and fold.event in _COPILOT_CONTEXT:
+    if context and fold.event in _CONTEXT_EVENTS:
         out["additionalContext"] = context
     elif context:
         said = f"Copilot CLI takes no message on this event: {context}"

@@ -10,8 +10,15 @@ exit code: a JSON object there is the reply (the exit code then does not matter)
 is a system message on exit 0, a warning on exit 1 and a deny on any other exit; no text at all
 is no decision; a timeout ignores whatever was printed.
 
-A hook marked ``failClosed`` (a triohooks extension) turns any failure into a block. Pure: it
-reads results, it runs nothing.
+Copilot CLI reads a hook like Claude Code, but denies a ``preToolUse`` or ``permissionRequest``
+call itself when the hook fails (any exit but 0 and 2, a signal; on a permission request also
+stdout that is not JSON), with its own words ("hook errored"); a timeout lets the call run.
+Cursor's hooks answer JSON only: other stdout is a failed hook. Measured per agent, and pinned,
+in ``tests/interop/hook_ends.py``.
+
+A hook marked ``failClosed`` (a triohooks extension, and Cursor's own key) or ``onFailure:
+"block"`` (Claude Code's) turns any failure or timeout into a block. Pure: it reads results, it
+runs nothing.
 """
 
 from __future__ import annotations
@@ -23,6 +30,8 @@ import msgspec
 from triohooks.handlers.process import ProcessResult
 
 from .config import AgentHook
+from .foreign import claude_event
+from .spec import SPECS
 
 #: Claude caps hook strings (context, reasons) at this many characters.
 MAX_TEXT: Final = 10_000
@@ -66,13 +75,42 @@ def _stdout_reply(stdout: str) -> tuple[dict[str, Any] | None, str | None]:
     return None, stripped or None
 
 
-def failed(hook: AgentHook, why: str, **fields: Any) -> AgentReply:
-    """A hook that did not answer: a non-blocking error, or a block when it is fail-closed."""
+def failed(hook: AgentHook, why: str, *, timed_out: bool = False, **fields: Any) -> AgentReply:
+    """A hook that did not answer (``timed_out``: it ran out of time): a non-blocking error; a
+    block when it is fail-closed, or where the agent itself denies a call whose hook failed
+    (in the agent's words)."""
+    if hook.on_failure_block:
+        reason = f'hook {hook.label}: {why}; blocking because onFailure is "block"'
+        return AgentReply(status="block", reason=reason, error=why, **fields)
     if hook.fail_closed:
         return AgentReply(
             status="block", reason=f"hook {hook.label} failed: {why}", error=why, **fields
         )
+    says = None if timed_out else _failure_denies(hook)
+    if says is not None:
+        reason = f"{says} (hook {hook.label}: {why})"
+        return AgentReply(status="block", reason=reason, error=why, **fields)
     return AgentReply(status="error", error=why, **fields)
+
+
+def _failure_denies(hook: AgentHook) -> str | None:
+    """The agent's words when it denies a call whose ``hook`` failed, or None."""
+    return SPECS[hook.agent].failure_denies.get(claude_event(hook.agent, hook.event))
+
+
+def _unreadable(hook: AgentHook, text: str | None) -> bool:
+    """Whether exit-0 ``text`` (stdout that is no JSON object) fails ``hook``: it is not JSON
+    at all, on an event where the agent counts that as a failure."""
+    if (
+        text is None
+        or claude_event(hook.agent, hook.event) not in SPECS[hook.agent].unreadable_fails
+    ):
+        return False
+    try:
+        msgspec.json.decode(text)
+    except msgspec.DecodeError:
+        return True
+    return False
 
 
 def internal_failure(hook: AgentHook, why: str, **fields: Any) -> AgentReply:
@@ -91,13 +129,16 @@ def read_process_reply(hook: AgentHook, result: ProcessResult) -> AgentReply:
     if result.internal:
         return internal_failure(hook, result.error or result.status, **common)
     if result.status != "exited":
-        return failed(hook, result.error or result.status, **common)
+        timed_out = result.status == "timeout"
+        return failed(hook, result.error or result.status, timed_out=timed_out, **common)
     if hook.agent == "gemini":
         return _gemini_reply(hook, result, common)
     code = result.exit_code
     stderr = result.stderr.strip()
     if code == 0:
         json_reply, text = _stdout_reply(result.stdout)
+        if _unreadable(hook, text):
+            return failed(hook, "exit 0, but its output is not JSON", **common)
         return AgentReply(status="ok", json=json_reply, text=text, **common)
     if code == 2 and (stderr or hook.agent != "codex"):
         return AgentReply(status="block", reason=_clip(stderr) or None, **common)
@@ -142,7 +183,7 @@ def read_http_reply(
     non-blocking error. A status code cannot block."""
     common: dict[str, Any] = {"duration_ms": duration_ms, "exit_code": code}
     if status != "ok":
-        return failed(hook, error or status, **common)
+        return failed(hook, error or status, timed_out=status == "timeout", **common)
     text = body.strip()
     if not text:
         return AgentReply(status="ok", **common)

@@ -665,7 +665,7 @@ class AgentHooks:
         fail_closed = [h.label for h in all_held if h.fail_closed]
         setting = "deny" if fail_closed else self._held_back_setting()
         if fail_closed:
-            message += f" (the failClosed hook {fail_closed[0]} is among them: denied)"
+            message += f" (the fail-closed hook {fail_closed[0]} is among them: denied)"
         answer = held_back_answer(canonical, setting) if canonical else "warn"
         if answer == "ask" and not SPECS[table.agent].asks:
             answer = "deny"

@@ -17,6 +17,8 @@ import msgspec
 
 from triohooks.config.events import AGENT_EVENTS
 
+from . import cursor
+
 AgentName = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor"]
 AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
 #: How an agent reads a matcher (:func:`triohooks.agents.config.compile_matcher`).
@@ -134,6 +136,17 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: a failed hook and runs the call; Gemini CLI's hangs a ``-p`` session; Qwen Code's and
     #: Copilot CLI's are not checked): where not, triohooks answers a deny instead.
     asks: bool = False
+    #: Events (Claude Code's names) on which the agent itself denies the call when one of its
+    #: hooks fails -- exits other than 0 and 2, dies by a signal, cannot start -- and the words
+    #: it says (Copilot CLI: "hook errored"; measured). A timeout is no such failure there.
+    failure_denies: dict[str, str] = {}
+    #: Events on which an exit 0 whose stdout is not JSON is a failed hook, not plain text
+    #: (Copilot CLI's permission request, measured; Cursor, whose hooks answer JSON only).
+    unreadable_fails: frozenset[str] = frozenset()
+    #: The events on which the agent ignores a handler's ``onFailure: "block"`` (Claude Code:
+    #: those a block would keep going); None: the agent has no such key (measured: only Claude
+    #: Code honours it).
+    on_failure_ignored: frozenset[str] | None = None
 
 
 SPECS: Final[dict[AgentName, AgentSpec]] = {
@@ -149,6 +162,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         command_only_events=frozenset({"SessionStart", "Setup"}),
         switches=("disableAllHooks", "allowManagedHooksOnly"),
         asks=True,
+        on_failure_ignored=frozenset({"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"}),
     ),
     "gemini": AgentSpec(
         name="gemini",
@@ -203,6 +217,11 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         switches=("disableAllHooks",),
         flat_hooks=True,
         blocks_prompts=False,
+        failure_denies={
+            "PreToolUse": "hook errored",
+            "PermissionRequest": "Permission request hook failed",
+        },
+        unreadable_fails=frozenset({"PermissionRequest"}),
     ),
     "cursor": AgentSpec(
         name="cursor",
@@ -217,6 +236,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         answer="cursor",
         flat_hooks=True,
         asks=True,
+        unreadable_fails=frozenset(cursor.CLAUDE_NAMES.values()),
     ),
 }
 #: Copilot CLI reads every ``*.json`` in its hooks directories; the file install writes is one.

@@ -179,3 +179,36 @@ def test_a_repository_install_routes_copilot_through_triohooks_relay_on_path(
     assert "pushing is for humans" in push.text, push.text
     inputs = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
     assert [i["toolName"] for i in inputs] == ["bash", "bash"]
+
+
+def test_the_contexts_copilot_reads_reach_its_model_through_triohooks(
+    copilot_bin: Path,
+    copilot_project: CopilotProject,
+    fake_copilot: FakeOpenAI,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """Copilot CLI gives its model a ``postToolUse``, ``userPromptSubmitted`` and
+    ``sessionStart`` hook's ``additionalContext`` (measured); adopted, the same hooks' contexts
+    get there through triohooks' answer, the post-tool one after the call's output."""
+    events = ("postToolUse", "userPromptSubmitted", "sessionStart")
+    copilot_project.write_hooks(
+        {
+            event: [
+                {
+                    "type": "command",
+                    "bash": f'cat > /dev/null; echo \'{{"additionalContext": "ctx-{event}"}}\'',
+                }
+            ]
+            for event in events
+        },
+        name="triohooks.json",
+    )
+    with adopted(tri, copilot_project, tmp_path):
+        fake_copilot.script(["echo x > marker-0.txt"])
+        session(copilot_bin, copilot_project, fake_copilot, tri)
+    (output,) = fake_copilot.tool_outputs()
+    assert output.text.endswith("postToolUse hooks:\nctx-postToolUse"), output.text
+    sent = json.dumps([r.body for r in fake_copilot.turn_requests()])
+    for event in events:
+        assert f"ctx-{event}" in sent, event
