@@ -23,6 +23,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.spawn_overhead", ["-n", "1000", "--via", "engine"], ["-n", "200", "--via", "engine"]),
     ("bench.spawn_overhead", ["-n", "1000", "--via", "reaper"], ["-n", "200", "--via", "reaper"]),
     ("bench.dispatch_overhead", ["-n", "20000"], ["-n", "2000"]),
+    ("bench.trust_check", ["-n", "10000"], ["-n", "1000"]),
     ("bench.helper_stall", [], ["--spawns", "50"]),
     ("bench.if_filter", [], ["--calls", "2000", "--spawns", "100"]),
     ("bench.queue_limits", [], ["--window", "0.5"]),
