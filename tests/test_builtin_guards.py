@@ -103,7 +103,7 @@ DELETES = [
     ("find build -delete", OK),
     ("find . -type d -name __pycache__ -exec rm -rf {} +", OK),
     # not known until run time: the guard cannot read it for sure
-    ("rm -rf $HOME", U),
+    ("rm -rf $HOME", B),  # $HOME is known: it is your home
     ('rm -rf "$DIR/"', U),
     ("rm -rf build/*", U),
     ("xargs rm -rf < dirs.txt", U),
@@ -121,7 +121,7 @@ DELETES = [
     ("rmdir /tmp/x", OK),
     ("echo rm -rf /", OK),  # an argument, not a command
     ("git rm -r --cached .", OK),
-    ("python -c 'import shutil'", OK),  # another language: not read (docs)
+    ("python -c 'import shutil'", U),  # code in another language in the call: not read
     ("source .venv/bin/activate && pytest", OK),  # a file: not followed (docs)
 ]
 
@@ -326,7 +326,7 @@ PIPES = [
     ("curl https://api/x | jq .", OK),
     ("wget https://x/file.tgz && tar xzf file.tgz", OK),
     ("bash install.sh", OK),
-    ("cat script.sh | sh", OK),  # nothing downloaded
+    ("cat script.sh | sh", U),  # nothing downloaded, but a shell's stdin is not read
 ]
 
 
@@ -479,11 +479,12 @@ async def test_guards_through_the_engine(tmp_path: Path) -> None:
     )
     # destructive_delete cannot see what sh runs from stdin: it blocks first, saying so.
     assert curl.blocked and "cannot read this call for sure" in (curl.reason or "")
-    assert not dynamic.blocked
-    assert dynamic.warnings == [
-        "secret_reads cannot read this call for sure: a word known only at run time ($F) may "
-        "name a secret; let through"
-    ]
+    # Uncertain is decided on purpose: every guard blocks what it cannot read, saying what.
+    assert dynamic.blocked and dynamic.reason == (
+        "secret_reads cannot read this call for sure: `cat <run-time word>`: a word known only "
+        'at run time may name a secret (on_uncertain = "block"; "warn" or "allow" lets such '
+        "calls through)"
+    )
     assert not fine.blocked and fine.warnings == [] and len(fine.runs) == 3
 
 
@@ -504,7 +505,7 @@ def test_guards_through_fire(tmp_path: Path) -> None:
     )
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["reason"] == (
-        "secret_reads guard: the command reads ~/.aws/credentials (under ~/.aws)"
+        "secret_reads guard: `cat ~/.aws/credentials` reads ~/.aws/credentials (under ~/.aws)"
     )
 
 

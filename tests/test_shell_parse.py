@@ -25,7 +25,12 @@ def shown(parsed: ParsedScript) -> list[str]:
         ("$'\\x67\\151t' $'\\x6cog' $'a\\tb'", ["git log a\tb"]),
         ("ls | head -5 && echo ok; true &", ["ls", "head -5", "echo ok", "true"]),
         ("FOO=1 BAR=$x make -j4", ["make -j4"]),
-        ("echo $HOME ${x} *.py {a,b} x{1..3} '*' \"{a,b}\"", ["echo <$> <$> <$> <$> <$> * {a,b}"]),
+        # Braces expand as bash expands them (`{a,b}` is two words); quoted ones do not.
+        (
+            "echo $HOME ${x} *.py {a,b} x{1..3} '*' \"{a,b}\"",
+            ["echo <$> <$> <$> a b x1 x2 x3 * {a,b}"],
+        ),
+        ("echo {$x,b}", ["echo <$>"]),
         ("echo $(date) `whoami` <(ls)", ["echo <$> <$> <$>", "date", "whoami", "ls"]),
         ("a=$(b) c", ["c", "b"]),
         ("x=1", []),
@@ -111,7 +116,7 @@ def test_commands(script: str, commands: list[str]) -> None:
         ('"$(which rm)" x', "dynamic command name"),
         ("/bin/r? x", "dynamic command name"),
         ("/bin/r[m] x", "dynamic command name"),
-        ("eval ls", "eval"),
+        ('eval "$x"', "eval"),
         ("source x.sh", "source"),
         (". x.sh", "."),
         ("trap 'rm x' EXIT", "trap"),
@@ -220,7 +225,9 @@ def test_argv() -> None:
     assert shown(parse_argv(["bash", "-lc", "git push"])) == ["bash -lc git push", "git push"]
     assert shown(parse_argv(["/usr/bin/env", "rm", "x"])) == ["/usr/bin/env rm x", "rm x"]
     assert parse_argv(["bash"]).uncertain
-    assert parse_argv(["bash", "-c", "eval x"]).uncertain
+    assert parse_argv(["bash", "-c", 'eval "$x"']).uncertain
+    # A static eval string is read as the shell reads it.
+    assert shown(parse_argv(["bash", "-c", "eval 'rm -rf /'"]))[-1] == "rm -rf /"
 
 
 def test_parse_is_cached() -> None:

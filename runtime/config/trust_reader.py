@@ -59,13 +59,17 @@ from typing import Final
 
 from triohooks.match.shell import (
     DANGEROUS_ENV,
+    GIT_TOPLEVEL,
     INTERPRETERS,
+    VARIABLE,
     WRAPPERS,
     CodeSource,
     Word,
     code_source,
     git_config_safe,
+    mark_known,
     read_words,
+    unmark,
 )
 
 from .model import Command, command_label, excerpt
@@ -187,7 +191,6 @@ _GIT_BOOKKEEPING: Final = re.compile(
     r"|index\..*|feature\..*|gc\..*|maintenance\..*|fetch\..*|pull\..*|push\..*|init\..*"
     r"|user\..*|rebase\.(?:autostash|autosquash|updaterefs)|merge\.(?:ff|conflictstyle))"
 )
-_VARIABLE: Final = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
 #: How a script names its own directory (quotes and blanks dropped before matching).
 _SCRIPT_DIR_IDIOMS: Final = re.compile(
     r"\$\((?:cd(?:--)?\$\(dirname(?:--)?(?:\$0|\$\{0\}|\$\{BASH_SOURCE(?:\[0\])?\}|\$BASH_SOURCE)\)"
@@ -196,32 +199,11 @@ _SCRIPT_DIR_IDIOMS: Final = re.compile(
     r"|\$\{BASH_SOURCE(?:\[0\])?\})\))\)|\$\{0%/\*\}|\$\{BASH_SOURCE%/\*\}"
     r"|\$\{BASH_SOURCE\[0\]%/\*\}"
 )
-_PLACEHOLDER: Final = "/.triohooks-variable-"
 #: The parser's doubts, in words a user reads.
 _DOUBT_WORDS: Final = {"dynamic command name": "its command name is computed at run time"}
 #: The parser's doubt about a git subcommand it does not know: an alias (the repository's own
 #: are covered with its config; the user's global ones are theirs) or a ``git-x`` program.
 _GIT_ALIAS_DOUBT: Final = re.compile(r"^git \S+: may be an alias or a git-\S+ program$")
-#: ``$(git rev-parse --show-toplevel)``: the work tree the project is in.
-_TOPLEVEL: Final = re.compile(r"\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)")
-
-
-def mark_known(command: str, variables: Mapping[str, str]) -> tuple[str, dict[str, str]]:
-    """``command`` with each ``$NAME`` / ``${NAME}`` whose ``NAME`` is known replaced by a plain
-    placeholder path (which reads the same quoted or not), and the placeholders' values. Unknown
-    variables are left as written (dynamic to the parser). Inside single quotes bash would not
-    expand: trust then looks at a file the hook does not run, which costs nothing."""
-    values: dict[str, str] = {}
-
-    def mark(m: re.Match[str]) -> str:
-        name = m.group(1) or m.group(2) or ""
-        if name not in variables:
-            return m.group(0)
-        placeholder = f"{_PLACEHOLDER}{name}"
-        values[placeholder] = variables[name]
-        return placeholder
-
-    return _VARIABLE.sub(mark, command), values
 
 
 class _Reading:
@@ -349,17 +331,17 @@ def _read_text(
     text = _script_variables(text, script_dir)
     if script_dir is not None:
         known = {**known, "TRIOHOOKS_SCRIPT_DIR": script_dir}
-    if _TOPLEVEL.search(text):
+    if GIT_TOPLEVEL.search(text):
         top_dir = _git_toplevel(cover)
         if top_dir is not None:  # the repository the project is in, as git would say
-            text = _TOPLEVEL.sub("${TRIOHOOKS_GIT_TOPLEVEL}", text)
-            known = {**known, "TRIOHOOKS_GIT_TOPLEVEL": top_dir}
+            text = GIT_TOPLEVEL.sub("${TRIOHOOKS_GITGIT_TOPLEVEL}", text)
+            known = {**known, "TRIOHOOKS_GITGIT_TOPLEVEL": top_dir}
     marked, values = mark_known(text, known)
     read = read_words(marked)
     if read.error:
         cover.say(label, f"cannot read it as bash ({read.error})")
         return
-    own = {k: _unmark(v, values) for k, v in _single_assignments(text, read.assignments).items()}
+    own = {k: unmark(v, values) for k, v in _single_assignments(text, read.assignments).items()}
     resolvable = {
         name: value
         for name, value in own.items()
@@ -379,7 +361,7 @@ def _read_text(
     cover.functions.setdefault(reading.top, set()).update(read.functions)
     handled_env = set()
     for name, value in read.assignments:
-        if _assignment(cover, reading, name, _unmark(value, values), known):
+        if _assignment(cover, reading, name, unmark(value, values), known):
             handled_env.add(name)
     follows_cd = False
     for index, simple in enumerate(read.commands):
@@ -406,7 +388,7 @@ def _read_text(
                     _assignment(cover, reading, name, value, known)
     for word in read.other_words if depth == 0 else ():
         if word is not None:
-            _data(cover, reading, _unmark(word, values))
+            _data(cover, reading, unmark(word, values))
     for doubt in read.doubts:
         if any(
             doubt == f"{name} makes programs run a command or load code" for name in handled_env
@@ -438,20 +420,14 @@ def _static_value(value: str, known: Mapping[str, str]) -> str | None:
         name = m.group(1) or m.group(2) or ""
         return known.get(name, m.group(0))
 
-    text = _VARIABLE.sub(sub, text)
+    text = VARIABLE.sub(sub, text)
     if any(c in text for c in "$`*?[{\\") or not text:
         return None
     return text
 
 
-def _unmark(word: str, values: Mapping[str, str]) -> str:
-    for placeholder, value in values.items():
-        word = word.replace(placeholder, value)
-    return word
-
-
 def _unmark_word(word: Word, values: Mapping[str, str]) -> Word:
-    return None if word is None else _unmark(word, values)
+    return None if word is None else unmark(word, values)
 
 
 def _reads_itself(program: str) -> bool:

@@ -32,27 +32,37 @@ STARTER: Final = """\
 # triohooks: a starting policy of built-in guards (docs/builtin-guards.md). Each is decided in
 # process, on the same shell reader as `if` rules. Edit freely; `triohooks validate` checks it,
 # `triohooks test` runs the cases in hooks.test.toml beside it.
+#
+# Each guard lets a call through only when it read all of it: a call it cannot read for sure
+# (code in another language in the call, a path known only at run time ...) is blocked, the
+# reason saying what was not understood. `on_uncertain = "warn"` lets such calls through with
+# a warning instead.
 
 # Recursive deletes of /, top-level directories, your home, the workspace or above.
 [[hooks.pre_tool]]
 builtin = "destructive_delete"
+on_uncertain = "block"
 
 # Force pushes, and pushes to (or deletes of) protected branches.
 [[hooks.pre_tool]]
 builtin = "protected_push"
 branches = ["main", "master"]
+on_uncertain = "block"
 
-# Reading .env files, keys, ~/.ssh, ~/.aws, ~/.config/gcloud ... (warns when it cannot tell).
+# Reading .env files, keys, ~/.ssh, ~/.aws, ~/.config/gcloud ...
 [[hooks.pre_tool]]
 builtin = "secret_reads"
+on_uncertain = "block"
 
 # curl ... | sh, bash <(curl ...): running a download unseen.
 [[hooks.pre_tool]]
 builtin = "pipe_to_shell"
+on_uncertain = "block"
 
-# Write and edit tools writing outside the workspace (and /tmp).
+# Writes outside the workspace (and /tmp): write and edit tools, patches, shell redirects.
 [[hooks.pre_tool]]
 builtin = "writes_outside_workspace"
+on_uncertain = "block"
 """
 
 STARTER_CASES: Final = """\

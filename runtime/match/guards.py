@@ -1,13 +1,23 @@
 """Built-in guards: the rules most users would otherwise write as shell scripts, decided in
 process (no spawn) on the project's sound shell reader (docs/builtin-guards.md).
 
-Each guard reads one tool call -- its shell scripts through :func:`~.ifrules.call_scripts` (the
-reading ``shell(...)`` rules use: quoting, wrappers such as ``sudo``/``env``/``xargs``, ``bash -c``
-strings, ``ssh host cmd``...) and its paths through :func:`~.ifrules.call_paths` -- and gives a
-:class:`Verdict`: block (with a reason that says what was found), or go on, or *uncertain* (the
-call cannot be read for sure: a word known only at run time where it matters, code the reader
-cannot follow). What an uncertain call gets is the guard's ``on_uncertain`` (``block``, ``warn``:
-go on with a warning in the Outcome, or ``allow``), decided by the caller.
+Closed world: a guard lets a call through only when it read all of it. Each guard reads one
+tool call -- its shell scripts through :func:`~.ifrules.call_scripts` (the reading ``shell(...)``
+rules use: quoting, backslash-newlines, braces, wrappers such as ``sudo``/``env``/``xargs``/
+``find -exec``, ``bash -c`` and static ``eval`` strings, ``ssh host cmd``...) and its paths
+through :func:`~.ifrules.call_paths` -- and gives a :class:`Verdict`: block (with a reason that
+says what was found), go on, or *uncertain* with what was not understood: shell code the
+reader cannot see (``eval "$x"``, a shell reading stdin, a ``-c`` string known only at run
+time), code in another language given in the call (``python -c``, ``node -e``), a word known
+only at run time where the guard's model of the program needs it, an option of a modelled
+program the model does not know. What an uncertain call gets is the guard's ``on_uncertain``
+(``block``, ``warn``: go on with a warning in the Outcome, or ``allow``), decided by the caller.
+
+Where each command runs is tracked: the call's ``cwd`` (an agent's ``workdir``), then every
+``cd``/``pushd`` (a directory once entered stays possible for every later command: subshells,
+``||`` and ``popd`` are read as "may be"), ``env -C``, ``sudo -D``, ``git -C``. Paths are read
+as bash reads them (``~``, ``~user``, ``~+``, ``~-``) and, where it matters, as the kernel
+resolves them (symlinks followed).
 
 This module owns the rules and their parameters. It must not run hooks or know about config
 files; the dialect readers validate parameters with :func:`check_params`.
@@ -16,17 +26,16 @@ files; the dialect readers validate parameters with :func:`check_params`.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import os
 import posixpath
+import pwd
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Literal
+from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
 from .ifrules import SHELL_KEYS, CallScripts, call_paths, call_scripts, tool_kinds
-
-if TYPE_CHECKING:
-    from .shell import ScriptWords
 
 OnUncertain = Literal["block", "warn", "allow"]
 ON_UNCERTAIN: Final = ("block", "warn", "allow")
@@ -49,7 +58,8 @@ class Call(msgspec.Struct, frozen=True, gc=False):
 
     tool: str
     args: Mapping[str, Any]
-    #: The call's working directory (the event's ``cwd``, else the workspace).
+    #: The call's working directory (the tool's own ``workdir``, else the event's ``cwd``,
+    #: else the workspace).
     cwd: str
     workspace: str
     home: str
@@ -75,47 +85,164 @@ class GuardSpec(msgspec.Struct, frozen=True):
     make: Callable[[Mapping[str, tuple[str, ...]]], Check]
 
 
-# --- shared reading ---------------------------------------------------------------------------
+# --- reading a call ---------------------------------------------------------------------------
 
 _Words = tuple[str | None, ...]
 
 
-def _readings(call: Call) -> tuple[list[ScriptWords], str]:
-    """The call's shell scripts, each read whole (past what the reader cannot follow), and why
-    one cannot be read at all ("" when all can)."""
-    from .shell import read_words
+class Command(NamedTuple):
+    """One simple command a call may run, and the directories it may run in (absolute,
+    lexically normal; empty: known only at run time)."""
 
+    words: _Words
+    open_tail: bool
+    cwds: tuple[str, ...]
+
+    def shown(self) -> str:
+        return " ".join(w if w is not None else "<run-time word>" for w in self.words)
+
+
+class Reading(NamedTuple):
+    """Everything a call's shell scripts may run, and what of them could not be read."""
+
+    commands: tuple[Command, ...]
+    #: What was not understood, each in words (empty: the scripts were read whole).
+    unseen: tuple[str, ...]
+    #: Words outside any argv: redirect targets and assignment values (``None``: dynamic).
+    other_words: tuple[str | None, ...]
+    #: The source text of each word known only at run time.
+    dynamic: tuple[str, ...]
+
+
+def read_call(call: Call) -> Reading:
+    """The one reading of a call's scripts every guard works from (cached per call)."""
     scripts = call_scripts(call.tool, call.args)
     if scripts.unreadable:
-        return [], "the shell command is not a string or a list of strings"
-    readings = [read_words(text) for text in _script_texts(call.args, scripts)]
-    errors = [r.error for r in readings if r.error]
-    return readings, errors[0] if errors else ""
+        return Reading((), ("the shell command is not a string or a list of strings",), (), ())
+    return _read_texts(tuple(_script_texts(call.args, scripts)), call.cwd, call.home)
 
 
-def _commands(call: Call) -> tuple[list[tuple[_Words, bool]], str]:
-    """Every simple command the call's scripts could run, as (words, open tail), and why the
-    reading is uncertain ("" when it is not): a script that cannot be read, or shell code the
-    reader cannot see (``eval "$x"``, a shell reading stdin, a dynamic ``-c`` string). Code
-    that is not shell (``python -c``, ``awk``, ``source x.sh``) is not read, and not a doubt."""
-    readings, error = _readings(call)
-    found = [(c.words, c.open_tail) for r in readings for c in r.commands]
-    doubts = [d for r in readings for d in r.doubts]
-    return found, error or (doubts[0] if doubts else "")
+@functools.lru_cache(maxsize=256)
+def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
+    from .shell import GIT_TOPLEVEL, mark_known, read_words, unmark
+
+    commands: list[Command] = []
+    unseen: list[str] = []
+    other: list[str | None] = []
+    dynamic: list[str] = []
+    for given in texts:
+        text = given
+        dirs: tuple[str, ...] = (cwd,)
+        known = {"HOME": home}
+        if GIT_TOPLEVEL.search(text):
+            top = git_toplevel(cwd)
+            if top is not None:
+                text = GIT_TOPLEVEL.sub("${TRIOHOOKS_GIT_TOPLEVEL}", text)
+                known["TRIOHOOKS_GIT_TOPLEVEL"] = top
+        if "$PWD" in text or "${PWD}" in text:
+            known["PWD"] = cwd  # before any cd; a cd later makes it run-time (see below)
+        marked, values = mark_known(text, known)
+        read = read_words(marked)
+        if read.error:
+            unseen.append(f"the command cannot be read as bash ({read.error})")
+            continue
+        for simple in read.commands:
+            words = tuple(None if w is None else unmark(w, values) for w in simple.words)
+            here = dirs
+            for step in simple.chdir:
+                here = _chdir(here, None if step is None else unmark(step, values), home)
+            commands.append(Command(words, simple.open_tail, here))
+            if words[0] in ("cd", "pushd") and not simple.chdir:
+                dirs = _cd(dirs, words, home)
+        # `source x.sh` runs shell code from a file, as `bash x.sh` does: what a file runs is
+        # out of every hook's sight (docs/builtin-guards.md), not a doubt about the call.
+        foreign = [f for f in read.foreign if f.partition(":")[0] not in ("source", ".")]
+        unseen += [_unseen_words(d) for d in (*read.doubts, *foreign)]
+        other += [None if w is None else unmark(w, values) for w in read.other_words]
+        dynamic += read.dynamic
+        if "PWD" in known and any(w and w[0] in ("cd", "pushd") for w, _, _ in commands):
+            unseen.append("it uses $PWD after a cd")
+    return Reading(tuple(commands), tuple(dict.fromkeys(unseen)), tuple(other), tuple(dynamic))
+
+
+def _unseen_words(doubt: str) -> str:
+    """A reader's doubt as what a guard could not read (``python3: python -c runs code given
+    in the call`` -> ``cannot read python3 ...: code given in the call``)."""
+    program, sep, why = doubt.partition(": ")
+    if not sep:
+        return f"cannot read {doubt}"
+    return f"cannot read `{program} ...`: {why}"
+
+
+def _cd(dirs: tuple[str, ...], words: _Words, home: str) -> tuple[str, ...]:
+    """The directories a command may run in after ``cd``/``pushd`` ``words`` (the ones before
+    stay possible: the cd may be in a subshell, fail, or be undone)."""
+    if not dirs:
+        return dirs
+    args = [w for w in words[1:] if w is None or not (w.startswith("-") and w != "-")]
+    if not args:
+        return tuple(dict.fromkeys((*dirs, home)))
+    target = args[0]
+    if target == "-":
+        return dirs  # back to one it was in
+    return tuple(dict.fromkeys((*dirs, *_chdir(dirs, target, home))))
+
+
+def _chdir(dirs: tuple[str, ...], target: str | None, home: str) -> tuple[str, ...]:
+    """Each of ``dirs`` changed to ``target`` (relative to it); empty when ``target`` is known
+    only at run time."""
+    if target is None or not dirs:
+        return ()
+    expanded = expand_tilde(target, home, dirs[0])
+    if expanded is None:
+        return ()
+    return tuple(dict.fromkeys(_normal(posixpath.join(d, expanded)) for d in dirs))
+
+
+def expand_tilde(word: str, home: str, cwd: str) -> str | None:
+    """``word`` with a leading tilde as bash expands it: ``~`` the home, ``~user`` that user's
+    home, ``~+`` the working directory; ``~-`` (the previous one) and an unknown user are
+    None (known only at run time). Anything else is the word itself."""
+    if not word.startswith("~"):
+        return word
+    head, sep, rest = word[1:].partition("/")
+    tail = sep + rest
+    if head == "":
+        return home + tail
+    if head == "+":
+        return cwd + tail
+    if head == "-":
+        return None
+    try:
+        return pwd.getpwnam(head).pw_dir + tail
+    except (KeyError, ValueError):
+        return None
+
+
+def _normal(path: str) -> str:
+    path = posixpath.normpath(path)
+    return "/" + path.lstrip("/")  # POSIX keeps a leading "//"; the kernel does not
+
+
+def resolve(path: str, cwd: str, home: str) -> str | None:
+    """``path`` as an absolute, lexically normal path (tilde expanded, relative to ``cwd``);
+    None when it is known only at run time (``~-``, an unknown ``~user``)."""
+    expanded = expand_tilde(path, home, cwd)
+    if expanded is None:
+        return None
+    return _normal(posixpath.join(cwd or "/", expanded))
+
+
+def _real(path: str) -> str:
+    """``path`` with symlinks followed (a missing tail is kept as written)."""
+    try:
+        return os.path.realpath(path)
+    except (OSError, ValueError):
+        return path
 
 
 def _base(word: str | None) -> str:
     return posixpath.basename(word) if word else ""
-
-
-def _resolve(path: str, call: Call) -> str:
-    """``path`` as an absolute, lexically normalised path (``~`` is the home directory)."""
-    if path == "~" or path.startswith("~/"):
-        path = call.home + path[1:]
-    elif not path.startswith("/"):
-        path = posixpath.join(call.cwd or call.workspace or "/", path)
-    path = posixpath.normpath(path)
-    return "/" + path.lstrip("/")  # POSIX keeps a leading "//"; the kernel does not
 
 
 def _ancestors_or_self(path: str) -> set[str]:
@@ -124,6 +251,44 @@ def _ancestors_or_self(path: str) -> set[str]:
         path = posixpath.dirname(path)
         out.add(path)
     return out
+
+
+def _script_texts(args: Mapping[str, Any], scripts: CallScripts) -> list[str]:
+    """The call's scripts as text, as :func:`~.ifrules.call_scripts` found them (an argv is
+    joined as a shell would read it back)."""
+    if not scripts.parsed:
+        return []
+    import shlex
+
+    out: list[str] = []
+    for key in SHELL_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+            out.append(shlex.join(value))
+    return out
+
+
+def _long_option(word: str, known: Sequence[str]) -> str | None:
+    """The long option ``word`` names: GNU getopt takes any unambiguous prefix (``--rec``,
+    ``--no-p``) and ``--opt=value``. None when unknown or ambiguous."""
+    name = word.partition("=")[0]
+    if name in known:
+        return name
+    hits = [k for k in known if k.startswith(name)]
+    return hits[0] if len(hits) == 1 else None
+
+
+def _first(verdicts: Iterable[Verdict], unseen: Sequence[str]) -> Verdict:
+    """The first block among ``verdicts``; else the first uncertainty, or what the reading
+    did not understand."""
+    uncertain = ""
+    for verdict in verdicts:
+        if verdict.block:
+            return verdict
+        uncertain = uncertain or verdict.uncertain
+    return Verdict(uncertain=uncertain or (unseen[0] if unseen else ""))
 
 
 # --- destructive deletes ----------------------------------------------------------------------
@@ -140,25 +305,34 @@ _RM_LONG: Final = (
     "--help",
     "--version",
 )
-
-
-def _long_option(word: str, known: Sequence[str]) -> str | None:
-    """The long option ``word`` names: GNU getopt takes any unambiguous prefix (``--rec``,
-    ``--no-p``) and ``--opt=value``. None when unknown or ambiguous."""
-    name = word.partition("=")[0]
-    if name in known:
-        return name
-    hits = [k for k in known if k.startswith(name)]
-    return hits[0] if len(hits) == 1 else None
-
-
+_RM_SHORT: Final = frozenset("rRfidvI")
+#: find's options before its starting points (``-L`` follows symlinks: what it deletes may be
+#: anywhere they point).
+_FIND_LEADING: Final = frozenset({"-H", "-L", "-P"})
 #: find tests that narrow what a ``-delete`` removes.
 _FIND_FILTERS: Final = frozenset(
     """
     -name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -newer
     -anewer -cnewer -mtime -mmin -atime -amin -ctime -cmin -size -empty -user -group -perm
-    -inum -samefile -links
+    -inum -samefile -links -type
     """.split()
+)
+#: Patterns that match every name: a filter with one narrows nothing.
+_MATCH_ALL: Final = frozenset({"*", "**", ".*", "*.*", "**/*", "*/*"})
+_FIND_ACTIONS: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+_DELETERS: Final = frozenset({"rm", "rmdir", "unlink", "shred"})
+#: rsync's options that delete what the source does not have.
+_RSYNC_DELETE: Final = frozenset(
+    {
+        "--delete",
+        "--delete-before",
+        "--delete-during",
+        "--delete-delay",
+        "--delete-after",
+        "--delete-excluded",
+        "--del",
+        "--remove-source-files",
+    }
 )
 
 
@@ -176,106 +350,152 @@ def _destructive_delete(params: Mapping[str, tuple[str, ...]]) -> Check:
     def critical(call: Call, *, workspace: bool = True) -> set[str]:
         """Paths no recursive delete may name: /, the home and the workspace directories and
         every directory above them, and the protected paths (and what is above them). Every
-        top-level directory (``/usr``, ``/etc``) is critical too: see :func:`top_level`."""
+        top-level directory (``/usr``, ``/etc``) is critical too: see :func:`hits`."""
         paths = {"/"}
         for root in (call.home, call.workspace if workspace else "", *extra):
             if root:
-                paths |= _ancestors_or_self(_resolve(root, call))
+                found = resolve(root, call.workspace or "/", call.home)
+                if found is not None:
+                    paths |= _ancestors_or_self(found) | _ancestors_or_self(_real(found))
         return paths
 
-    def hits(operands: Iterable[str], call: Call, *, workspace: bool = True) -> list[str]:
-        resolved = {_resolve(o, call) for o in operands}
-        found = (resolved & critical(call, workspace=workspace)) | {
-            p for p in resolved if p.count("/") == 1
-        }
+    def hits(
+        operands: Iterable[str], cmd: Command, call: Call, *, workspace: bool = True
+    ) -> list[str]:
+        """The critical paths ``operands`` name from any directory ``cmd`` may run in, as
+        written and with symlinks followed."""
+        crit = critical(call, workspace=workspace)
+        found: set[str] = set()
+        for operand in operands:
+            for cwd in cmd.cwds:
+                path = resolve(operand, cwd, call.home)
+                if path is None:
+                    continue
+                for form in {path, _real(path)}:
+                    if form in crit or form.count("/") == 1:
+                        found.add(form)
         return sorted(found)
 
-    def rm(words: _Words, open_tail: bool, call: Call) -> Verdict:
+    def rm(cmd: Command, call: Call) -> Verdict:
         recursive = no_preserve = False
-        operands: list[str | None] = []
+        operands: list[str] = []
         dynamic = 0
         options_done = False
-        for word in words[1:]:
+        shown = cmd.shown()
+        for word in cmd.words[1:]:
             if word is None:
                 dynamic += 1
-                operands.append(None)
             elif options_done or word == "-" or not word.startswith("-"):
-                operands.append(word)
+                if expand_tilde(word, call.home, cmd.cwds[0] if cmd.cwds else "/") is None:
+                    dynamic += 1
+                else:
+                    operands.append(word)
             elif word == "--":
                 options_done = True
             elif word.startswith("--"):
                 option = _long_option(word, _RM_LONG)
+                if option is None:
+                    return Verdict(uncertain=f"`{shown}`: rm option {word} is not one rm has")
                 recursive |= option == "--recursive"
                 no_preserve |= option == "--no-preserve-root"
             else:
+                unknown = set(word[1:]) - _RM_SHORT
+                if unknown:
+                    return Verdict(uncertain=f"`{shown}`: rm option -{min(unknown)} is unknown")
                 recursive |= "r" in word or "R" in word
-        shown = " ".join(w if w is not None else "<run-time word>" for w in words)
         if no_preserve:
             return Verdict(block=f"`{shown}`: --no-preserve-root lets rm delete /")
-        static = [o for o in operands if o is not None]
-        hit = hits(static, call)
+        if not cmd.cwds and any(not o.startswith(("/", "~")) for o in operands):
+            return Verdict(uncertain=f"`{shown}` runs in a directory known only at run time")
+        hit = hits(operands, cmd, call)
         if recursive and hit:
             return Verdict(block=f"`{shown}` deletes {hit[0]} and everything under it")
-        if recursive and (dynamic or open_tail):
+        if recursive and (dynamic or cmd.open_tail):
             return Verdict(
                 uncertain=f"`{shown}` deletes recursively a path known only at run time "
                 "(a variable, a glob or xargs input): it may be / or your home"
             )
-        if not recursive and (dynamic > 1 or (dynamic and hit) or (open_tail and hit)):
+        if not recursive and (dynamic > 1 or (dynamic and hit) or (cmd.open_tail and hit)):
             return Verdict(uncertain=f"`{shown}`: a word known only at run time may be -r")
         return GO_ON
 
-    def find(words: _Words, call: Call) -> Verdict:
+    def find(cmd: Command, call: Call) -> Verdict:
+        words = cmd.words
         deletes = "-delete" in words or any(
-            w in ("-exec", "-execdir", "-ok", "-okdir")
-            and i + 1 < len(words)
-            and _base(words[i + 1]) in ("rm", "rmdir", "unlink", "shred")
+            w in _FIND_ACTIONS and i + 1 < len(words) and _base(words[i + 1]) in _DELETERS
             for i, w in enumerate(words)
         )
         if not deletes:
             return GO_ON
+        shown = cmd.shown()
+        i = 1
+        follows = False
+        while (i < len(words) and words[i] in _FIND_LEADING | {"-D", "-O"}) or (
+            i < len(words) and (words[i] or "").startswith("-O")
+        ):
+            follows |= words[i] == "-L"
+            i += 2 if words[i] == "-D" else 1
         starts: list[str] = []
-        shown = " ".join(w if w is not None else "<run-time word>" for w in words)
-        for word in words[1:]:
+        for word in words[i:]:
             if word is None:
                 return Verdict(uncertain=f"`{shown}` deletes under a path known only at run time")
             if word.startswith("-") or word in ("(", "!", ","):
                 break
             starts.append(word)
-        # Under the workspace a filter (-name, -mtime ...) makes it a cleanup; above it, or
-        # with no filter at all, it is not.
-        filtered = any(w in _FIND_FILTERS for w in words)
-        hit = hits(starts or ["."], call, workspace=not filtered)
+        if not cmd.cwds and any(not s.startswith(("/", "~")) for s in starts or ["."]):
+            return Verdict(uncertain=f"`{shown}` runs in a directory known only at run time")
+        # A filter (-name, -mtime ...) that can narrow makes a cleanup under the workspace;
+        # above it, with none, or with one that matches everything (-name '*'), it is not.
+        filtered = any(
+            w in _FIND_FILTERS and i + 1 < len(words) and words[i + 1] not in _MATCH_ALL
+            for i, w in enumerate(words)
+        )
+        hit = hits(starts or ["."], cmd, call, workspace=not filtered)
         if hit:
             return Verdict(block=f"`{shown}` deletes files under {hit[0]}")
+        if follows:
+            return Verdict(
+                uncertain=f"`{shown}`: -L follows symlinks, so what it deletes may be anywhere"
+            )
+        return GO_ON
+
+    def rsync(cmd: Command, call: Call) -> Verdict:
+        if not any(w is not None and w.partition("=")[0] in _RSYNC_DELETE for w in cmd.words):
+            return GO_ON
+        positional = [w for w in cmd.words[1:] if w is None or not w.startswith("-")]
+        if not positional:
+            return GO_ON
+        target = positional[-1]
+        if target is None:
+            return Verdict(uncertain=f"`{cmd.shown()}` deletes in a place known only at run time")
+        if ":" in target.split("/")[0]:
+            return GO_ON  # another host's
+        hit = hits([target], cmd, call)
+        if hit:
+            return Verdict(block=f"`{cmd.shown()}` deletes what is in {hit[0]}")
         return GO_ON
 
     def check(call: Call) -> Verdict:
-        commands, doubt = _commands(call)
+        reading = read_call(call)
         # find -exec rm ... {}: the reader lists the rm too, {} as a run-time word; what it
         # deletes is what find finds, which find's own check reads.
         by_find = {
-            _exec_inner(words, i)
-            for words, _ in commands
-            if _base(words[0]) in ("find", "gfind")
-            for i, w in enumerate(words)
-            if w in ("-exec", "-execdir", "-ok", "-okdir")
+            _exec_inner(c.words, i)
+            for c in reading.commands
+            if _base(c.words[0]) in ("find", "gfind")
+            for i, w in enumerate(c.words)
+            if w in _FIND_ACTIONS
         }
-        uncertain = ""
-        for words, open_tail in commands:
-            name = _base(words[0])
-            if name == "rm" and words in by_find:
-                continue
-            if name == "rm":
-                verdict = rm(words, open_tail, call)
+        verdicts: list[Verdict] = []
+        for cmd in reading.commands:
+            name = _base(cmd.words[0])
+            if name == "rm" and cmd.words not in by_find:
+                verdicts.append(rm(cmd, call))
             elif name in ("find", "gfind"):
-                verdict = find(words, call)
-            else:
-                continue
-            if verdict.block:
-                return verdict
-            uncertain = uncertain or verdict.uncertain
-        return Verdict(uncertain=uncertain or doubt)
+                verdicts.append(find(cmd, call))
+            elif name == "rsync":
+                verdicts.append(rsync(cmd, call))
+        return _first(verdicts, reading.unseen)
 
     return check
 
@@ -283,13 +503,16 @@ def _destructive_delete(params: Mapping[str, tuple[str, ...]]) -> Check:
 # --- force pushes and protected branches ------------------------------------------------------
 
 #: ``git push`` options that take a value in the next word when written without ``=``.
-_PUSH_VALUE_OPTIONS: Final = frozenset({"-o", "--push-option", "--repo", "--receive-pack"})
+_PUSH_VALUE_OPTIONS: Final = frozenset(
+    {"-o", "--push-option", "--repo", "--receive-pack", "--exec"}
+)
 _PUSH_LONG: Final = (
     "--all",
     "--branches",
     "--mirror",
     "--tags",
     "--follow-tags",
+    "--no-follow-tags",
     "--delete",
     "--force",
     "--force-with-lease",
@@ -321,11 +544,19 @@ _PUSH_LONG: Final = (
     "--ipv4",
     "--ipv6",
 )
+_PUSH_SHORT: Final = frozenset("fdnquvo46")
 
 
 def current_branch(cwd: str) -> str | None:
     """The branch checked out in the repository around ``cwd`` (``.git/HEAD``, a worktree's
     ``gitdir:`` followed); None when there is none or it cannot be read (detached, no repo)."""
+    gitdir = find_git_dir(cwd)
+    return None if gitdir is None else _head_branch(gitdir)
+
+
+def find_git_dir(cwd: str) -> str | None:
+    """The git directory git finds from ``cwd`` (``.git`` there or above, a ``gitdir:`` file
+    followed), or None."""
     directory = cwd or "/"
     for _ in range(64):
         dot_git = os.path.join(directory, ".git")
@@ -335,22 +566,81 @@ def current_branch(cwd: str) -> str | None:
                     line = f.read(4096).strip()
                 if not line.startswith("gitdir:"):
                     return None
-                gitdir = os.path.join(directory, line[len("gitdir:") :].strip())
-            elif os.path.isdir(dot_git):
-                gitdir = dot_git
-            else:
-                parent = os.path.dirname(directory)
-                if parent == directory:
-                    return None
-                directory = parent
-                continue
-            with open(os.path.join(gitdir, "HEAD"), encoding="utf-8", errors="replace") as f:
-                head = f.read(4096).strip()
+                return os.path.join(directory, line[len("gitdir:") :].strip())
+            if os.path.isdir(dot_git):
+                return dot_git
         except OSError:
             return None
-        prefix = "ref: refs/heads/"
-        return head[len(prefix) :] if head.startswith(prefix) else None
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
     return None
+
+
+def git_toplevel(cwd: str) -> str | None:
+    """The work tree git finds from ``cwd`` (the directory holding ``.git``), or None."""
+    directory = cwd or "/"
+    for _ in range(64):
+        if os.path.lexists(os.path.join(directory, ".git")):
+            return directory
+        parent = os.path.dirname(directory)
+        if parent == directory:
+            return None
+        directory = parent
+    return None
+
+
+def _head_branch(gitdir: str) -> str | None:
+    try:
+        with open(os.path.join(gitdir, "HEAD"), encoding="utf-8", errors="replace") as f:
+            head = f.read(4096).strip()
+    except OSError:
+        return None
+    prefix = "ref: refs/heads/"
+    return head[len(prefix) :] if head.startswith(prefix) else None
+
+
+class _Git(NamedTuple):
+    """A git command line: its global options read, where it runs and on what repository."""
+
+    sub: str | None
+    rest: _Words
+    #: ``-c key=value`` settings, in order.
+    config: tuple[tuple[str, str], ...]
+    #: The git directory named by ``--git-dir`` (relative to the cwd), if any.
+    git_dir: str | None
+    uncertain: str
+
+
+def _git_options(words: _Words) -> _Git:
+    """``git [global options] <subcommand> ...``."""
+    i, n = 1, len(words)
+    config: list[tuple[str, str]] = []
+    git_dir: str | None = None
+    while i < n:
+        w = words[i]
+        if w is None:
+            return _Git(None, (), (), None, "a git option known only at run time")
+        if not w.startswith("-"):
+            break
+        name, eq, attached = w.partition("=")
+        if name in ("-C", "-c", "--git-dir", "--work-tree", "--namespace", "--config-env"):
+            value = attached if eq else (words[i + 1] if i + 1 < n else None)
+            i += 1 if eq else 2
+            if value is None:
+                why = f"git {name} names something known only at run time"
+                return _Git(None, (), (), None, why)
+            if name == "-c":
+                key, _, setting = value.partition("=")
+                config.append((key.lower(), setting))
+            elif name == "--git-dir":
+                git_dir = value
+            continue
+        i += 1
+    if i >= n:
+        return _Git(None, (), tuple(config), git_dir, "")
+    return _Git(words[i], words[i + 1 :], tuple(config), git_dir, "")
 
 
 def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
@@ -359,30 +649,36 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
 
     def protected(ref: str) -> bool:
         name = ref.removeprefix("refs/heads/")
+        if any(c in name for c in "*?["):
+            # A wildcard refspec pushes every branch it matches: a protected one among them.
+            return any(
+                fnmatch.fnmatchcase(b, name) or fnmatch.fnmatchcase(name, b) for b in branches
+            )
         return any(fnmatch.fnmatchcase(name, pattern) for pattern in branches)
 
-    def push(words: _Words, call: Call) -> Verdict:
-        shown = " ".join(w if w is not None else "<run-time word>" for w in words)
+    def push(cmd: Command, git: _Git, call: Call, env_git_dir: str | None) -> Verdict:
+        shown = cmd.shown()
         force = delete = every = tags_only = False
         positional: list[str] = []
-        i = 2
-        while i < len(words):
-            word = words[i]
+        rest = git.rest
+        i = 0
+        while i < len(rest):
+            word = rest[i]
             i += 1
             if word is None:
                 return Verdict(uncertain=f"`{shown}`: a word known only at run time")
-            if positional or not word.startswith("-") or word == "-":
-                positional.append(word)
-                continue
             if word == "--":
-                positional.extend(w for w in words[i:] if w is not None)
-                if None in words[i:]:
+                positional.extend(w for w in rest[i:] if w is not None)
+                if None in rest[i:]:
                     return Verdict(uncertain=f"`{shown}`: a word known only at run time")
                 break
+            if not word.startswith("-") or word == "-":
+                positional.append(word)  # git reads options after the remote too
+                continue
             if word.startswith("--"):
                 option = _long_option(word, _PUSH_LONG)
                 if option is None:
-                    return Verdict(uncertain=f"`{shown}`: unknown option {word}")
+                    return Verdict(uncertain=f"`{shown}`: git push option {word} is unknown")
                 force |= option in ("--force", "--force-with-lease", "--force-if-includes")
                 force |= option == "--mirror"
                 delete |= option in ("--delete", "--prune")
@@ -393,6 +689,8 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
                 continue
             cluster = word[1:]
             for j, letter in enumerate(cluster):
+                if letter not in _PUSH_SHORT:
+                    return Verdict(uncertain=f"`{shown}`: git push option -{letter} is unknown")
                 force |= letter == "f"
                 delete |= letter == "d"
                 if letter == "o":  # -o value (the rest of the cluster, else the next word)
@@ -405,6 +703,7 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
         if every:
             hit = ", ".join(branches)
             return Verdict(block=f"`{shown}` pushes every branch, protected ones ({hit}) too")
+        heads = _heads(cmd, git, call, env_git_dir)
         for spec in refspecs:
             if spec.startswith("+") and block_force:
                 return Verdict(block=f"`{shown}`: +{spec[1:]} is a force push")
@@ -412,39 +711,75 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
             if colon and not src:
                 delete = True
             target = dst if colon else src
-            if target in ("HEAD", "@"):
-                target = current_branch(call.cwd) or ""
-                if not target:
+            if target in ("HEAD", "@") or (not colon and src in ("HEAD", "@")):
+                if heads is None:
                     return Verdict(uncertain=f"`{shown}`: which branch HEAD is cannot be read")
+                found = [h for h in heads if protected(h)]
+                if found:
+                    return Verdict(block=f"`{shown}` pushes the protected branch {found[0]}")
+                continue
             if protected(target):
                 what = "deletes" if delete else "pushes to"
                 return Verdict(block=f"`{shown}` {what} the protected branch {target}")
         if not refspecs and not tags_only:  # the current branch, as push.default has it
-            branch = current_branch(call.cwd)
-            if branch is None:
+            if any(k == "push.default" and v == "matching" for k, v in git.config):
+                return Verdict(block=f"`{shown}` pushes every branch both sides have (matching)")
+            if heads is None:
                 return Verdict(uncertain=f"`{shown}`: the current branch cannot be read")
-            if protected(branch):
-                return Verdict(block=f"`{shown}` pushes the protected branch {branch}")
+            found = [h for h in heads if protected(h)]
+            if found:
+                return Verdict(block=f"`{shown}` pushes the protected branch {found[0]}")
         return GO_ON
 
     def check(call: Call) -> Verdict:
-        commands, doubt = _commands(call)
-        uncertain = ""
-        for words, _ in commands:
-            if _base(words[0]) not in ("git", "hub", "git-push"):
+        reading = read_call(call)
+        env_git_dir = _assigned(reading, "GIT_DIR")
+        verdicts: list[Verdict] = []
+        for cmd in reading.commands:
+            name = _base(cmd.words[0])
+            if name == "git-push":
+                git = _Git("push", cmd.words[1:], (), None, "")
+            elif name in ("git", "hub"):
+                git = _git_options(cmd.words)
+            else:
                 continue
-            rest: _Words = words
-            if _base(words[0]) == "git-push":
-                rest = ("git", "push", *words[1:])
-            elif len(words) < 2 or words[1] != "push":
+            if git.uncertain:
+                verdicts.append(Verdict(uncertain=f"`{cmd.shown()}`: {git.uncertain}"))
                 continue
-            verdict = push(rest, call)
-            if verdict.block:
-                return verdict
-            uncertain = uncertain or verdict.uncertain
-        return Verdict(uncertain=uncertain or doubt)
+            if git.sub == "push":
+                verdicts.append(push(cmd, git, call, env_git_dir))
+        return _first(verdicts, reading.unseen)
 
     return check
+
+
+def _assigned(reading: Reading, name: str) -> str | None:
+    """``GIT_DIR=...`` anywhere in the call (prefix, export, env): its value, "" when it is
+    known only at run time, None when there is none."""
+    for cmd in reading.commands:
+        for word in cmd.words:
+            if word is not None and word.startswith(name + "="):
+                return word.partition("=")[2]
+    for raw in reading.dynamic:
+        if raw.startswith(name + "="):
+            return ""
+    return None
+
+
+def _heads(cmd: Command, git: _Git, call: Call, env_git_dir: str | None) -> list[str] | None:
+    """The branch checked out in every repository the push may be run in (None: one cannot
+    be read)."""
+    if env_git_dir == "" or not cmd.cwds:
+        return None
+    out: list[str] = []
+    for cwd in cmd.cwds:
+        named = git.git_dir or env_git_dir
+        gitdir = resolve(named, cwd, call.home) if named else find_git_dir(cwd)
+        branch = None if gitdir is None else _head_branch(gitdir)
+        if branch is None:
+            return None
+        out.append(branch)
+    return out
 
 
 # --- secret reads -----------------------------------------------------------------------------
@@ -482,24 +817,39 @@ SECRET_HOME_DIRS: Final = (
     ".password-store",
     ".config/gh",
 )
+#: Programs that look at what a path names without reading its content (a secret directory
+#: listed is not a secret read).
+_LISTS: Final = frozenset({"ls", "stat", "du", "tree", "cd", "pushd", "test", "[", "mkdir"})
+#: Programs whose arguments never name a file they read: a word known only at run time given
+#: to them is not a secret read.
+_NO_FILE_ARGS: Final = frozenset(
+    """
+    echo printf export unset set local declare readonly typeset true false : exit return sleep
+    kill wait shift test [ type which command hash mkdir rmdir touch rm cd pushd popd
+    """.split()
+)
 
 
 def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
     names = (*SECRET_NAMES, *params["names"])
     home_dirs = (*SECRET_HOME_DIRS, *params["home_dirs"])
 
-    def secret(word: str, call: Call) -> str | None:
-        """Why ``word`` names a secret file, or None."""
-        path = _resolve(word, call)
-        name = posixpath.basename(path)
-        if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET_NAMES):
+    def secret(word: str, cwd: str, call: Call) -> str | None:
+        """Why ``word`` names a secret (a file, or a directory holding them, as written or
+        with symlinks followed), or None."""
+        path = resolve(word, cwd, call.home)
+        if path is None:
             return None
-        if any(fnmatch.fnmatchcase(name, p) for p in names):
-            return "a credentials file"
-        for directory in home_dirs:
-            root = posixpath.join(call.home, directory)
-            if path.startswith(root + "/") or (path == root and "/" in directory):
-                return f"under ~/{directory}"
+        for form in dict.fromkeys((path, _real(path))):
+            name = posixpath.basename(form)
+            if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET_NAMES):
+                continue
+            if any(fnmatch.fnmatchcase(name, p) for p in names):
+                return "a credentials file"
+            for directory in home_dirs:
+                root = posixpath.join(call.home, directory)
+                if form == root or form.startswith(root + "/"):
+                    return f"under ~/{directory}"
         return None
 
     def check(call: Call) -> Verdict:
@@ -509,122 +859,207 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
             if paths is None:
                 return Verdict(uncertain="a path of the call cannot be read")
             for path in paths:
-                why = secret(path, call)
+                why = secret(path, call.cwd, call)
                 if why is not None:
                     return Verdict(block=f"{call.tool} reads {path} ({why})")
-        readings, error = _readings(call)
-        uncertain = error
-        for read in readings:
-            words = [w for c in read.commands for w in c.words[1:]] + list(read.other_words)
-            for word in words:
+        reading = read_call(call)
+        uncertain = ""
+        for cmd in reading.commands:
+            cwds = cmd.cwds or (call.cwd,)
+            if _base(cmd.words[0]) in _LISTS:
+                continue
+            for word in cmd.words[1:]:
                 if word is None:
                     continue
-                for part in _path_parts(word):
-                    why = secret(part, call)
-                    if why is not None:
-                        return Verdict(block=f"the command reads {part} ({why})")
-            if read.dynamic and not uncertain:
-                uncertain = f"a word known only at run time ({read.dynamic[0]}) may name a secret"
-            if read.doubts and not uncertain:
-                uncertain = read.doubts[0]
-        return Verdict(uncertain=uncertain)
+                for part in _path_parts(word, cmd):
+                    for cwd in cwds:
+                        why = secret(part, cwd, call)
+                        if why is not None:
+                            return Verdict(block=f"`{cmd.shown()}` reads {part} ({why})")
+            if not cmd.cwds and not uncertain:
+                relative = [w for w in cmd.words[1:] if w and not w.startswith(("/", "~", "-"))]
+                if relative and _base(cmd.words[0]) not in _NO_FILE_ARGS:
+                    uncertain = f"`{cmd.shown()}` runs in a directory known only at run time"
+            if None in cmd.words[1:] and not uncertain and _base(cmd.words[0]) not in _NO_FILE_ARGS:
+                uncertain = f"`{cmd.shown()}`: a word known only at run time may name a secret"
+        for word in reading.other_words:
+            if word is None:
+                continue
+            for cwd in {c for cmd in reading.commands for c in cmd.cwds} or {call.cwd}:
+                why = secret(word, cwd, call)
+                if why is not None:
+                    return Verdict(block=f"the command reads {word} ({why})")
+        return Verdict(uncertain=uncertain or (reading.unseen[0] if reading.unseen else ""))
 
     return check
 
 
-def _script_texts(args: Mapping[str, Any], scripts: CallScripts) -> list[str]:
-    """The call's scripts as text, as :func:`~.ifrules.call_scripts` found them (an argv is
-    joined as a shell would read it back)."""
-    if not scripts.parsed:
-        return []
-    import shlex
-
-    out: list[str] = []
-    for key in SHELL_KEYS:
-        value = args.get(key)
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-            out.append(shlex.join(value))
-    return out
-
-
-def _path_parts(word: str) -> Iterable[str]:
-    """The word, and what follows ``=`` in it (``--env-file=.env``, ``if=~/.ssh/id_rsa``)."""
+def _path_parts(word: str, cmd: Command) -> Iterable[str]:
+    """The paths a word may name: itself, what follows ``=`` (``--env-file=.env``,
+    ``if=~/.ssh/id_rsa``), what follows ``@`` (``curl -d @.env``, ``-F f=@key.pem``) and, for
+    git, the path of a ``rev:path`` (``git show HEAD:.env``)."""
     yield word
     if "=" in word:
         yield word.partition("=")[2]
+    if "@" in word:
+        after = word.rpartition("@")[2]
+        if after:
+            yield after
+    if ":" in word and _base(cmd.words[0]) in ("git", "hub"):
+        path = word.partition(":")[2]
+        if path:
+            yield path
 
 
 # --- downloads piped into a shell -------------------------------------------------------------
 
 DOWNLOADERS: Final = frozenset(
-    {"curl", "wget", "fetch", "aria2c", "http", "https", "xh", "lwp-request", "GET", "wget2"}
+    {
+        "curl",
+        "wget",
+        "fetch",
+        "aria2c",
+        "http",
+        "https",
+        "xh",
+        "lwp-request",
+        "GET",
+        "wget2",
+        "nc",
+        "ncat",
+        "netcat",
+        "socat",
+        "irm",
+        "iwr",
+        "invoke-webrequest",
+        "invoke-restmethod",
+    }
 )
-#: What the reader says of a shell or interpreter running code it cannot see.
-_UNSEEN: Final = (
-    "reads commands from stdin",
-    "reading commands from stdin",
-    "reads code from stdin",
-    "dynamic shell",
-    "runs code we cannot see",
-    "runs code given in the call",
-)
+#: PowerShell's runners of a string as code.
+_STRING_RUNNERS: Final = frozenset({"iex", "invoke-expression"})
 
 
 def _pipe_to_shell(params: Mapping[str, tuple[str, ...]]) -> Check:
     del params
 
     def check(call: Call) -> Verdict:
-        readings, error = _readings(call)
-        for read in readings:
-            fetched = sorted({_base(c.words[0]) for c in read.commands} & DOWNLOADERS)
-            unseen = [d for d in (*read.doubts, *read.foreign) if any(u in d for u in _UNSEEN)]
-            if fetched and unseen:
-                return Verdict(
-                    block=f"it runs what {fetched[0]} downloads ({unseen[0]}): download the "
-                    "script to a file, read it, then run it"
-                )
-        return Verdict(uncertain=error)
+        from .shell import code_source
+
+        reading = read_call(call)
+        names = {_base(c.words[0]).lower() for c in reading.commands}
+        fetched = sorted(names & DOWNLOADERS)
+        if fetched:
+            for cmd in reading.commands:
+                source = code_source(cmd.words)
+                unseen = source is not None and source.kind in ("stdin", "dynamic")
+                if unseen or _base(cmd.words[0]).lower() in _STRING_RUNNERS:
+                    why = source.why if source is not None and source.why else "code it is given"
+                    return Verdict(
+                        block=f"it runs what {fetched[0]} downloads (`{cmd.shown()}`: {why}): "
+                        "download the script to a file, read it, then run it"
+                    )
+            for doubt in reading.unseen:
+                if any(u in doubt for u in ("stdin", "dynamic", "cannot see", "eval")):
+                    return Verdict(
+                        block=f"it runs what {fetched[0]} downloads ({doubt}): download the "
+                        "script to a file, read it, then run it"
+                    )
+        return Verdict(uncertain=reading.unseen[0] if reading.unseen else "")
 
     return check
 
 
 # --- writes outside the workspace -------------------------------------------------------------
 
+#: Where writing is never a write to a file of the machine.
+_DEVICES: Final = ("/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/fd/")
+#: Programs that write the file they name last (a destination), or by option.
+_WRITERS_LAST: Final = frozenset({"cp", "mv", "install", "ln", "rsync", "scp"})
+_WRITERS_ALL: Final = frozenset({"touch", "mkdir", "tee", "truncate", "chmod", "chown", "chgrp"})
+
 
 def _writes_outside(params: Mapping[str, tuple[str, ...]]) -> Check:
     allowed = params["allow"]
 
-    def inside(path: str, call: Call) -> bool:
-        resolved = _resolve(path, call)
-        roots = [call.workspace, *allowed]
-        for root in roots:
+    def inside(path: str, cwd: str, call: Call) -> bool:
+        resolved = resolve(path, cwd, call.home)
+        if resolved is None:
+            return False
+        if resolved.startswith(_DEVICES) or resolved == "/dev/fd":
+            return True
+        for root in (call.workspace, *allowed):
             if not root:
                 continue
-            base = _resolve(root, call)
+            base = resolve(root, call.workspace or "/", call.home)
+            if base is None:
+                continue
             if resolved == base or resolved.startswith(base.rstrip("/") + "/"):
                 # Lexically inside; a symlink inside pointing out is followed too.
-                real = os.path.realpath(resolved)
-                real_base = os.path.realpath(base)
+                real, real_base = _real(resolved), _real(base)
                 return real == real_base or real.startswith(real_base.rstrip("/") + "/")
         return False
 
+    def shell_targets(cmd: Command) -> list[str | None]:
+        name = _base(cmd.words[0])
+        args = [w for w in cmd.words[1:] if w is None or not w.startswith("-")]
+        if name in _WRITERS_ALL:
+            return args
+        if name in _WRITERS_LAST and args:
+            return [args[-1]]
+        if name == "dd":
+            return [w.partition("=")[2] for w in cmd.words[1:] if w and w.startswith("of=")]
+        if name in ("sed", "gsed") and any(
+            w and (w == "-i" or w.startswith(("-i", "--in-place"))) for w in cmd.words
+        ):
+            return args[1:]
+        return []
+
     def check(call: Call) -> Verdict:
         kinds = tool_kinds(call.tool)
-        if kinds and not kinds & {"write", "delete"}:
+        if not kinds or kinds & {"write", "delete"}:
+            paths = call_paths(call.tool, call.args)
+            if paths is None:
+                return Verdict(uncertain="a path of the call cannot be read")
+            for path in paths:
+                if path and not inside(path, call.cwd, call):
+                    return Verdict(
+                        block=f"{call.tool} writes {path}, outside the workspace {call.workspace}"
+                    )
+        if kinds and "shell" not in kinds:
             return GO_ON
-        paths = call_paths(call.tool, call.args)
-        if paths is None:
-            return Verdict(uncertain="a path of the call cannot be read")
-        for path in paths:
-            if path and not inside(path, call):
-                return Verdict(
-                    block=f"{call.tool} writes {path}, outside the workspace {call.workspace}"
-                )
-        return GO_ON
+        reading = read_call(call)
+        uncertain = ""
+        for cmd in reading.commands:
+            for target in shell_targets(cmd):
+                if target is None or not cmd.cwds:
+                    uncertain = uncertain or f"`{cmd.shown()}` writes a path known only at run time"
+                    continue
+                for cwd in cmd.cwds:
+                    if not inside(target, cwd, call):
+                        return Verdict(
+                            block=f"`{cmd.shown()}` writes {target}, outside the workspace "
+                            f"{call.workspace}"
+                        )
+        cwds = {c for cmd in reading.commands for c in cmd.cwds} or {call.cwd}
+        for word in _redirects(reading):
+            if word is None:
+                uncertain = uncertain or "a redirect writes to a path known only at run time"
+                continue
+            for cwd in cwds:
+                if not inside(word, cwd, call):
+                    return Verdict(
+                        block=f"the command writes {word}, outside the workspace {call.workspace}"
+                    )
+        return Verdict(uncertain=uncertain or (reading.unseen[0] if reading.unseen else ""))
 
     return check
+
+
+def _redirects(reading: Reading) -> list[str | None]:
+    """The targets of the scripts' file redirects (the reader lists them with assignment
+    values as words outside any argv: a value is not written, but one that names a path
+    outside is rare, and reads the same)."""
+    return [w for w in reading.other_words]
 
 
 # --- the catalogue ----------------------------------------------------------------------------
@@ -633,14 +1068,16 @@ GUARDS: Final[dict[str, GuardSpec]] = {
     "destructive_delete": GuardSpec(
         description="recursive deletes of /, a top-level directory, your home, the workspace "
         "or a directory above them (rm in any flag order or long form, --no-preserve-root, "
-        "find -delete / -exec rm), through sudo, env, xargs, bash -c ...",
+        "find -delete / -exec rm, rsync --delete), in whatever directory cd, env -C or a "
+        "tool's workdir puts them, through sudo, env, xargs, bash -c, eval ...",
         on_uncertain="block",
         params={"protect": Param((), "more paths no recursive delete may name")},
         make=_destructive_delete,
     ),
     "protected_push": GuardSpec(
         description="force pushes (-f, --force, --force-with-lease, +refspec, --mirror) and "
-        "pushes to or deletes of protected branches (named, HEAD:main, the current branch)",
+        "pushes to or deletes of protected branches (named, HEAD:main, a wildcard refspec, the "
+        "current branch of whatever repository -C, cd or --git-dir names), options anywhere",
         on_uncertain="block",
         params={
             "branches": Param(("main", "master"), "protected branch names (globs)"),
@@ -651,9 +1088,10 @@ GUARDS: Final[dict[str, GuardSpec]] = {
         make=_protected_push,
     ),
     "secret_reads": GuardSpec(
-        description="reading credentials: .env files, keys, ~/.ssh, ~/.aws, ~/.config/gcloud, "
-        "netrc and token files, by a read or edit tool or named in a shell command",
-        on_uncertain="warn",
+        description="reading credentials: .env files, keys, ~/.ssh, ~/.aws, ~/.config/gcloud "
+        "(named whole or inside), netrc and token files, by a read or search tool or named in "
+        "a shell command (curl @file, git show HEAD:.env, a symlink pointing at one)",
+        on_uncertain="block",
         params={
             "names": Param((), "more file-name globs that hold secrets"),
             "home_dirs": Param((), "more directories under ~ that hold secrets"),
@@ -662,14 +1100,17 @@ GUARDS: Final[dict[str, GuardSpec]] = {
     ),
     "pipe_to_shell": GuardSpec(
         description="running a download unseen: curl/wget piped into a shell or interpreter, "
-        'bash <(curl ...), sh -c "$(curl ...)", eval/source of a download',
-        on_uncertain="warn",
+        'bash <(curl ...), python3 <(curl ...), sh -c "$(curl ...)", xargs sh -c, eval or '
+        "source of a download, PowerShell irm | iex",
+        on_uncertain="block",
         params={},
         make=_pipe_to_shell,
     ),
     "writes_outside_workspace": GuardSpec(
-        description="a write or edit tool writing outside the workspace (symlinks followed)",
-        on_uncertain="warn",
+        description="a write or edit tool, a patch, or a shell redirect or writing program "
+        "(cp, mv, tee, touch, mkdir, dd of=, sed -i ...) writing outside the workspace "
+        "(symlinks followed)",
+        on_uncertain="block",
         params={"allow": Param(("/tmp",), "directories besides the workspace writes may go to")},
         make=_writes_outside,
     ),

@@ -95,7 +95,7 @@ import itertools
 import posixpath
 import re
 import shlex
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from typing import Final, Literal
 
 import msgspec
@@ -127,6 +127,10 @@ class SimpleCommand(msgspec.Struct, frozen=True, gc=False):
     #: command without them separately (``git -C x push`` -> ``git push``): the matcher need
     #: not guess where the subcommand starts.
     options_parsed: bool = False
+    #: The directories the command runs in, relative to the script's, as the wrapper that
+    #: listed it changed them (``env -C x cmd``, ``git -C a -C b push``, ``sudo -D x cmd``),
+    #: in order; a ``None`` one is known only at run time. Empty: the script's own.
+    chdir: tuple[Word, ...] = ()
 
     @property
     def name(self) -> str:
@@ -378,6 +382,9 @@ class _WrapperSpec(msgspec.Struct, frozen=True):
     shell_long: frozenset[str] = frozenset()
     #: Without a command the wrapper starts a shell reading stdin (``chroot dir``).
     bare_shell: bool = False
+    #: Options whose value is the directory the command runs in (``sudo -D dir``).
+    chdir_short: str = ""
+    chdir_long: frozenset[str] = frozenset()
 
 
 #: Transparent argv wrappers and their option grammar (GNU coreutils / util-linux / sudo / doas).
@@ -452,6 +459,8 @@ WRAPPERS: Final[dict[str, _WrapperSpec]] = {
         assignments=True,
         shell_short="si",
         shell_long=_fs("--shell", "--login"),
+        chdir_short="D",
+        chdir_long=_fs("--chdir"),
     ),
     "doas": _WrapperSpec(short_arg="uC", short_flags="nsL", shell_short="s"),
     "coproc": _WrapperSpec(),
@@ -822,6 +831,102 @@ def _ansi_c(text: str) -> Word:
     return "".join(out)
 
 
+#: A brace expansion expands to at most this many words (more: the word is dynamic).
+MAX_BRACE_WORDS: Final = 64
+_BRACE_SEQ: Final = re.compile(r"(-?\d+|[A-Za-z])\.\.(-?\d+|[A-Za-z])(?:\.\.(-?\d+))?")
+
+
+def _braces(node: tree_sitter.Node) -> list[str] | None:
+    """The words bash makes of an unquoted word with brace expansions (``src/{a,b}.py`` is
+    ``src/a.py src/b.py``, ``x{1..3}`` is ``x1 x2 x3``), or None when it has none, or has
+    anything else to expand (quotes, ``$``, globs: then :func:`_word` says it is dynamic)."""
+    if node.type not in ("word", "concatenation"):
+        return None
+    text = _text(node)
+    if not _BRACE_EXPANSION.search(text) or any(c in text for c in "'\"$`\\*?["):
+        return None
+    words = _expand_braces(text)
+    if words is None or len(words) > MAX_BRACE_WORDS:
+        return None
+    return words
+
+
+def _expand_braces(text: str) -> list[str] | None:
+    """bash's brace expansion of ``text`` (no quotes, no backslashes in it), left to right."""
+    start = _brace_open(text)
+    if start is None:
+        return [text]
+    depth, parts, last = 0, [], start + 1
+    for i in range(start, len(text)):
+        c = text[i]
+        if c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(text[last:i])
+                end = i
+                break
+        elif c == "," and depth == 1:
+            parts.append(text[last:i])
+            last = i + 1
+    else:
+        return None
+    head, tail = text[:start], text[end + 1 :]
+    if len(parts) == 1:
+        seq = _BRACE_SEQ.fullmatch(parts[0])
+        if seq is None:  # `{x}` is no expansion: kept, and the rest expanded after it
+            rest = _expand_braces(tail)
+            return None if rest is None else [f"{head}{{{parts[0]}}}{r}" for r in rest]
+        parts = _sequence(seq)
+        if not parts:
+            return None
+    out: list[str] = []
+    for part in parts:
+        inner = _expand_braces(head + part + tail)
+        if inner is None:
+            return None
+        out.extend(inner)
+        if len(out) > MAX_BRACE_WORDS:
+            return None
+    return out
+
+
+def _brace_open(text: str) -> int | None:
+    """Where the first ``{`` that opens an expansion (a comma or ``..`` inside) is."""
+    for match in re.finditer(r"\{", text):
+        depth = 0
+        for i in range(match.start(), len(text)):
+            if text[i] == "{":
+                depth += 1
+            elif text[i] == "}":
+                depth -= 1
+                if depth == 0:
+                    inner = text[match.start() + 1 : i]
+                    if "," in inner or _BRACE_SEQ.fullmatch(inner):
+                        return match.start()
+                    break
+    return None
+
+
+def _sequence(seq: re.Match[str]) -> list[str]:
+    first, last, step_text = seq.group(1), seq.group(2), seq.group(3)
+    step = abs(int(step_text)) if step_text else 1
+    if step == 0:
+        step = 1
+    if first.lstrip("-").isdigit() and last.lstrip("-").isdigit():
+        a, b = int(first), int(last)
+        if abs(b - a) // step >= MAX_BRACE_WORDS:
+            return []
+        rng = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        return [str(n) for n in rng]
+    if len(first) == 1 and len(last) == 1 and first.isalpha() and last.isalpha():
+        a, b = ord(first), ord(last)
+        rng = range(a, b + 1, step) if a <= b else range(a, b - 1, -step)
+        return [chr(n) for n in rng]
+    return []
+
+
 def _word(node: tree_sitter.Node) -> Word:
     """A word node's normalised static text, or ``None`` when it is dynamic."""
     t = node.type
@@ -922,6 +1027,10 @@ class _Walker:
         self.assignments: list[tuple[str, str]] = []
         self.env_doubts: list[str] = []
         self.functions: list[str] = []
+        #: The directories the command in hand runs in (:attr:`SimpleCommand.chdir`), and
+        #: those its wrapper adds for the command it runs.
+        self.chdir: tuple[Word, ...] = ()
+        self.chdir_step: tuple[Word, ...] = ()
         self.arith_trap = not lenient and bool(source) and _ARITH_TRAP.search(source) is not None
 
     def _semantic(self, check: Callable[[], None]) -> None:
@@ -1053,10 +1162,24 @@ class _Walker:
     ) -> None:
         words: list[Word] = []
         seen_name = False
+        joined_to: int | None = None  # the end of the last word, for `g\<newline>it`
         for index, child in enumerate(children):
             field = node.field_name_for_child(index)
             if field in ("name", "argument"):
                 seen_name = seen_name or field == "name"
+                gap = self.source[joined_to : child.start_byte] if joined_to is not None else b""
+                if words and gap and gap == b"\\\n" * (len(gap) // 2):
+                    # bash removes a backslash-newline before it splits words: `g\<newline>it`
+                    # is `git`, where tree-sitter sees two words.
+                    right = _word(child)
+                    words[-1] = None if words[-1] is None or right is None else words[-1] + right
+                    joined_to = child.end_byte
+                    continue
+                joined_to = child.end_byte
+                expanded = _braces(child)
+                if expanded is not None:
+                    words.extend(expanded)
+                    continue
                 word = _word(child)
                 words.append(word)
                 if word is None and self.lenient:
@@ -1089,6 +1212,7 @@ class _Walker:
     def add(self, words: tuple[Word, ...], *, open_tail: bool) -> None:
         """Record ``words`` and whatever it runs through wrappers, strings and runners."""
         nxt: _Next = (words, open_tail)
+        chdir: tuple[Word, ...] = ()
         while nxt is not None:
             words, open_tail = nxt
             if not words:
@@ -1096,15 +1220,19 @@ class _Walker:
             name = words[0]
             if name is None or name == "":
                 raise _Uncertain("dynamic command name")
-            self.record(SimpleCommand(words, open_tail))
+            self.record(SimpleCommand(words, open_tail, chdir=chdir))
             handler = _handler((name.rsplit("/", 1)[-1] or name) if "/" in name else name)
             if handler is None:
                 return
+            # A wrapper that changes directory for what it runs says so here (env -C ...).
+            self.chdir, self.chdir_step = chdir, ()
             if not self.lenient:
                 nxt = handler(self, words, open_tail)
+                chdir += self.chdir_step
                 continue
             try:
                 nxt = handler(self, words, open_tail)
+                chdir += self.chdir_step
             except _TooMany:
                 raise
             except _Foreign as exc:
@@ -1186,6 +1314,9 @@ _OPAQUE_FOREIGN: Final = _names(
 
 def _opaque(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     base = posixpath.basename(words[0] or "") or str(words[0])
+    if base == "eval" and len(words) > 1 and None not in words and not open_tail:
+        walker.joined(words[1:], "eval string")  # `eval "rm -rf /"`: read as the shell would
+        return None
     why = f"{base} runs code we cannot see"
     if base in _OPAQUE_FOREIGN:
         raise _Foreign(why)
@@ -1274,6 +1405,8 @@ def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     source = _shell_source(words)
     if source.kind == "stdin":
         raise _Uncertain(source.why)
+    if source.kind == "none" and "c" in source.flags and open_tail:
+        raise _Uncertain("dynamic shell -c string (xargs gives it at run time)")
     if source.kind == "string":
         walker.script(source.value)
     return None  # `bash script.sh`: a program like any other
@@ -1281,7 +1414,8 @@ def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
 
 def _wrapper(name: str, spec: _WrapperSpec) -> _Handler:
     def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
-        rest, replacing, via_shell = _unwrap(spec, words)
+        rest, replacing, via_shell, chdir = _unwrap(spec, words)
+        walker.chdir_step = chdir
         if not rest:
             if via_shell or spec.bare_shell:
                 raise _Uncertain(f"{name} starts a shell reading commands from stdin")
@@ -1295,11 +1429,15 @@ def _wrapper(name: str, spec: _WrapperSpec) -> _Handler:
     return handler
 
 
-def _unwrap(spec: _WrapperSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ...], bool, bool]:
+def _unwrap(
+    spec: _WrapperSpec, words: tuple[Word, ...]
+) -> tuple[tuple[Word, ...], bool, bool, tuple[Word, ...]]:
     """The command a wrapper runs (empty: none), whether its arguments get replaced at run
-    time, and whether it hands the command line to a shell."""
+    time, whether it hands the command line to a shell, and the directories it changes to
+    for it (``sudo -D dir``)."""
     i, n = 1, len(words)
     replacing = via_shell = False
+    chdir: list[Word] = []
     while i < n:
         w = words[i]
         if w is None:
@@ -1314,7 +1452,9 @@ def _unwrap(spec: _WrapperSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ..
         if spec.replacing and (w.partition("=")[0] in spec.replacing or w[:2] in spec.replacing):
             replacing = True
         if w.startswith("--"):
-            name, eq, _ = w.partition("=")
+            name, eq, value = w.partition("=")
+            if name in spec.chdir_long:
+                chdir.append(value if eq else (words[i + 1] if i + 1 < n else None))
             if name in spec.long_arg:
                 i += 1 if eq else 2
             elif name in spec.long_flags:
@@ -1328,12 +1468,19 @@ def _unwrap(spec: _WrapperSpec, words: tuple[Word, ...]) -> tuple[tuple[Word, ..
                 i += 1
                 continue
             consumed, shell = _short_cluster(spec, w)
+            for j, c in enumerate(w[1:], 1):
+                if c in spec.chdir_short:
+                    attached = w[j + 1 :]
+                    chdir.append(attached or (words[i + 1] if i + 1 < n else None))
+                    break
+                if c in spec.short_arg:
+                    break
             via_shell = via_shell or shell
             i += consumed
             continue
         break
     i += spec.positional
-    return (words[i:] if i < n else ()), replacing, via_shell
+    return (words[i:] if i < n else ()), replacing, via_shell, tuple(chdir)
 
 
 def _short_cluster(spec: _WrapperSpec, word: str) -> tuple[int, bool]:
@@ -1387,6 +1534,8 @@ def _env(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
                 if not eq:
                     value = _static(words, i + 1, "env --split-string")
                 return _env_split(value, words[i + (1 if eq else 2) :], open_tail)
+            if name == "--chdir":
+                walker.chdir_step += (value if eq else (words[i + 1] if i + 1 < n else None),)
             if name in _ENV_LONG_ARG:
                 i += 1 if eq else 2
             elif name in _ENV_LONG_FLAGS:
@@ -1404,6 +1553,9 @@ def _env(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
                     return _env_split(_static(words, i + 1, "env -S"), words[i + 2 :], open_tail)
                 if c in "uCa":
                     consumed = 1 if j + 1 < len(w) else 2
+                    if c == "C":
+                        attached = w[j + 1 :]
+                        walker.chdir_step += (attached or (words[i + 1] if i + 1 < n else None),)
                     break
                 if c not in "i0v":
                     raise _Uncertain(f"unknown wrapper option -{c}")
@@ -2277,8 +2429,10 @@ def _git_config_key(assignment: str, what: str) -> None:
 
 
 def _git(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
-    """``git [global opts] <subcommand> ...``: list ``git <subcommand> ...`` too."""
+    """``git [global opts] <subcommand> ...``: list ``git <subcommand> ...`` too (in the
+    directories its ``-C`` options name)."""
     i, n = 1, len(words)
+    chdir: list[Word] = list(walker.chdir)
     while i < n:
         w = words[i]
         if w is None:
@@ -2297,6 +2451,8 @@ def _git(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
                     return None  # git complains and exits
                 value = _static(words, i + 1, f"git {name} value")
             i += 1 if eq else 2
+            if name == "-C":
+                chdir.append(value)
             if name == "-c":
                 _git_config_key(value, "git -c")
             elif name == "--config-env":
@@ -2313,8 +2469,10 @@ def _git(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
         raise _Uncertain(f"git {sub}: may be an alias or a git-{sub} program")
     rest = words[i + 1 :]
     if i > 1:
-        walker.commands[-1] = SimpleCommand(words, open_tail, options_parsed=True)
-        walker.record(SimpleCommand(("git", sub, *rest), open_tail))
+        walker.commands[-1] = SimpleCommand(
+            words, open_tail, options_parsed=True, chdir=walker.chdir
+        )
+        walker.record(SimpleCommand(("git", sub, *rest), open_tail, chdir=tuple(chdir)))
     _git_subcommand(walker, sub, rest, open_tail)
     return None
 
@@ -2578,6 +2736,39 @@ def read_words(script: str) -> ScriptWords:
     strings), but it does not stop at a command whose effect it cannot model (see
     :class:`ScriptWords`). Cached on the text."""
     return _read_words(script, 0)
+
+
+#: ``$NAME`` / ``${NAME}``.
+VARIABLE: Final = re.compile(r"\$(?:\{([A-Za-z_][A-Za-z0-9_]*)\}|([A-Za-z_][A-Za-z0-9_]*))")
+#: ``$(git rev-parse --show-toplevel)``: the work tree a command runs in, which a reader that
+#: knows where the command runs can name.
+GIT_TOPLEVEL: Final = re.compile(r"\$\(\s*git\s+rev-parse\s+--show-toplevel\s*\)")
+_PLACEHOLDER: Final = "/.triohooks-variable-"
+
+
+def mark_known(command: str, variables: Mapping[str, str]) -> tuple[str, dict[str, str]]:
+    """``command`` with each ``$NAME`` / ``${NAME}`` whose ``NAME`` is known replaced by a plain
+    placeholder path (which reads the same quoted or not), and the placeholders' values. Unknown
+    variables are left as written (dynamic to the parser). Inside single quotes bash would not
+    expand: trust then looks at a file the hook does not run, which costs nothing."""
+    values: dict[str, str] = {}
+
+    def mark(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2) or ""
+        if name not in variables:
+            return m.group(0)
+        placeholder = f"{_PLACEHOLDER}{name}"
+        values[placeholder] = variables[name]
+        return placeholder
+
+    return VARIABLE.sub(mark, command), values
+
+
+def unmark(word: str, values: Mapping[str, str]) -> str:
+    """``word`` with :func:`mark_known`'s placeholders back to their values."""
+    for placeholder, value in values.items():
+        word = word.replace(placeholder, value)
+    return word
 
 
 def code_source(words: tuple[Word, ...]) -> CodeSource | None:
