@@ -42,9 +42,9 @@ import signal
 import stat
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from urllib.parse import parse_qs, urlsplit
 
 import msgspec
@@ -101,6 +101,9 @@ from .wire import (
     event_frame,
 )
 from .wire import Lagged as LaggedMsg
+
+if TYPE_CHECKING:
+    from triohooks.combine.outcome import Outcome
 
 log = logging.getLogger("triohooks.server")
 
@@ -896,8 +899,13 @@ class _Connection:
             except PayloadError as exc:
                 reply = ErrorReply(id=msg.id, error=ErrorBody("invalid_payload", str(exc)))
             except Exception as exc:
+                # Our own bug: the event is answered closed (a guard it would have run must not
+                # be bypassed by a client reading "error" as "go on").
                 log.exception("fire %s failed", msg.event)
-                reply = ErrorReply(id=msg.id, error=ErrorBody("internal", repr(exc)))
+                try:
+                    reply = OutcomeReply(id=msg.id, outcome=_closed(msg.event, msg.payload, exc))
+                except UnknownEventError as unknown:
+                    reply = ErrorReply(id=msg.id, error=ErrorBody("unknown_event", str(unknown)))
             else:
                 reply = OutcomeReply(id=msg.id, outcome=outcome)
             await self.send(encode_bytes(reply))
@@ -1573,3 +1581,15 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return EXIT_ENGINE_FAILED
+
+
+def _closed(event: str, payload: Mapping[str, Any], exc: Exception) -> Outcome:
+    """The fail-closed Outcome of a ``fire`` our own code failed to answer: the event's own
+    shape, as far as its payload can give it."""
+    from types import SimpleNamespace
+
+    from triohooks.combine.outcome import internal_error_outcome
+
+    name = canonical_event(event)
+    fields = {k: payload.get(k) for k in ("args", "prompt", "result", "error")}
+    return internal_error_outcome(name, SimpleNamespace(**fields), repr(exc))
