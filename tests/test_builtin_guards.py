@@ -369,6 +369,55 @@ def test_writes_outside_workspace(tmp_path: Path) -> None:
     assert allowed[0] == OK
 
 
+#: Where a command runs: a cd that an `&&` chain's later commands run after moves them alone
+#: there; any other cd (after `;`, in a pipeline, a subshell, a wrapper's) only adds where
+#: they may run; whatever else may move the shell (a function, eval, source, popd, CDPATH)
+#: leaves every place possible. Redirects are judged in the directory of their own command.
+WHERE = [
+    ("destructive_delete", "cd / && rm -rf usr", B),
+    ("destructive_delete", "cd / ; rm -rf usr", B),
+    ("destructive_delete", "cd .. && rm -rf proj", B),
+    ("destructive_delete", "cd src && rm -rf ..", B),
+    ("destructive_delete", "cd $X && rm -rf usr", U),
+    ("destructive_delete", "cd $X; cd /home/u/proj/src; rm -rf usr", U),
+    ("destructive_delete", "cd /home/u/proj/x && rm -rf usr", OK),
+    ("destructive_delete", "cd /home/u/proj/x && bash -c 'cd /' && rm -rf usr", OK),
+    ("destructive_delete", "cd /home/u/proj/x && (cd /) && rm -rf usr", OK),
+    ("destructive_delete", "cd /home/u/proj/x && echo $(cd /) && rm -rf usr", OK),
+    ("destructive_delete", "cd /home/u/proj/x && env cd / && rm -rf usr", B),
+    ("destructive_delete", "cd /home/u/proj/x && cd / | cat && rm -rf usr", B),
+    ("destructive_delete", "f() { cd /; }; cd /home/u/proj/x && f && rm -rf usr", B),
+    ("destructive_delete", "cd /home/u/proj/x && eval 'cd /' && rm -rf usr", B),
+    ("destructive_delete", "cd /home/u/proj/x && command cd / && rm -rf usr", B),
+    ("destructive_delete", "pushd / && popd && rm -rf usr", B),
+    ("destructive_delete", "cd /home/u/proj/x && cd / || rm -rf usr", B),
+    ("destructive_delete", "CDPATH=/ cd usr && rm -rf bin", U),
+    ("destructive_delete", "bash -c 'cd / && rm -rf usr'", B),
+    ("writes_outside_workspace", "cd src && echo x > ../out.txt", OK),
+    ("writes_outside_workspace", "cd src; echo x > ../out.txt", B),
+    ("writes_outside_workspace", "cd frontend && npm run build > ../build.log 2>&1", OK),
+    ("writes_outside_workspace", "cd src && make | tee ../log > ../log2", OK),
+    ("writes_outside_workspace", "cd src && cd /etc | cat && echo > ../x", B),
+    ("writes_outside_workspace", "cd /etc && bash -c 'echo hi > x'", B),
+    ("writes_outside_workspace", "bash -c 'cd /etc && echo hi > x'", B),
+    ("writes_outside_workspace", "{ cd /; echo > etc/x; } > log", B),
+    ("writes_outside_workspace", "cd /elsewhere && echo $(cd /home/u/proj) && echo x > a", B),
+    ("writes_outside_workspace", "echo x >> ~/.bashrc", B),
+    ("writes_outside_workspace", "cmd >& /var/log/x", B),
+    ("writes_outside_workspace", "ls > $OUT", U),
+    ("writes_outside_workspace", "make 2>&1 | tee build.log", OK),
+    ("writes_outside_workspace", "cat < /etc/hosts", OK),  # a read
+    ("writes_outside_workspace", "PATH=/usr/local/bin:$PATH make", OK),  # not a path written
+    ("writes_outside_workspace", "JAVA_HOME=/usr/lib/jvm/17 ./gradlew build", OK),
+]
+
+
+@pytest.mark.parametrize(("name", "command", "expected"), WHERE)
+def test_where_each_command_runs(name: str, command: str, expected: str) -> None:
+    got, why = shell(name, command)
+    assert got == expected, why
+
+
 # -- config, both dialects ---------------------------------------------------------------------
 
 

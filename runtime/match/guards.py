@@ -112,6 +112,9 @@ class Reading(NamedTuple):
     other_words: tuple[str | None, ...]
     #: The source text of each word known only at run time.
     dynamic: tuple[str, ...]
+    #: The targets of the redirects that write a file (``None``: dynamic), each with the
+    #: directories it may be opened in (empty: known only at run time).
+    written: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
 
 
 def read_call(call: Call) -> Reading:
@@ -130,6 +133,7 @@ def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
     unseen: list[str] = []
     other: list[str | None] = []
     dynamic: list[str] = []
+    written: list[tuple[str | None, tuple[str, ...]]] = []
     for given in texts:
         text = given
         dirs: tuple[str, ...] = (cwd,)
@@ -146,23 +150,45 @@ def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
         if read.error:
             unseen.append(f"the command cannot be read as bash ({read.error})")
             continue
+        # Where each command runs: ``dirs`` holds every directory it may be in (a cd may fail,
+        # be in a subshell, be undone); ``after_cd`` the directories of an ``&&`` chain whose
+        # own cd succeeded, which alone its later commands run in. Only where nothing else in
+        # the script can move the shell (no function, eval, source, popd, builtin/command cd).
+        chains = not read.functions and not any(c.words[0] in _MOVES_SHELL for c in read.commands)
+        after_cd: dict[int, tuple[str, ...]] = {}
+        first = len(commands)
         for simple in read.commands:
             words = tuple(None if w is None else unmark(w, values) for w in simple.words)
-            here = dirs
+            here = after_cd.get(simple.chain, dirs)
+            start = here
             for step in simple.chdir:
                 here = _chdir(here, None if step is None else unmark(step, values), home)
             commands.append(Command(words, simple.open_tail, here))
             if words[0] in ("cd", "pushd") and not simple.chdir:
-                dirs = _cd(dirs, words, home)
+                moved = _cd(start, words, home)
+                # Known only at run time (``cd "$X"``): so is every directory from here on.
+                dirs = tuple(dict.fromkeys((*dirs, *moved))) if moved and dirs else ()
+                if chains and simple.chain >= 0 and moved != start:
+                    # A cd of the chain's own moves it; one that only may (a pipeline's, a
+                    # wrapper's) adds its directory to the chain's.
+                    after = moved if simple.direct else (*start, *moved) if moved else ()
+                    after_cd[simple.chain] = tuple(dict.fromkeys(after))
+        if any(name == "CDPATH" for name, _ in read.assignments):
+            unseen.append("it sets CDPATH, which changes where cd goes")
         # `source x.sh` runs shell code from a file, as `bash x.sh` does: what a file runs is
         # out of every hook's sight (docs/builtin-guards.md), not a doubt about the call.
         foreign = [f for f in read.foreign if f.partition(":")[0] not in ("source", ".")]
         unseen += [_unseen_words(d) for d in (*read.doubts, *foreign)]
         other += [None if w is None else unmark(w, values) for w in read.other_words]
         dynamic += read.dynamic
+        for word, at in read.written:
+            where = commands[first + at].cwds if first + at < len(commands) else dirs
+            written.append((None if word is None else unmark(word, values), where))
         if "PWD" in known and any(w and w[0] in ("cd", "pushd") for w, _, _ in commands):
             unseen.append("it uses $PWD after a cd")
-    return Reading(tuple(commands), tuple(dict.fromkeys(unseen)), tuple(other), tuple(dynamic))
+    return Reading(
+        tuple(commands), tuple(dict.fromkeys(unseen)), tuple(other), tuple(dynamic), tuple(written)
+    )
 
 
 def _unseen_words(doubt: str) -> str:
@@ -174,18 +200,22 @@ def _unseen_words(doubt: str) -> str:
     return f"cannot read `{program} ...`: {why}"
 
 
+#: Commands that may move the shell's directory other than by a ``cd`` in plain sight.
+_MOVES_SHELL: Final = frozenset({"popd", "eval", "source", ".", "builtin", "command"})
+
+
 def _cd(dirs: tuple[str, ...], words: _Words, home: str) -> tuple[str, ...]:
-    """The directories a command may run in after ``cd``/``pushd`` ``words`` (the ones before
-    stay possible: the cd may be in a subshell, fail, or be undone)."""
+    """The directories a shell in ``dirs`` is in after ``cd``/``pushd`` ``words`` succeeds
+    (empty: known only at run time; ``dirs`` itself for ``cd -``, back to one it was in)."""
     if not dirs:
         return dirs
     args = [w for w in words[1:] if w is None or not (w.startswith("-") and w != "-")]
     if not args:
-        return tuple(dict.fromkeys((*dirs, home)))
+        return (home,)
     target = args[0]
     if target == "-":
-        return dirs  # back to one it was in
-    return tuple(dict.fromkeys((*dirs, *_chdir(dirs, target, home))))
+        return dirs
+    return _chdir(dirs, target, home)
 
 
 def _chdir(dirs: tuple[str, ...], target: str | None, home: str) -> tuple[str, ...]:
@@ -1040,9 +1070,8 @@ def _writes_outside(params: Mapping[str, tuple[str, ...]]) -> Check:
                             block=f"`{cmd.shown()}` writes {target}, outside the workspace "
                             f"{call.workspace}"
                         )
-        cwds = {c for cmd in reading.commands for c in cmd.cwds} or {call.cwd}
-        for word in _redirects(reading):
-            if word is None:
+        for word, cwds in reading.written:
+            if word is None or not cwds:
                 uncertain = uncertain or "a redirect writes to a path known only at run time"
                 continue
             for cwd in cwds:
@@ -1053,13 +1082,6 @@ def _writes_outside(params: Mapping[str, tuple[str, ...]]) -> Check:
         return Verdict(uncertain=uncertain or (reading.unseen[0] if reading.unseen else ""))
 
     return check
-
-
-def _redirects(reading: Reading) -> list[str | None]:
-    """The targets of the scripts' file redirects (the reader lists them with assignment
-    values as words outside any argv: a value is not written, but one that names a path
-    outside is rare, and reads the same)."""
-    return [w for w in reading.other_words]
 
 
 # --- the catalogue ----------------------------------------------------------------------------

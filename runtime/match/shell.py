@@ -131,6 +131,14 @@ class SimpleCommand(msgspec.Struct, frozen=True, gc=False):
     #: listed it changed them (``env -C x cmd``, ``git -C a -C b push``, ``sudo -D x cmd``),
     #: in order; a ``None`` one is known only at run time. Empty: the script's own.
     chdir: tuple[Word, ...] = ()
+    #: The ``&&`` chain the command is an operand of (``cd x && make && ./run``: all three
+    #: share one id, unique across every script read), or -1. A later command of a chain runs
+    #: only if every earlier one succeeded, so after a ``cd`` in it, in that directory alone.
+    chain: int = -1
+    #: The command is written in the script itself at the shell's own level, not run by a
+    #: wrapper, runner or ``find -exec`` it names, nor a part of a pipeline (a ``cd`` there
+    #: changes the shell's directory; ``env cd`` and ``cd x | cat`` do not).
+    direct: bool = False
 
     @property
     def name(self) -> str:
@@ -173,6 +181,10 @@ class ScriptWords(msgspec.Struct, frozen=True, gc=False):
     assignments: tuple[tuple[str, str], ...] = ()
     #: The names of the variables whose assignment made a doubt (:data:`DANGEROUS_ENV`).
     env_doubts: tuple[str, ...] = ()
+    #: The targets of the redirects that write a file (``> out``, ``>> log``, ``&> all``,
+    #: ``>| x``, ``>& file``; also in ``other_words``), each with the index in ``commands`` of
+    #: the command whose directory it opens in (``len(commands)``: the script's end).
+    written: tuple[tuple[Word, int], ...] = ()
     #: The functions the script defines (their bodies' commands are in ``commands``).
     functions: tuple[str, ...] = ()
     #: Why the script could not be read at all ("" when it could).
@@ -1004,6 +1016,15 @@ def _stdin_path(path: str) -> bool:
 
 # --- the walker -------------------------------------------------------------------------------
 
+#: Ids of ``&&`` chains (:attr:`SimpleCommand.chain`), unique across every script read, so the
+#: chains of a ``bash -c`` string never meet those of the script around it.
+_CHAIN_IDS: Final = itertools.count()
+
+
+def _and_list(node: tree_sitter.Node) -> bool:
+    return node.type == "list" and any(c.type == "&&" for c in node.children)
+
+
 #: What a handler returns: the command the program runs in turn (and its open tail), or None.
 _Next = tuple[tuple[Word, ...], bool] | None
 
@@ -1022,6 +1043,9 @@ class _Walker:
         self.commands: list[SimpleCommand] = []
         self.dynamic: list[str] = []
         self.other_words: list[Word] = []
+        self.written: list[tuple[Word, int]] = []
+        #: Written targets waiting for the command they belong to (by node id).
+        self.pending: dict[int, list[Word]] = {}
         self.doubts: list[str] = []
         self.foreign: list[str] = []
         self.assignments: list[tuple[str, str]] = []
@@ -1031,6 +1055,14 @@ class _Walker:
         #: those its wrapper adds for the command it runs.
         self.chdir: tuple[Word, ...] = ()
         self.chdir_step: tuple[Word, ...] = ()
+        #: The ``&&`` chain of each command node that is a chain's operand and of each list
+        #: node read as part of one (by node id), the chain of the command in hand, and
+        #: whether the next command recorded is that command itself.
+        self.chain_of: dict[int, int] = {}
+        self.chain = -1
+        self.direct = False
+        #: Chain operands that are parts of a pipeline (a cd there moves only its subshell).
+        self.piped: set[int] = set()
         self.arith_trap = not lenient and bool(source) and _ARITH_TRAP.search(source) is not None
 
     def _semantic(self, check: Callable[[], None]) -> None:
@@ -1067,6 +1099,8 @@ class _Walker:
                     self._check_backticks(node, children)
                 else:
                     self._check_gaps(t, children)
+                if self.lenient and node.id not in self.chain_of and _and_list(node):
+                    self._chain(node)
                 if t == "command":
                     self._command(node, children, parent)
                 elif t == "redirected_statement":
@@ -1085,6 +1119,30 @@ class _Walker:
                         self.functions.append(_text(name))
                 named = node.named_children
             stack.extend((child, node) for child in reversed(named))
+
+    def _chain(self, top: tree_sitter.Node) -> None:
+        """Give every simple command that is an operand of the ``&&`` chain ``top`` one id."""
+        chain = next(_CHAIN_IDS)
+        todo = [top]
+        while todo:
+            node = todo.pop()
+            if node.type == "redirected_statement":  # tree-sitter hangs `a && b > f` so
+                body = node.child_by_field_name("body")
+                if body is not None:
+                    todo.append(body)
+            elif node is top or _and_list(node):
+                self.chain_of[node.id] = chain  # read here: not a chain of its own
+                todo.extend(c for c in node.children if c.is_named)
+            elif node.type == "command":
+                self.chain_of[node.id] = chain
+            elif node.type == "pipeline":  # runs after the chain so far, each part in a subshell
+                for part in node.named_children:
+                    cmd = part
+                    if part.type == "redirected_statement":
+                        cmd = part.child_by_field_name("body") or part
+                    if cmd.type == "command":
+                        self.chain_of[cmd.id] = chain
+                        self.piped.add(cmd.id)
 
     def _check_arith_trap(self, node: tree_sitter.Node) -> None:
         raw = node.text
@@ -1144,10 +1202,26 @@ class _Walker:
             raise _Uncertain("backticks across lines (tree-sitter-bash mis-parses these)")
 
     def _redirect_targets(self, stmt: tree_sitter.Node) -> None:
+        # tree-sitter hangs the redirect of `a && b > f` and `a | b > f` on the whole list or
+        # pipeline; bash opens it for `b`, in `b`'s directory.
+        body = stmt.child_by_field_name("body")
+        owner = _last_command(body) if body is not None else None
         for child in stmt.children_by_field_name("redirect"):
             targets = _destinations(child) if child.type == "file_redirect" else []
             if targets:
-                self.other_words.append(_word(targets[0]))
+                self._target(child, targets[0], owner)
+
+    def _target(
+        self, redirect: tree_sitter.Node, target: tree_sitter.Node, owner: int | None = None
+    ) -> None:
+        word = _word(target)
+        self.other_words.append(word)
+        if not _writes_file(redirect, target):
+            return
+        if owner is None:
+            self.written.append((word, len(self.commands)))
+        else:
+            self.pending.setdefault(owner, []).append(word)
 
     def _check_redirected(self, node: tree_sitter.Node) -> None:
         body = node.child_by_field_name("body")
@@ -1162,6 +1236,8 @@ class _Walker:
     ) -> None:
         words: list[Word] = []
         seen_name = False
+        for word in self.pending.pop(node.id, ()):
+            self.written.append((word, len(self.commands)))
         joined_to: int | None = None  # the end of the last word, for `g\<newline>it`
         for index, child in enumerate(children):
             field = node.field_name_for_child(index)
@@ -1187,7 +1263,7 @@ class _Walker:
             elif child.type == "file_redirect":
                 targets = _destinations(child)
                 if self.lenient and targets:
-                    self.other_words.append(_word(targets[0]))
+                    self._target(child, targets[0])
                 words.extend(_word(w) for w in targets[1:])
         if parent is not None and parent.type == "redirected_statement":
             body = parent.child_by_field_name("body")
@@ -1199,10 +1275,14 @@ class _Walker:
                 words.extend(_word(w) for w in _extra_destinations(parent))
         if not seen_name:
             return  # assignments / redirects only; their substitutions are walked anyway
-        if self.lenient:
-            self._semantic(functools.partial(self.add, tuple(words), open_tail=False))
+        if not self.lenient:
+            self.add(tuple(words), open_tail=False)
             return
-        self.add(tuple(words), open_tail=False)
+        self.chain, self.direct = self.chain_of.get(node.id, -1), node.id not in self.piped
+        try:
+            self._semantic(functools.partial(self.add, tuple(words), open_tail=False))
+        finally:
+            self.chain, self.direct = -1, False
 
     def record(self, command: SimpleCommand) -> None:
         if len(self.commands) >= MAX_COMMANDS:
@@ -1220,7 +1300,10 @@ class _Walker:
             name = words[0]
             if name is None or name == "":
                 raise _Uncertain("dynamic command name")
-            self.record(SimpleCommand(words, open_tail, chdir=chdir))
+            self.record(
+                SimpleCommand(words, open_tail, chdir=chdir, chain=self.chain, direct=self.direct)
+            )
+            self.direct = False
             handler = _handler((name.rsplit("/", 1)[-1] or name) if "/" in name else name)
             if handler is None:
                 return
@@ -1250,9 +1333,11 @@ class _Walker:
             words = _read_words(text, self.depth + 1)
             if words.error:
                 raise _Uncertain(words.error)
+            base = len(self.commands)
             self.commands.extend(words.commands)
             self.dynamic.extend(words.dynamic)
             self.other_words.extend(words.other_words)
+            self.written.extend((word, base + at) for word, at in words.written)
             self.doubts.extend(words.doubts)
             self.foreign.extend(words.foreign)
             self.assignments.extend(words.assignments)
@@ -2469,10 +2554,10 @@ def _git(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
         raise _Uncertain(f"git {sub}: may be an alias or a git-{sub} program")
     rest = words[i + 1 :]
     if i > 1:
-        walker.commands[-1] = SimpleCommand(
-            words, open_tail, options_parsed=True, chdir=walker.chdir
+        walker.commands[-1] = msgspec.structs.replace(walker.commands[-1], options_parsed=True)
+        walker.record(
+            SimpleCommand(("git", sub, *rest), open_tail, chdir=tuple(chdir), chain=walker.chain)
         )
-        walker.record(SimpleCommand(("git", sub, *rest), open_tail, chdir=tuple(chdir)))
     _git_subcommand(walker, sub, rest, open_tail)
     return None
 
@@ -2678,6 +2763,37 @@ def _dashes(gap: bytes) -> int:
     return len(tokens)
 
 
+#: The redirect operators that open their target for writing (``>&`` only when the target is
+#: a file, not a descriptor such as ``2>&1``).
+_WRITE_OPERATORS: Final = frozenset({">", ">>", "&>", "&>>", ">|", ">&"})
+
+
+def _last_command(node: tree_sitter.Node) -> int | None:
+    """The node id of the command a redirect after ``node`` belongs to: ``node`` itself, or the
+    last command of a list or pipeline (None: a compound, opened where it starts)."""
+    while node.type in ("list", "pipeline", "redirected_statement"):
+        if node.type == "redirected_statement":
+            body = node.child_by_field_name("body")
+            if body is None:
+                return None
+            node = body
+            continue
+        named = node.named_children
+        if not named:
+            return None
+        node = named[-1]
+    return node.id if node.type == "command" else None
+
+
+def _writes_file(redirect: tree_sitter.Node, target: tree_sitter.Node) -> bool:
+    operator = next((c.type for c in redirect.children if c.type in _WRITE_OPERATORS), None)
+    if operator is None:
+        return False
+    if operator == ">&":
+        return target.type != "number" and _text(target) != "-"
+    return True
+
+
 def _destinations(redirect: tree_sitter.Node) -> list[tree_sitter.Node]:
     return redirect.children_by_field_name("destination")
 
@@ -2718,11 +2834,14 @@ def _read_words(script: str, depth: int) -> ScriptWords:
         return ScriptWords(error=str(exc))
     except RecursionError:
         return ScriptWords(error="too deep")
+    # A redirect whose command was never listed (a dynamic name): at the script's end.
+    walker.written += [(w, len(walker.commands)) for ws in walker.pending.values() for w in ws]
     return ScriptWords(
         tuple(walker.commands),
         tuple(walker.dynamic),
         tuple(walker.other_words),
         tuple(walker.doubts),
+        written=tuple(walker.written),
         foreign=tuple(walker.foreign),
         assignments=tuple(walker.assignments),
         env_doubts=tuple(walker.env_doubts),
