@@ -116,7 +116,7 @@ class Layout:
         }
         try:
             self._build()
-        except BaseException:
+        except Exception:
             self.remove()
             raise
 
@@ -325,7 +325,7 @@ class Engines:
         self.layout = layout
         self.engines: dict[str, HookEngine] = {}
         self._ready = threading.Event()
-        self._failed: BaseException | None = None
+        self._failed: Exception | None = None
         self._token: trio.lowlevel.TrioToken | None = None
         self._stop: trio.Event | None = None
         self._thread = threading.Thread(target=self._main, name="guard-tables", daemon=True)
@@ -333,7 +333,7 @@ class Engines:
     def _main(self) -> None:
         try:
             trio.run(self._serve)
-        except BaseException as exc:  # handed to the test thread, which raises it
+        except Exception as exc:  # handed to the test thread, which raises it
             self._failed = exc
         finally:
             self._ready.set()
