@@ -27,7 +27,8 @@ ADVERSARIAL: list[tuple[str, str, bool]] = [
     (PUSH, "ssh host ls -la", False),
     (PUSH, 'su -c "git push"', True),
     (PUSH, "su - deploy -c 'git push origin main'", True),
-    (PUSH, "su deploy", True),  # a login shell reading stdin
+    (PUSH, "echo git push | su deploy", True),  # a login shell reading what the call gives
+    (PUSH, "su deploy", False),  # reading the agent's own stdin: nothing of the call
     (PUSH, "runuser -u deploy -- git push", True),
     (PUSH, "sg staff 'git push'", True),
     (PUSH, "script -qc 'git push' /dev/null", True),

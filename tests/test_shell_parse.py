@@ -108,6 +108,31 @@ def test_commands(script: str, commands: list[str]) -> None:
 
 
 @pytest.mark.parametrize(
+    "script",
+    [
+        # A program reading code from stdin runs nothing of the call when the call does not
+        # feed its stdin (it reads the agent's own), or feeds it a file (as `bash file`).
+        "ssh -T git@github.com",
+        "bash",
+        "su",
+        "sudo -i",
+        "python3",
+        "python3 --version",
+        "python3 -V -c 'import os'",  # -V first: it prints and exits
+        "node -v",
+        "perl -v",
+        "docker exec -it db psql -U postgres",
+        "psql app < dump.sql",
+        "bash -s < x",
+        "python3 < /dev/stdin",
+    ],
+)
+def test_stdin_not_fed_by_the_call(script: str) -> None:
+    parsed = parse_script(script)
+    assert not parsed.uncertain, parsed.reason
+
+
+@pytest.mark.parametrize(
     ("script", "reason"),
     [
         ("ls &&", "parse error"),
@@ -123,7 +148,9 @@ def test_commands(script: str, commands: list[str]) -> None:
         ("watch $CMD", "dynamic watch"),
         ("fish -c 'rm x'", "fish"),
         ("curl x | bash", "stdin"),
-        ("bash -s < x", "stdin"),
+        ("cat x | bash -s", "stdin"),
+        ("bash -s <<< 'rm x'", "stdin"),
+        ("bash -s < $F", "stdin"),
         ('bash -c "$CMD"', "dynamic shell -c"),
         ('env -S "$X"', "dynamic env -S"),
         ("env --split-string='rm $x'", "env -S string"),
@@ -142,18 +169,22 @@ def test_commands(script: str, commands: list[str]) -> None:
         ("[ 2 -lt 3 ]\necho >1\n[ ]", "mis-parse"),
         ("x" * 100_001, "too long"),
         # strings run as code, in a shell or another language
-        ("ssh h", "remote shell reading stdin"),
+        ("echo ls | ssh h", "remote shell reading stdin"),
         ("ssh -o ProxyCommand='rm x' h ls", "...Command runs a command"),
         ('ssh h "$CMD"', "dynamic ssh"),
-        ("su", "stdin"),
+        ("echo id | su", "stdin"),
         ("su -s /usr/bin/python3 -c 'x'", "not a shell"),
-        ("sudo -i", "stdin"),
-        ("chroot /srv", "stdin"),
-        ("bash -", "stdin"),
-        ("bash /dev/stdin", "stdin"),
+        ("echo id | sudo -i", "stdin"),
+        ("chroot /srv <<EOF\nls\nEOF", "stdin"),
+        ("echo ls | bash -", "stdin"),
+        ("echo ls | bash /dev/stdin", "stdin"),
+        ("echo ls | { bash; }", "stdin"),
+        ("bash -c 'python3'", "stdin"),  # a -c string's stdin is not seen
+        ("exec < x; python3", "stdin"),
         ("python3 -c 'import os'", "python -c"),
         ("python3 -Ic 'import os'", "python -c"),
-        ("python3", "stdin"),
+        ("echo 1 | python3", "stdin"),
+        ("psql app <<< '\\! rm x'", "stdin"),
         ("python3 - <<'PY'\nprint(1)\nPY", "stdin"),
         ("python3 -m timeit 'x'", "timeit"),
         ("perl -le 'print'", "perl -e"),

@@ -62,6 +62,11 @@ What it understands:
   /dev/stdin``, ``bash <<EOF``, ``ssh host <<EOF``, ``sudo -s``, ``su``, ``chroot dir``) or a
   dynamic ``-c`` string is uncertain.
 
+Reading stdin is a doubt only where the call feeds it (:meth:`_Walker.stdin_fed`): a command
+after a ``|``, with a ``<``, here-doc or here-string on it or on a compound around it, or in a
+``-c`` string (whose shell's stdin we do not see). ``ssh -T git@github.com``, ``python`` and
+``psql -U app`` alone read the agent's own stdin, which holds nothing of the call.
+
 What else makes the result uncertain (the hook runs): a parse error or missing node; a node type
 this walker does not know; a dynamic or glob command name (``$cmd``, ``/bin/r?``); a ``-c``
 deeper than :data:`MAX_DEPTH`; a script over :data:`MAX_SCRIPT` characters or yielding more than
@@ -139,6 +144,11 @@ class SimpleCommand(msgspec.Struct, frozen=True, gc=False):
     #: wrapper, runner or ``find -exec`` it names, nor a part of a pipeline (a ``cd`` there
     #: changes the shell's directory; ``env cd`` and ``cd x | cat`` do not).
     direct: bool = False
+    #: For the words that are globs (``src/*.py``), or a ``for`` loop's variable over globs
+    #: and names (``"$f"`` in ``for f in src/*.py``), the patterns they may expand to, aligned
+    #: with ``words`` (None for any other word); empty when there are none. An ``fnmatch``
+    #: pattern each, a quoted ``*?[`` as ``[*]``. Only :func:`read_words` fills it.
+    globs: tuple[tuple[str, ...] | None, ...] = ()
 
     @property
     def name(self) -> str:
@@ -569,9 +579,15 @@ class _Interp(msgspec.Struct, frozen=True):
     module: str = ""
     #: Modules that run code given on their command line (``python -m timeit 'code'``).
     code_modules: frozenset[str] = frozenset()
+    #: Options after which it prints something and exits, running nothing (``--version``):
+    #: short ones as letters, long ones whole.
+    exits: str = ""
+    exits_long: frozenset[str] = frozenset()
 
 
 _PYTHON: Final = _Interp(
+    exits="hV",
+    exits_long=_fs("--version", "--help", "--help-env", "--help-xoptions", "--help-all"),
     code="c",
     value="WXQ",
     flags="bBdEhiIOPqRsSuvVx3",
@@ -584,6 +600,8 @@ _PYTHON: Final = _Interp(
     ),
 )
 _NODE: Final = _Interp(
+    exits="vh",
+    exits_long=_fs("--version", "--help", "--v8-options"),
     code="ep",
     code_long=_fs("--eval", "--print"),
     value="rC",
@@ -604,16 +622,44 @@ INTERPRETERS: Final[dict[str, _Interp]] = {
     "python": _PYTHON,
     "pypy": _PYTHON,
     "ipython": _Interp(code="c", module="m"),
-    "perl": _Interp(code="eEMm", value="I", optional="0CdDFilxV", flags="acnpsStTuUvwWXh"),
-    "ruby": _Interp(code="e", value="ICEr", optional="0FiKWx", flags="acdhlnpsSvwy"),
+    "perl": _Interp(
+        code="eEMm",
+        value="I",
+        optional="0CdDFilxV",
+        flags="acnpsStTuUvwWXh",
+        exits="vh",
+        exits_long=_fs("--version", "--help"),
+    ),
+    "ruby": _Interp(
+        code="e",
+        value="ICEr",
+        optional="0FiKWx",
+        flags="acdhlnpsSvwy",
+        exits="h",
+        exits_long=_fs("--version", "--help"),
+    ),
     "node": _NODE,
     "nodejs": _NODE,
     "bun": _Interp(code="ep", code_long=_fs("--eval", "--print")),
-    "php": _Interp(code="rBREa", value="cdzSt", module="fF", flags="hHilmnqsvwe"),
+    "php": _Interp(
+        code="rBREa",
+        value="cdzSt",
+        module="fF",
+        flags="hHilmnqsvwe",
+        exits="hvim",
+        exits_long=_fs("--version", "--help", "--info", "--modules"),
+    ),
     "lua": _Interp(code="e", value="l", flags="ivEW"),
     "luajit": _Interp(code="e", value="ljOb", flags="ivE"),
     "Rscript": _Interp(code="e"),
-    "julia": _Interp(code="eE", code_long=_fs("--eval", "--print"), value="LJCtpO", flags="iqhv"),
+    "julia": _Interp(
+        code="eE",
+        code_long=_fs("--eval", "--print"),
+        value="LJCtpO",
+        flags="iqhv",
+        exits="hv",
+        exits_long=_fs("--version", "--help"),
+    ),
     "expect": _Interp(code="c", value="D", module="f", flags="dinNbv"),
     "tclsh": _Interp(),
     "wish": _Interp(),
@@ -974,6 +1020,161 @@ def _word(node: tree_sitter.Node) -> Word:
     return None
 
 
+#: Characters that glob when unquoted, and what each means to fnmatch when quoted.
+_GLOB_CHARS: Final = "*?["
+_FN_LITERAL: Final = {"*": "[*]", "?": "[?]", "[": "[[]"}
+#: ``$x``, ``"$x"``, ``${x}``: a word that is one variable.
+_ONE_VARIABLE: Final = re.compile(r'"\$(?:\{(\w+)\}|(\w+))"|\$(?:\{(\w+)\}|(\w+))')
+#: A loop value that reads the same unquoted: no blanks, no wildcards (nor escaped ones).
+_PLAIN_NAME: Final = re.compile(r"[^\s*?\[\]]+")
+
+
+def fn_literal(text: str) -> str:
+    """``text`` as an ``fnmatch`` pattern matching itself alone."""
+    return "".join(_FN_LITERAL.get(c, c) for c in text)
+
+
+def _patterns(node: tree_sitter.Node) -> tuple[str, ...] | None:
+    """What a dynamic word may expand to, as ``fnmatch`` patterns: a glob's own pattern, or the
+    values of a ``for`` loop's variable over names and globs; None when it depends on anything
+    else (a variable, a substitution, extended globs or character classes we do not model)."""
+    own = _glob_pattern(node)
+    if own is not None:
+        return (own,)
+    text = _text(node)
+    if (
+        node.type in ("word", "concatenation")
+        and _BRACE_EXPANSION.search(text)
+        and not any(c in text for c in "'\"$`\\()")
+    ):  # `*.{py,txt}`: the braces first, then each word globs
+        words = _expand_braces(text)
+        if words is None or len(words) > MAX_BRACE_WORDS:
+            return None
+        return tuple(_bare_pattern(w) for w in words)
+    variable = _ONE_VARIABLE.fullmatch(text)
+    if variable is None:
+        return None
+    name = next(g for g in variable.groups() if g)
+    values = _loop_values(node, name)
+    # Unquoted, bash splits the value at blanks and globs it again (a file `x ..` would be two
+    # words): only plain names without blanks or wildcards read the same.
+    if values is None or text.startswith('"') or all(_PLAIN_NAME.fullmatch(v) for v in values):
+        return values
+    return None
+
+
+def _glob_pattern(node: tree_sitter.Node) -> str | None:
+    """The ``fnmatch`` pattern of a word that is static but for unquoted ``*``, ``?`` and
+    ``[...]`` (``src/*.py``, ``"my dir"/*.txt``), or None."""
+    chars: list[tuple[str, bool]] = []  # (character, quoted)
+    parts = node.children if node.type == "concatenation" else [node]
+    for part in parts:
+        if part.type == "word":
+            text = _text(part)
+            if any(c in text for c in "$`(){}"):
+                return None
+            i = 0
+            while i < len(text):
+                c = text[i]
+                if c == "\\":
+                    if i + 1 < len(text) and text[i + 1] != "\n":
+                        chars.append((text[i + 1], True))
+                    i += 2
+                    continue
+                chars.append((c, False))
+                i += 1
+        elif part.type in ("raw_string", "string", "ansi_c_string"):
+            value = _word(part)
+            if value is None:
+                return None
+            chars.extend((c, True) for c in value)
+        else:
+            return None
+    out: list[str] = []
+    globbed = False
+    i = 0
+    while i < len(chars):
+        c, quoted = chars[i]
+        if quoted or c not in _GLOB_CHARS:
+            out.append(_FN_LITERAL.get(c, c))
+            i += 1
+            continue
+        if c in "*?":
+            out.append(c)
+            globbed = True
+            i += 1
+            continue
+        # `[...]`: unquoted up to its `]` (else a literal `[`); no classes like [[:alpha:]]
+        end = next((j for j in range(i + 2, len(chars)) if chars[j] == ("]", False)), None)
+        if end is None:
+            out.append("[[]")
+            i += 1
+            continue
+        inner = [ch for ch, _ in chars[i + 1 : end]]
+        if "[" in inner or "/" in inner:
+            return None
+        if inner and inner[0] == "^":
+            inner[0] = "!"
+        out.append("[" + "".join(inner) + "]")
+        globbed = True
+        i = end + 1
+    return "".join(out) if globbed else None
+
+
+def _bare_pattern(text: str) -> str:
+    """An unquoted word without backslashes as an ``fnmatch`` pattern (``[^a]`` -> ``[!a]``; a
+    ``[`` with no ``]`` after it is itself)."""
+    out, i = [], 0
+    while i < len(text):
+        c = text[i]
+        end = text.find("]", i + 2) if c == "[" else -1
+        if c == "[" and end > 0 and "[" not in text[i + 1 : end]:
+            inner = text[i + 1 : end]
+            out.append("[" + ("!" + inner[1:] if inner.startswith("^") else inner) + "]")
+            i = end + 1
+            continue
+        out.append("[[]" if c == "[" else c)
+        i += 1
+    return "".join(out)
+
+
+def _loop_values(node: tree_sitter.Node, name: str) -> tuple[str, ...] | None:
+    """The patterns of ``$name`` inside ``for name in a b/*.py ...; do ...; done``, when every
+    value is a name or a glob and the body does not assign ``name``; else None."""
+    loop = node.parent
+    while loop is not None:
+        if loop.type == "for_statement":
+            var = loop.child_by_field_name("variable")
+            if var is not None and _text(var) == name:
+                break
+        loop = loop.parent
+    if loop is None:
+        return None
+    values = loop.children_by_field_name("value")
+    body = loop.child_by_field_name("body")
+    if not values or body is None:
+        return None  # `for f; do` runs over "$@"
+    text = _text(body)
+    for use in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", text):
+        if not text[: use.start()].endswith(("$", "${")):
+            return None  # `f=x`, `read f`, `unset f`...: it may hold anything
+    out: list[str] = []
+    for value in values:
+        expanded = _braces(value)
+        if expanded is not None:
+            out.extend(fn_literal(w) for w in expanded)
+            continue
+        static = _word(value)
+        if static is not None:
+            out.append(fn_literal(static))
+            continue
+        pattern = _glob_pattern(value)
+        if pattern is None:
+            return None
+        out.append(pattern)
+    return tuple(out)
+
+
 def _text(node: tree_sitter.Node) -> str:
     raw = node.text
     return raw.decode("utf-8", "surrogateescape") if raw is not None else ""
@@ -1030,16 +1231,14 @@ _Next = tuple[tuple[Word, ...], bool] | None
 
 
 class _Walker:
-    """Collects simple commands; raises :class:`_Uncertain` at the first doubt.
+    """Collects simple commands. A doubt about what a command runs is noted in ``doubts`` (or
+    ``foreign``) and the walk goes on; a script that cannot be read (a parse error, a
+    mis-parse, a node we do not know) raises :class:`_Uncertain`. The one reading both
+    :func:`read_words` and :func:`parse_script` give."""
 
-    ``lenient`` (:func:`read_words`): a doubt about what a command runs is noted in ``doubts``
-    and the walk goes on; only a script that cannot be read (a parse error, a mis-parse, a node
-    we do not know) still raises."""
-
-    def __init__(self, source: bytes, depth: int, *, lenient: bool = False) -> None:
+    def __init__(self, source: bytes, depth: int) -> None:
         self.source = source
         self.depth = depth
-        self.lenient = lenient
         self.commands: list[SimpleCommand] = []
         self.dynamic: list[str] = []
         self.other_words: list[Word] = []
@@ -1061,15 +1260,20 @@ class _Walker:
         self.chain_of: dict[int, int] = {}
         self.chain = -1
         self.direct = False
+        #: The command node in hand (:meth:`stdin_fed`), its words and their glob patterns
+        #: (:attr:`SimpleCommand.globs`).
+        self.node: tree_sitter.Node | None = None
+        self.node_words: tuple[Word, ...] = ()
+        self.node_globs: tuple[tuple[str, ...] | None, ...] = ()
+        #: A bare ``exec`` (``exec < file``) may have moved the shell's own stdin for every
+        #: later command.
+        self.any_exec = False
         #: Chain operands that are parts of a pipeline (a cd there moves only its subshell).
         self.piped: set[int] = set()
-        self.arith_trap = not lenient and bool(source) and _ARITH_TRAP.search(source) is not None
+        self.arith_trap = bool(source) and _ARITH_TRAP.search(source) is not None
 
     def _semantic(self, check: Callable[[], None]) -> None:
-        """A check of what a command would run: a doubt when lenient, else raised."""
-        if not self.lenient:
-            check()
-            return
+        """A check of what a command would run: what it cannot read becomes a doubt."""
         try:
             check()
         except _TooMany:
@@ -1089,7 +1293,7 @@ class _Walker:
             t = node.type
             if t in _LEAVES:
                 if self.arith_trap and t in _ARITH_TRAP_NODES:
-                    self._check_arith_trap(node)
+                    self._semantic(functools.partial(self._check_arith_trap, node))
                 continue
             if t not in _KNOWN_TYPES:
                 raise _Uncertain(f"unknown node {t}")
@@ -1099,26 +1303,63 @@ class _Walker:
                     self._check_backticks(node, children)
                 else:
                     self._check_gaps(t, children)
-                if self.lenient and node.id not in self.chain_of and _and_list(node):
+                if t == "list" and node.id not in self.chain_of and _and_list(node):
                     self._chain(node)
                 if t == "command":
                     self._command(node, children, parent)
                 elif t == "redirected_statement":
                     self._check_redirected(node)
-                    if self.lenient:
-                        self._redirect_targets(node)
+                    self._redirect_targets(node)
                 elif t == "declaration_command":
                     self._semantic(functools.partial(self._check_declaration, children))
                 named = [c for c in children if c.is_named]
             else:
                 if t == "variable_assignment":
                     self._semantic(functools.partial(self._check_assignment, node))
-                elif t == "function_definition" and self.lenient:
+                elif t == "function_definition":
                     name = node.child_by_field_name("name")
                     if name is not None:
                         self.functions.append(_text(name))
                 named = node.named_children
             stack.extend((child, node) for child in reversed(named))
+
+    def _globs_of(self, words: tuple[Word, ...]) -> tuple[tuple[str, ...] | None, ...]:
+        """The glob patterns of ``words`` when they are the command node's own words or a
+        suffix of them (what a wrapper runs: ``sudo rm -rf build/*``); else none known."""
+        mine = self.node_globs
+        n = len(words)
+        if not mine or n > len(mine) or self.node_words[len(mine) - n :] != words:
+            return ()
+        suffix = mine[len(mine) - n :]
+        return suffix if any(suffix) else ()
+
+    def stdin_fed(self) -> bool:
+        """Whether the command in hand may read something of the call on its stdin: it comes
+        after a ``|``, a here-doc or here-string (or a ``<`` of a run-time name or a
+        descriptor) is on it or on a compound around it, or it is in a ``-c`` string or after
+        a bare ``exec`` (which may have moved stdin). ``< file`` is a file's code, out of
+        every hook's sight as ``bash file`` is."""
+        if self.depth > 0 or self.node is None or self.any_exec:
+            return True
+        node: tree_sitter.Node | None = self.node
+        while node is not None:
+            # The innermost redirect is what the command reads: `x | python < f` reads f.
+            feeds = [f for f in map(_feeds_stdin, node.children) if f is not None]
+            if feeds:
+                return "call" in feeds
+            parent = node.parent
+            if parent is not None and parent.type == "pipeline":
+                first = parent.named_children[0] if parent.named_children else None
+                if first is None or first.id != node.id:
+                    return True
+            node = parent
+        return False
+
+    def stdin(self, why: str) -> None:
+        """A program reads code from stdin: uncertain where the call feeds it (else it reads
+        the agent's own stdin, which holds nothing of the call)."""
+        if self.stdin_fed():
+            raise _Uncertain(why)
 
     def _chain(self, top: tree_sitter.Node) -> None:
         """Give every simple command that is an operand of the ``&&`` chain ``top`` one id."""
@@ -1154,17 +1395,14 @@ class _Walker:
         if name is not None and name.type == "subscript":
             name = name.child_by_field_name("name")
         value = node.child_by_field_name("value")
-        if self.lenient:
-            if value is not None:
-                self.other_words.append(_word(value))
-            if name is not None:
-                self.assignments.append((_text(name), "" if value is None else _text(value)))
+        if value is not None:
+            self.other_words.append(_word(value))
         if name is not None:
+            self.assignments.append((_text(name), "" if value is None else _text(value)))
             try:
                 _check_env(_text(name), "" if value is None else _word(value))
             except _Uncertain:
-                if self.lenient:
-                    self.env_doubts.append(_text(name))
+                self.env_doubts.append(_text(name))
                 raise
 
     def _check_declaration(self, children: list[tree_sitter.Node]) -> None:
@@ -1236,6 +1474,8 @@ class _Walker:
     ) -> None:
         words: list[Word] = []
         seen_name = False
+        self.node = node
+        globs: dict[int, tuple[str, ...]] = {}
         for word in self.pending.pop(node.id, ()):
             self.written.append((word, len(self.commands)))
         joined_to: int | None = None  # the end of the last word, for `g\<newline>it`
@@ -1249,6 +1489,7 @@ class _Walker:
                     # is `git`, where tree-sitter sees two words.
                     right = _word(child)
                     words[-1] = None if words[-1] is None or right is None else words[-1] + right
+                    globs.pop(len(words) - 1, None)
                     joined_to = child.end_byte
                     continue
                 joined_to = child.end_byte
@@ -1258,11 +1499,14 @@ class _Walker:
                     continue
                 word = _word(child)
                 words.append(word)
-                if word is None and self.lenient:
+                if word is None:
                     self.dynamic.append(_text(child))
+                    patterns = _patterns(child)
+                    if patterns is not None:
+                        globs[len(words) - 1] = patterns
             elif child.type == "file_redirect":
                 targets = _destinations(child)
-                if self.lenient and targets:
+                if targets:
                     self._target(child, targets[0])
                 words.extend(_word(w) for w in targets[1:])
         if parent is not None and parent.type == "redirected_statement":
@@ -1275,9 +1519,10 @@ class _Walker:
                 words.extend(_word(w) for w in _extra_destinations(parent))
         if not seen_name:
             return  # assignments / redirects only; their substitutions are walked anyway
-        if not self.lenient:
-            self.add(tuple(words), open_tail=False)
-            return
+        if len(words) == 1 and words[0] == "exec":
+            self.any_exec = True
+        self.node_words = tuple(words)
+        self.node_globs = tuple(globs.get(i) for i in range(len(words))) if globs else ()
         self.chain, self.direct = self.chain_of.get(node.id, -1), node.id not in self.piped
         try:
             self._semantic(functools.partial(self.add, tuple(words), open_tail=False))
@@ -1301,7 +1546,14 @@ class _Walker:
             if name is None or name == "":
                 raise _Uncertain("dynamic command name")
             self.record(
-                SimpleCommand(words, open_tail, chdir=chdir, chain=self.chain, direct=self.direct)
+                SimpleCommand(
+                    words,
+                    open_tail,
+                    chdir=chdir,
+                    chain=self.chain,
+                    direct=self.direct,
+                    globs=self._globs_of(words),
+                )
             )
             self.direct = False
             handler = _handler((name.rsplit("/", 1)[-1] or name) if "/" in name else name)
@@ -1309,10 +1561,6 @@ class _Walker:
                 return
             # A wrapper that changes directory for what it runs says so here (env -C ...).
             self.chdir, self.chdir_step = chdir, ()
-            if not self.lenient:
-                nxt = handler(self, words, open_tail)
-                chdir += self.chdir_step
-                continue
             try:
                 nxt = handler(self, words, open_tail)
                 chdir += self.chdir_step
@@ -1329,27 +1577,21 @@ class _Walker:
         """A command string run by a shell: its commands, or uncertain."""
         if self.depth >= MAX_DEPTH:
             raise _Uncertain("shell -c nested too deep")
-        if self.lenient:
-            words = _read_words(text, self.depth + 1)
-            if words.error:
-                raise _Uncertain(words.error)
-            base = len(self.commands)
-            self.commands.extend(words.commands)
-            self.dynamic.extend(words.dynamic)
-            self.other_words.extend(words.other_words)
-            self.written.extend((word, base + at) for word, at in words.written)
-            self.doubts.extend(words.doubts)
-            self.foreign.extend(words.foreign)
-            self.assignments.extend(words.assignments)
-            self.env_doubts.extend(words.env_doubts)
-            self.functions.extend(words.functions)
-            return
-        inner = _parse(text, self.depth + 1)
-        if inner.uncertain:
-            raise _Uncertain(inner.reason)
-        if len(self.commands) + len(inner.commands) > MAX_COMMANDS:
-            raise _Uncertain("too many commands")
-        self.commands.extend(inner.commands)
+        words = _read_words(text, self.depth + 1)
+        if words.error:
+            raise _Uncertain(words.error)
+        if len(self.commands) + len(words.commands) > MAX_COMMANDS:
+            raise _TooMany("too many commands")
+        base = len(self.commands)
+        self.commands.extend(words.commands)
+        self.dynamic.extend(words.dynamic)
+        self.other_words.extend(words.other_words)
+        self.written.extend((word, base + at) for word, at in words.written)
+        self.doubts.extend(words.doubts)
+        self.foreign.extend(words.foreign)
+        self.assignments.extend(words.assignments)
+        self.env_doubts.extend(words.env_doubts)
+        self.functions.extend(words.functions)
 
     def joined(self, words: tuple[Word, ...], what: str) -> None:
         """Words a program joins with spaces and hands to a shell (``ssh host cmd...``)."""
@@ -1397,14 +1639,76 @@ _OPAQUE_FOREIGN: Final = _names(
 )
 
 
+#: Database shells that, given only where to connect, read SQL from stdin (their meta-commands
+#: can run programs: ``\\!`` in psql, ``system`` in mysql, ``.shell`` in sqlite3): each with
+#: its options taking a value, its flags, its long options, and how many positional words
+#: (database, user) it takes.
+_DB_SHELLS: Final[dict[str, tuple[str, str, frozenset[str], int]]] = {
+    "psql": (
+        "Uhpd",
+        "WwXq",
+        _fs(
+            "--username",
+            "--host",
+            "--port",
+            "--dbname",
+            "--no-password",
+            "--password",
+            "--no-psqlrc",
+            "--quiet",
+        ),
+        2,
+    ),
+    "mysql": ("uhPD", "pA", _fs("--user", "--host", "--port", "--database", "--password"), 1),
+    "mariadb": ("uhPD", "pA", _fs("--user", "--host", "--port", "--database", "--password"), 1),
+    "sqlite3": ("", "", _fs("-readonly", "-header", "-column", "-box", "-table", "-json"), 1),
+}
+
+
+def _connects_only(base: str, words: tuple[Word, ...]) -> bool:
+    """Whether a database shell's words only say where to connect (it then reads stdin)."""
+    value, flags, long, positional = _DB_SHELLS[base]
+    i, seen = 1, 0
+    while i < len(words):
+        w = words[i]
+        if w is None:
+            return False
+        if w.startswith("-") and (w.partition("=")[0] in long):
+            i += 1
+            continue
+        if w.startswith("-") and not w.startswith("--") and len(w) > 1:
+            if w[1] in value:
+                i += 1 if len(w) > 2 else 2
+                continue
+            if w[1] == "p" and "p" in flags:  # -p prompts; -pSECRET is the password itself
+                i += 1
+                continue
+            if set(w[1:]) <= set(flags):
+                i += 1
+                continue
+            return False
+        if w.startswith("-"):
+            return False
+        seen += 1
+        if seen > positional:
+            return False
+        i += 1
+    return True
+
+
 def _opaque(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     base = posixpath.basename(words[0] or "") or str(words[0])
+    if base in _DB_SHELLS and not open_tail and _connects_only(base, words):
+        walker.stdin(f"{base} reads commands from stdin")
+        return None
     if base == "eval" and len(words) > 1 and None not in words and not open_tail:
         walker.joined(words[1:], "eval string")  # `eval "rm -rf /"`: read as the shell would
         return None
     why = f"{base} runs code we cannot see"
     if base in _OPAQUE_FOREIGN:
         raise _Foreign(why)
+    if base in ("source", ".") and len(words) == 1 and not open_tail:
+        return None  # bash refuses `.` without a file: it runs nothing
     if base in ("source", ".") and len(words) > 1 and None not in words[1:]:
         raise _Foreign(why)  # a file of shell code: read like `bash x.sh`, i.e. not followed
     raise _Uncertain(why)
@@ -1489,7 +1793,8 @@ def _shell_source(words: tuple[Word, ...]) -> CodeSource:
 def _shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     source = _shell_source(words)
     if source.kind == "stdin":
-        raise _Uncertain(source.why)
+        walker.stdin(source.why)
+        return None
     if source.kind == "none" and "c" in source.flags and open_tail:
         raise _Uncertain("dynamic shell -c string (xargs gives it at run time)")
     if source.kind == "string":
@@ -1503,7 +1808,7 @@ def _wrapper(name: str, spec: _WrapperSpec) -> _Handler:
         walker.chdir_step = chdir
         if not rest:
             if via_shell or spec.bare_shell:
-                raise _Uncertain(f"{name} starts a shell reading commands from stdin")
+                walker.stdin(f"{name} starts a shell reading commands from stdin")
             return None
         if via_shell:
             walker.joined(rest, f"{name} shell command")
@@ -1743,7 +2048,8 @@ def _ssh(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     if not command:
         if no_command:
             return None
-        raise _Uncertain("ssh without a command runs a remote shell reading stdin")
+        walker.stdin("ssh without a command runs a remote shell reading stdin")
+        return None
     if subsystem:
         return None
     if open_tail:
@@ -1841,7 +2147,7 @@ def _su(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     if shell_args:
         _shell(walker, ("sh", *shell_args), open_tail)
     elif not commands:
-        raise _Uncertain("su starts a shell reading commands from stdin")
+        walker.stdin("su starts a shell reading commands from stdin")
     return None
 
 
@@ -1856,7 +2162,8 @@ def _sg(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     if rest and rest[0] == "-c":
         rest.pop(0)
     if not rest:
-        raise _Uncertain("sg starts a shell reading commands from stdin")
+        walker.stdin("sg starts a shell reading commands from stdin")
+        return None
     walker.joined(tuple(rest), "sg command")
     return None
 
@@ -1912,7 +2219,8 @@ def _script_cmd(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _N
             continue
         i += 1
     if not commands:
-        raise _Uncertain("script starts a shell reading commands from stdin")
+        walker.stdin("script starts a shell reading commands from stdin")
+        return None
     for command in commands:
         walker.script(command)
     return None
@@ -2128,7 +2436,8 @@ def _subcommand_runner(subcommands: frozenset[str]) -> _Handler:
 
 def _nix_shell(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
     if not any(w in ("--run", "--command") or w is None for w in words):
-        raise _Uncertain("nix-shell starts a shell reading commands from stdin")
+        walker.stdin("nix-shell starts a shell reading commands from stdin")
+        return None
     return _runner(walker, words, open_tail)
 
 
@@ -2160,6 +2469,8 @@ def _interpreter_source(name: str, spec: _Interp, words: tuple[Word, ...]) -> Co
             opt, eq, _ = w.partition("=")
             if opt in spec.code_long:
                 return call(f"{name} {opt} runs code given in the call")
+            if opt in spec.exits_long:
+                return CodeSource("none", flags=frozenset(flags))
             if opt in spec.value_long and not eq:
                 i += 2
                 continue
@@ -2175,6 +2486,8 @@ def _interpreter_source(name: str, spec: _Interp, words: tuple[Word, ...]) -> Co
                     return call(f"{name} -{c} runs code given in the call")
                 if in_value:
                     continue
+                if c in spec.exits:
+                    return CodeSource("none", flags=frozenset(flags))
                 if c in spec.module:
                     module = w[j + 1 :] or _static(words, i + 1, f"{name} -{c}")
                     if module in spec.code_modules:
@@ -2212,7 +2525,9 @@ def _interpreter_source(name: str, spec: _Interp, words: tuple[Word, ...]) -> Co
 def _interpreter(name: str, spec: _Interp) -> _Handler:
     def handler(walker: _Walker, words: tuple[Word, ...], open_tail: bool) -> _Next:
         source = _interpreter_source(name, spec, words)
-        if source.kind in ("call", "stdin"):
+        if source.kind == "stdin":
+            walker.stdin(source.why)
+        elif source.kind == "call":
             raise _Uncertain(source.why)
         return None  # `python x.py`, `python -m x`: a program like any other
 
@@ -2768,6 +3083,29 @@ def _dashes(gap: bytes) -> int:
 _WRITE_OPERATORS: Final = frozenset({">", ">>", "&>", "&>>", ">|", ">&"})
 
 
+def _feeds_stdin(child: tree_sitter.Node) -> Literal["call", "file"] | None:
+    """What a redirect gives a command's stdin: ``call`` (a here-doc or here-string, a ``<&``
+    descriptor, a ``<`` of a name known only at run time), ``file`` (``< dump.sql``), or None
+    (not stdin, or ``< /dev/stdin``, the same stdin)."""
+    if child.type in ("heredoc_redirect", "herestring_redirect"):
+        return "call"
+    if child.type != "file_redirect":
+        return None
+    ops = [c.type for c in child.children if not c.is_named]
+    fd = next((c for c in child.children if c.type == "file_descriptor"), None)
+    if fd is not None and _text(fd) != "0":
+        return None
+    if any(op in ("<&", "<&-", "<>") for op in ops):
+        return "call"
+    if "<" not in ops:
+        return None
+    targets = _destinations(child)
+    target = _word(targets[0]) if targets else None
+    if target is None:
+        return "call"
+    return None if _stdin_path(target) else "file"
+
+
 def _last_command(node: tree_sitter.Node) -> int | None:
     """The node id of the command a redirect after ``node`` belongs to: ``node`` itself, or the
     last command of a list or pipeline (None: a compound, opened where it starts)."""
@@ -2807,27 +3145,18 @@ def _extra_destinations(stmt: tree_sitter.Node) -> list[tree_sitter.Node]:
     return extra
 
 
-@functools.lru_cache(maxsize=2048)
-def _parse(script: str, depth: int) -> ParsedScript:
-    if len(script) > MAX_SCRIPT:
-        return ParsedScript((), uncertain=True, reason="script too long")
-    source = script.encode("utf-8", "surrogateescape")
-    walker = _Walker(source, depth)
-    try:
-        walker.walk(_parser().parse(source).root_node)
-    except _Uncertain as exc:
-        return ParsedScript(tuple(walker.commands), uncertain=True, reason=str(exc))
-    except RecursionError:
-        return ParsedScript(tuple(walker.commands), uncertain=True, reason="too deep")
-    return ParsedScript(tuple(walker.commands))
+def _matching(words: ScriptWords) -> ParsedScript:
+    """A reading as a match takes it: its commands, uncertain at any doubt about them."""
+    reason = words.error or next(iter((*words.doubts, *words.foreign)), "")
+    return ParsedScript(words.commands, uncertain=bool(reason), reason=reason)
 
 
-@functools.lru_cache(maxsize=256)
+@functools.lru_cache(maxsize=1024)
 def _read_words(script: str, depth: int) -> ScriptWords:
     if len(script) > MAX_SCRIPT:
         return ScriptWords(error="script too long")
     source = script.encode("utf-8", "surrogateescape")
-    walker = _Walker(source, depth, lenient=True)
+    walker = _Walker(source, depth)
     try:
         walker.walk(_parser().parse(source).root_node)
     except _Uncertain as exc:
@@ -2914,21 +3243,35 @@ def code_source(words: tuple[Word, ...]) -> CodeSource | None:
             return CodeSource("none")
         if words[1] is None:
             return CodeSource("dynamic", why=f"{base} runs a file named at run time")
+        if _stdin_path(words[1]):
+            return CodeSource("stdin", why=f"{base} reads code from {words[1]}")
         return CodeSource("file", words[1], rest=words[2:])
     return None
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_script(script: str) -> ParsedScript:
-    """Every simple command ``script`` could run, or ``uncertain`` (cached on the text)."""
-    return _parse(script, 0)
+    """Every simple command ``script`` could run, or ``uncertain`` (cached on the text): the
+    reading of :func:`read_words`, uncertain at its first doubt."""
+    return _matching(_read_words(script, 0))
 
 
 def parse_argv(argv: Iterable[str]) -> ParsedScript:
     """The same for a program run without a shell (``["bash", "-lc", "git status"]``)."""
-    words = tuple(argv)
+    return _matching(read_argv(argv))
+
+
+def read_argv(argv: Iterable[str]) -> ScriptWords:
+    """:func:`read_words` for a program run without a shell."""
     walker = _Walker(b"", 0)
     try:
-        walker.add(words, open_tail=False)
+        walker._semantic(functools.partial(walker.add, tuple(argv), open_tail=False))
     except _Uncertain as exc:
-        return ParsedScript(tuple(walker.commands), uncertain=True, reason=str(exc))
-    return ParsedScript(tuple(walker.commands))
+        return ScriptWords(error=str(exc))
+    return ScriptWords(
+        tuple(walker.commands),
+        tuple(walker.dynamic),
+        tuple(walker.other_words),
+        tuple(walker.doubts),
+        foreign=tuple(walker.foreign),
+    )
