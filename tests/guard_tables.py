@@ -2118,7 +2118,7 @@ _FILES_OK = [
     ),
     (CLAUDE, "echo 'rm -rf /'", "a dangerous command as text"),
     (CODEX, "echo 'git push --force origin main'", "a push as text"),
-    (EXEC, "printf 'curl x | sh\\n' > notes.txt", "a pipe as text, into a workspace file"),
+    (EXEC, "printf 'curl x | sh\\n' > notes.md", "a pipe as text, into a workspace file"),
     (GEMINI, "ls /usr/local/bin", "list a system directory"),
     (QWEN, "cat /proc/cpuinfo | head -20", "the CPU"),
     (COPILOT, "ps aux | grep node", "processes"),
@@ -2170,7 +2170,7 @@ _DELETE_OK = [
     (GEMINI, "rm -rf target", "cargo's output"),
     (QWEN, "rm -rf .pytest_cache .mypy_cache", "caches"),
     (COPILOT, "rm -rf /tmp/build-cache", "a cache in /tmp"),
-    (CURSOR, "rm -rf ./out/", "an output directory"),
+    (CURSOR, "rm -rf ./public/", "an output directory"),
     (NATIVE, "rm -f src/old.py", "a file"),
     (CLAUDE, "rm -r tests/fixtures/tmp", "a test fixture directory"),
     (CODEX, 'rm -rf "build"', "quoted"),
@@ -2190,7 +2190,7 @@ _DELETE_OK = [
 ]
 
 _WRITE_SHELL_OK = [
-    (NATIVE, "echo hello > notes.txt", "a workspace file"),
+    (NATIVE, "echo hello > notes.md", "a workspace file"),
     (CLAUDE, "cat > /tmp/x.json <<'EOF'\n{\"a\": 1}\nEOF", "a temp file"),
     (CODEX, "pytest -q | tee test.log", "a log in the workspace"),
     (EXEC, "mkdir -p build/out", "a directory"),

@@ -105,7 +105,24 @@ DELETES = [
     # not known until run time: the guard cannot read it for sure
     ("rm -rf $HOME", B),  # $HOME is known: it is your home
     ('rm -rf "$DIR/"', U),
-    ("rm -rf build/*", U),
+    ("rm -rf build/*", OK),  # a glob: the names in build/ it matches, none critical
+    ("rm -rf *", B),  # every entry of the workspace
+    ("rm -rf ./*", B),
+    ("rm -rf .*", B),  # every hidden one (.git)
+    ("rm -rf ~/*", B),
+    ("rm -rf /*", B),
+    ("rm -rf /home/*", B),  # /home/u is in it
+    ("rm -rf /home/u/p*", B),  # the workspace is a name it matches
+    ("rm -rf /home/u/x*", OK),
+    ("rm -rf *.egg-info dist", OK),
+    ("rm -f *", B),  # a file named -r would make it recursive
+    ("rm -rf */", U),  # a trailing / follows links
+    ("rm -rf src/*/x", U),  # a wildcard before the last /
+    ('for d in build dist; do rm -rf "$d"; done', OK),
+    ('for d in build ~; do rm -rf "$d"; done', B),
+    ('for d in src/*; do rm -rf "$d"; done', OK),
+    ("for d in src/*; do rm -rf $d; done", U),  # unquoted, a name is split and globbed again
+    ('for d in src/*; do d=/; rm -rf "$d"; done', U),  # the loop variable is set again
     ("xargs rm -rf < dirs.txt", U),
     ("find $X -delete", U),
     ('eval "$CMD"', U),  # shell code it cannot see

@@ -58,8 +58,8 @@ ALL = "all"
 
 
 def policy(keep: tuple[str, ...]) -> str:
-    """``triohooks init``'s policy with ``on_uncertain = "block"`` for each guard, keeping the
-    guards in ``keep`` (in the policy's own order)."""
+    """``triohooks init``'s policy as it writes it (each guard with ``on_uncertain = "block"``),
+    keeping the guards in ``keep`` (in the policy's own order)."""
     _, *blocks = STARTER.split("[[hooks.pre_tool]]")
     kept: list[str] = []
     names: list[str] = []
@@ -68,10 +68,7 @@ def policy(keep: tuple[str, ...]) -> str:
         assert found is not None, block
         names.append(found.group(1))
         if found.group(1) in keep:
-            line = found.group(0)
-            kept.append(
-                "[[hooks.pre_tool]]" + block.replace(line, f'{line}\non_uncertain = "block"')
-            )
+            kept.append("[[hooks.pre_tool]]" + block)
     assert names == list(GUARDS), f"init's policy changed: {names}"
     return "".join(kept)
 

@@ -25,16 +25,19 @@ files; the dialect readers validate parameters with :func:`check_params`.
 
 from __future__ import annotations
 
+import collections
 import fnmatch
 import functools
 import os
 import posixpath
 import pwd
+import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, Final, Literal, NamedTuple
 
 import msgspec
 
+from . import shell_globs
 from .ifrules import SHELL_KEYS, CallScripts, call_paths, call_scripts, tool_kinds
 
 OnUncertain = Literal["block", "warn", "allow"]
@@ -97,9 +100,24 @@ class Command(NamedTuple):
     words: _Words
     open_tail: bool
     cwds: tuple[str, ...]
+    #: For each word that is a glob (or a loop variable over globs), the patterns it may
+    #: expand to (:attr:`~.shell.SimpleCommand.globs`); empty when none is.
+    globs: tuple[tuple[str, ...] | None, ...] = ()
+
+    def patterns(self, at: int) -> tuple[str, ...] | None:
+        return self.globs[at] if at < len(self.globs) else None
 
     def shown(self) -> str:
-        return " ".join(w if w is not None else "<run-time word>" for w in self.words)
+        out = []
+        for at, word in enumerate(self.words):
+            patterns = self.patterns(at) if word is None else None
+            if word is not None:
+                out.append(word)
+            elif patterns is not None:
+                out.append(patterns[0] if len(patterns) == 1 else "{" + ",".join(patterns) + "}")
+            else:
+                out.append("<run-time word>")
+        return " ".join(out)
 
 
 class Reading(NamedTuple):
@@ -115,6 +133,9 @@ class Reading(NamedTuple):
     #: The targets of the redirects that write a file (``None``: dynamic), each with the
     #: directories it may be opened in (empty: known only at run time).
     written: tuple[tuple[str | None, tuple[str, ...]], ...] = ()
+    #: Each variable assignment (``GIT_DIR=x git push``, ``export X=y``): its name and value
+    #: (``None``: known only at run time).
+    assignments: tuple[tuple[str, str | None], ...] = ()
 
 
 def read_call(call: Call) -> Reading:
@@ -127,13 +148,14 @@ def read_call(call: Call) -> Reading:
 
 @functools.lru_cache(maxsize=256)
 def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
-    from .shell import GIT_TOPLEVEL, mark_known, read_words, unmark
+    from .shell import GIT_TOPLEVEL, fn_literal, mark_known, read_words, unmark
 
     commands: list[Command] = []
     unseen: list[str] = []
     other: list[str | None] = []
     dynamic: list[str] = []
     written: list[tuple[str | None, tuple[str, ...]]] = []
+    assigned: list[tuple[str, str | None]] = []
     for given in texts:
         text = given
         dirs: tuple[str, ...] = (cwd,)
@@ -146,6 +168,7 @@ def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
         if "$PWD" in text or "${PWD}" in text:
             known["PWD"] = cwd  # before any cd; a cd later makes it run-time (see below)
         marked, values = mark_known(text, known)
+        literal_values = {k: fn_literal(v) for k, v in values.items()}  # in a glob pattern
         read = read_words(marked)
         if read.error:
             unseen.append(f"the command cannot be read as bash ({read.error})")
@@ -163,7 +186,11 @@ def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
             start = here
             for step in simple.chdir:
                 here = _chdir(here, None if step is None else unmark(step, values), home)
-            commands.append(Command(words, simple.open_tail, here))
+            globs = simple.globs and tuple(
+                None if g is None else tuple(unmark(p, literal_values) for p in g)
+                for g in simple.globs
+            )
+            commands.append(Command(words, simple.open_tail, here, globs))
             if words[0] in ("cd", "pushd") and not simple.chdir:
                 moved = _cd(start, words, home)
                 # Known only at run time (``cd "$X"``): so is every directory from here on.
@@ -181,13 +208,22 @@ def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
         unseen += [_unseen_words(d) for d in (*read.doubts, *foreign)]
         other += [None if w is None else unmark(w, values) for w in read.other_words]
         dynamic += read.dynamic
+        for name, raw in read.assignments:
+            plain = raw[1:-1] if len(raw) > 1 and raw[0] == raw[-1] == "'" else raw
+            static = not any(c in plain for c in "$`\"'\\*?[")
+            assigned.append((name, unmark(plain, values) if static else None))
         for word, at in read.written:
             where = commands[first + at].cwds if first + at < len(commands) else dirs
             written.append((None if word is None else unmark(word, values), where))
-        if "PWD" in known and any(w and w[0] in ("cd", "pushd") for w, _, _ in commands):
+        if "PWD" in known and any(c.words[0] in ("cd", "pushd") for c in commands):
             unseen.append("it uses $PWD after a cd")
     return Reading(
-        tuple(commands), tuple(dict.fromkeys(unseen)), tuple(other), tuple(dynamic), tuple(written)
+        tuple(commands),
+        tuple(dict.fromkeys(unseen)),
+        tuple(other),
+        tuple(dynamic),
+        tuple(written),
+        tuple(assigned),
     )
 
 
@@ -271,6 +307,15 @@ def _real(path: str) -> str:
         return path
 
 
+def _real_read(path: str) -> str:
+    """:func:`_real` for a path to be read: one that is not there (most words of a command are
+    not paths) costs one ``lstat``, as nothing can be read through it."""
+    try:
+        return _real(path) if os.path.lexists(path) else path
+    except ValueError:
+        return path
+
+
 def _base(word: str | None) -> str:
     return posixpath.basename(word) if word else ""
 
@@ -336,6 +381,8 @@ _RM_LONG: Final = (
     "--version",
 )
 _RM_SHORT: Final = frozenset("rRfidvI")
+#: File names rm would read as a recursive option (a glob that may match one may make it so).
+_RM_RECURSIVE_NAMES: Final = ("-r", "-R", "-rf", "-fr", "-Rf", "-fR", "-rv", "--r", "--recursive")
 #: find's options before its starting points (``-L`` follows symlinks: what it deletes may be
 #: anywhere they point).
 _FIND_LEADING: Final = frozenset({"-H", "-L", "-P"})
@@ -350,6 +397,8 @@ _FIND_FILTERS: Final = frozenset(
 #: Patterns that match every name: a filter with one narrows nothing.
 _MATCH_ALL: Final = frozenset({"*", "**", ".*", "*.*", "**/*", "*/*"})
 _FIND_ACTIONS: Final = frozenset({"-exec", "-execdir", "-ok", "-okdir"})
+#: Scratch directories a filtered ``find -delete`` may clean (they are not anyone's data).
+_SCRATCH: Final = frozenset({"/tmp", "/var/tmp", "/private/tmp", "/private/var/tmp"})
 _DELETERS: Final = frozenset({"rm", "rmdir", "unlink", "shred"})
 #: rsync's options that delete what the source does not have.
 _RSYNC_DELETE: Final = frozenset(
@@ -390,11 +439,12 @@ def _destructive_delete(params: Mapping[str, tuple[str, ...]]) -> Check:
         return paths
 
     def hits(
-        operands: Iterable[str], cmd: Command, call: Call, *, workspace: bool = True
+        operands: Iterable[str], cmd: Command, call: Call, *, narrowed: bool = False
     ) -> list[str]:
         """The critical paths ``operands`` name from any directory ``cmd`` may run in, as
-        written and with symlinks followed."""
-        crit = critical(call, workspace=workspace)
+        written and with symlinks followed. ``narrowed``: what is deleted there is chosen by
+        a filter, which makes a cleanup of the workspace or a scratch directory (/tmp)."""
+        crit = critical(call, workspace=not narrowed)
         found: set[str] = set()
         for operand in operands:
             for cwd in cmd.cwds:
@@ -402,19 +452,54 @@ def _destructive_delete(params: Mapping[str, tuple[str, ...]]) -> Check:
                 if path is None:
                     continue
                 for form in {path, _real(path)}:
+                    if narrowed and form in _SCRATCH:
+                        continue
                     if form in crit or form.count("/") == 1:
                         found.add(form)
         return sorted(found)
 
+    def swept(patterns: tuple[str, ...], cmd: Command, call: Call) -> str | None:
+        """What critical path a recursive delete of a glob sweeps away (its directory when
+        it names every entry of one that is critical, a critical path it may name), "" when
+        it names none, None when that cannot be read (a wildcard before the last ``/``)."""
+        crit = critical(call)
+        for pattern in patterns:
+            parts = shell_globs.split(pattern)
+            if parts is None or not cmd.cwds:
+                return None
+            directory, last = parts
+            for cwd in cmd.cwds:
+                found = resolve(directory, cwd, call.home)
+                if found is None:
+                    return None
+                for form in {found, _real(found)}:
+                    if form == "/" or (form in crit and shell_globs.sweeping(last)):
+                        return f"everything in {form}"
+                    below = form.rstrip("/") + "/"
+                    for path in crit:
+                        if path.startswith(below):
+                            name = path[len(below) :].partition("/")[0]
+                            if shell_globs.may_match(last, name):
+                                return path
+        return ""
+
     def rm(cmd: Command, call: Call) -> Verdict:
         recursive = no_preserve = False
         operands: list[str] = []
+        globbed: list[tuple[str, ...]] = []
         dynamic = 0
         options_done = False
         shown = cmd.shown()
-        for word in cmd.words[1:]:
+        for at, word in enumerate(cmd.words[1:], 1):
             if word is None:
-                dynamic += 1
+                patterns = cmd.patterns(at)
+                if patterns is None:
+                    dynamic += 1
+                    continue
+                names = [shell_globs.literal(p) for p in patterns if shell_globs.is_literal(p)]
+                operands += names  # `for d in build dist`: names
+                if len(names) < len(patterns):
+                    globbed.append(tuple(p for p in patterns if not shell_globs.is_literal(p)))
             elif options_done or word == "-" or not word.startswith("-"):
                 if expand_tilde(word, call.home, cmd.cwds[0] if cmd.cwds else "/") is None:
                     dynamic += 1
@@ -435,6 +520,20 @@ def _destructive_delete(params: Mapping[str, tuple[str, ...]]) -> Check:
                 recursive |= "r" in word or "R" in word
         if no_preserve:
             return Verdict(block=f"`{shown}`: --no-preserve-root lets rm delete /")
+        # A glob may expand to a name rm reads as its options (`rm -f *` with a file `-r`).
+        recursive |= any(
+            shell_globs.may_match(p.rpartition("/")[2], option)
+            for patterns in globbed
+            for p in patterns
+            for option in _RM_RECURSIVE_NAMES
+        )
+        if recursive:
+            for patterns in globbed:
+                sweeps = swept(patterns, cmd, call)
+                if sweeps is None:
+                    dynamic += 1
+                elif sweeps:
+                    return Verdict(block=f"`{shown}` deletes {sweeps}")
         if not cmd.cwds and any(not o.startswith(("/", "~")) for o in operands):
             return Verdict(uncertain=f"`{shown}` runs in a directory known only at run time")
         hit = hits(operands, cmd, call)
@@ -480,7 +579,7 @@ def _destructive_delete(params: Mapping[str, tuple[str, ...]]) -> Check:
             w in _FIND_FILTERS and i + 1 < len(words) and words[i + 1] not in _MATCH_ALL
             for i, w in enumerate(words)
         )
-        hit = hits(starts or ["."], cmd, call, workspace=not filtered)
+        hit = hits(starts or ["."], cmd, call, narrowed=filtered)
         if hit:
             return Verdict(block=f"`{shown}` deletes files under {hit[0]}")
         if follows:
@@ -688,7 +787,7 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
 
     def push(cmd: Command, git: _Git, call: Call, env_git_dir: str | None) -> Verdict:
         shown = cmd.shown()
-        force = delete = every = tags_only = False
+        force = delete = every = tags_only = repo_option = False
         positional: list[str] = []
         rest = git.rest
         i = 0
@@ -714,6 +813,7 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
                 delete |= option in ("--delete", "--prune")
                 every |= option in ("--all", "--branches", "--mirror")
                 tags_only |= option == "--tags"
+                repo_option |= option == "--repo"
                 if option in _PUSH_VALUE_OPTIONS and "=" not in word:
                     i += 1
                 continue
@@ -727,7 +827,16 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
                     if j == len(cluster) - 1:
                         i += 1
                     break
-        refspecs = positional[1:]
+        # With --repo a first operand may be the repository or a refspec: read as both.
+        refspecs = positional if repo_option else positional[1:]
+        for key, value in git.config:
+            # remote.*.mirror pushes every ref; remote.*.push and push.default say what a
+            # push without refspecs sends (push.default=matching: read below).
+            changes = key.endswith(".mirror") or (
+                not refspecs and not (key == "push.default" and value != "")
+            )
+            if _PUSH_SETTING.fullmatch(key) and changes:
+                return Verdict(uncertain=f"`{shown}`: the call sets {key}, which changes a push")
         if force and block_force:
             return Verdict(block=f"`{shown}` is a force push (it rewrites published history)")
         if every:
@@ -764,9 +873,13 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
     def check(call: Call) -> Verdict:
         reading = read_call(call)
         env_git_dir = _assigned(reading, "GIT_DIR")
+        settings = _push_settings(reading)
         verdicts: list[Verdict] = []
         for cmd in reading.commands:
             name = _base(cmd.words[0])
+            if name == "gh":
+                verdicts.append(_gh_api(cmd, protected, block_force))
+                continue
             if name == "git-push":
                 git = _Git("push", cmd.words[1:], (), None, "")
             elif name in ("git", "hub"):
@@ -777,15 +890,95 @@ def _protected_push(params: Mapping[str, tuple[str, ...]]) -> Check:
                 verdicts.append(Verdict(uncertain=f"`{cmd.shown()}`: {git.uncertain}"))
                 continue
             if git.sub == "push":
+                git = git._replace(config=(*settings, *git.config))
                 verdicts.append(push(cmd, git, call, env_git_dir))
         return _first(verdicts, reading.unseen)
 
     return check
 
 
+#: git settings that change what a push sends or where (set in the call before a push).
+_PUSH_SETTING: Final = re.compile(r"push\.default|remote\..*\.(push|mirror)")
+
+
+def _push_settings(reading: Reading) -> list[tuple[str, str]]:
+    """The push settings a ``git config`` in the call makes (a value known only at run time
+    as ``""``)."""
+    out: list[tuple[str, str]] = []
+    for cmd in reading.commands:
+        if _base(cmd.words[0]) not in ("git", "hub"):
+            continue
+        git = _git_options(cmd.words)
+        if git.sub != "config":
+            continue
+        rest = list(git.rest)
+        if rest and rest[0] == "set":
+            rest.pop(0)
+        operands: list[str | None] = []
+        i = 0
+        while i < len(rest):
+            w = rest[i]
+            if w is not None and w.startswith("-"):
+                i += 2 if w in ("-f", "--file", "--blob", "--type") else 1
+                continue
+            operands.append(w)
+            i += 1
+        if not operands or operands[0] is None:
+            out.append(("push.default", ""))  # a key known only at run time: any of them
+            continue
+        key = operands[0].lower()
+        if _PUSH_SETTING.fullmatch(key) and len(operands) > 1:
+            out.append((key, operands[1] or ""))
+    return out
+
+
+def _gh_api(cmd: Command, protected: Callable[[str], bool], block_force: bool) -> Verdict:
+    """``gh api`` writing a branch ref (``-X PATCH repos/o/r/git/refs/heads/main -F
+    force=true``): the API's push."""
+    words = cmd.words
+    if len(words) < 2 or words[1] != "api":
+        return GO_ON
+    method, endpoint, fields = "GET", None, []
+    i = 2
+    while i < len(words):
+        w = words[i]
+        if w in ("-X", "--method") and i + 1 < len(words):
+            method = (words[i + 1] or "?").upper()
+            i += 2
+        elif w in ("-f", "-F", "--field", "--raw-field") and i + 1 < len(words):
+            fields.append(words[i + 1])
+            method = "POST" if method == "GET" else method
+            i += 2
+        elif w is not None and w.startswith("--input"):
+            method = "POST" if method == "GET" else method
+            i += 1 if "=" in w else 2
+        elif w is not None and w.startswith("-"):
+            i += 1
+        else:
+            endpoint = endpoint or w
+            if w is None:
+                return Verdict(uncertain=f"`{cmd.shown()}`: an API path known only at run time")
+            i += 1
+    if method == "GET" or endpoint is None or "/git/refs" not in endpoint:
+        return GO_ON
+    ref = endpoint.partition("/git/refs/")[2] or next(
+        (f.partition("=")[2] for f in fields if f and f.startswith("ref=")), ""
+    )
+    branch = ref.removeprefix("refs/").removeprefix("heads/")
+    forced = any(f is not None and f.replace(" ", "") in ("force=true", "force=1") for f in fields)
+    if forced and block_force:
+        return Verdict(block=f"`{cmd.shown()}` force-updates {branch or 'a branch'}")
+    if not branch or protected(branch):
+        return Verdict(block=f"`{cmd.shown()}` writes the protected branch {branch or '?'}")
+    return GO_ON
+
+
 def _assigned(reading: Reading, name: str) -> str | None:
-    """``GIT_DIR=...`` anywhere in the call (prefix, export, env): its value, "" when it is
-    known only at run time, None when there is none."""
+    """``GIT_DIR=...`` anywhere in the call (a prefix, ``export``, ``env``): its value, ""
+    when it is known only at run time, None when there is none."""
+    for key, value in reading.assignments:
+        if key == name:
+            return "" if value is None else value
     for cmd in reading.commands:
         for word in cmd.words:
             if word is not None and word.startswith(name + "="):
@@ -847,40 +1040,241 @@ SECRET_HOME_DIRS: Final = (
     ".password-store",
     ".config/gh",
 )
-#: Programs that look at what a path names without reading its content (a secret directory
-#: listed is not a secret read).
-_LISTS: Final = frozenset({"ls", "stat", "du", "tree", "cd", "pushd", "test", "[", "mkdir"})
-#: Programs whose arguments never name a file they read: a word known only at run time given
-#: to them is not a secret read.
-_NO_FILE_ARGS: Final = frozenset(
+#: Programs that never read the content of what their arguments name: they list it, test it,
+#: make, move out of the way or delete it, or take no paths at all (a secret named to them is
+#: not read, nor is a word known only at run time). ``find`` is one unless it runs a command
+#: on what it finds.
+_NO_READ: Final = frozenset(
     """
     echo printf export unset set local declare readonly typeset true false : exit return sleep
-    kill wait shift test [ type which command hash mkdir rmdir touch rm cd pushd popd
+    kill wait shift test [ [[ type which command hash mkdir rmdir touch rm cd pushd popd ls stat
+    du tree file realpath readlink basename dirname chmod chown chgrp unlink shred pwd whoami id
+    date uname env printenv
     """.split()
+)
+#: Programs that read files, never a directory's files (a directory given to them reads
+#: nothing).
+_FLAT_READERS: Final = frozenset(
+    """
+    cat head tail less more base64 base32 xxd od hexdump strings wc md5sum sha1sum sha224sum
+    sha256sum sha384sum sha512sum shasum cksum b2sum sum sort uniq cut nl tac rev fold fmt pr
+    jq yq awk gawk mawk sed gsed tr tee paste join comm cmp iconv column expand unexpand look
+    source . vi vim nvim nano emacs code open xdg-open bat
+    """.split()
+)
+#: Programs that read a directory's files only with one of these options (else flat).
+_RECURSIVE_WITH: Final[dict[str, frozenset[str]]] = {
+    "grep": frozenset(
+        {"-r", "-R", "--recursive", "--dereference-recursive", "-d", "--directories"}
+    ),
+    "egrep": frozenset({"-r", "-R", "--recursive", "--dereference-recursive"}),
+    "fgrep": frozenset({"-r", "-R", "--recursive", "--dereference-recursive"}),
+    "zgrep": frozenset({"-r", "-R", "--recursive"}),
+    "cp": frozenset({"-r", "-R", "-a", "--recursive", "--archive"}),
+    "scp": frozenset({"-r"}),
+    "rsync": frozenset({"-r", "-a", "--recursive", "--archive"}),
+    "zip": frozenset({"-r", "-R", "--recurse-paths", "--recurse-patterns"}),
+    "diff": frozenset({"-r", "--recursive"}),
+}
+#: Search programs whose first operand is the pattern, not a path (unless one of the pattern
+#: options gives it): their options taking a value, and those giving the pattern.
+_SEARCHERS: Final[dict[str, tuple[frozenset[str], frozenset[str]]]] = {
+    name: (
+        frozenset(
+            """
+            -e -f -m -A -B -C -d -D --regexp --file --max-count --after-context
+            --before-context --context --directories --devices --include --exclude
+            --exclude-dir --exclude-from --label --binary-files --color --colour
+            """.split()
+        ),
+        frozenset({"-e", "-f", "--regexp", "--file"}),
+    )
+    for name in ("grep", "egrep", "fgrep", "zgrep")
+} | {
+    "rg": (
+        frozenset(
+            """
+            -e -f -g -t -T -m -A -B -C -j -M -E -r -d --regexp --file --glob --iglob --type
+            --type-not --max-count --after-context --before-context --context --threads
+            --max-columns --encoding --replace --max-depth --sort --sortr --color --colors
+            --type-add --max-filesize --pre --pre-glob --ignore-file --path-separator
+            """.split()
+        ),
+        frozenset({"-e", "-f", "--regexp", "--file"}),
+    ),
+    "ag": (
+        frozenset({"-G", "-A", "-B", "-C", "-m", "--ignore", "--file-search-regex"}),
+        frozenset(),
+    ),
+    "ack": (frozenset({"-A", "-B", "-C", "-m", "--type", "--ignore-dir"}), frozenset()),
+}
+#: Options of a search (and of tar, rsync, zip) that limit it to the names matching a glob:
+#: limited to secret names, a search over a directory holding them reads them.
+_INCLUDE_OPTIONS: Final = frozenset(
+    {"--include", "-g", "--glob", "--iglob", "-G", "--file-search-regex", "--wildcards"}
+)
+#: git subcommands that never print the content of the paths they are given.
+_GIT_NO_CONTENT: Final = frozenset(
+    """
+    rm check-ignore check-attr ls-files status add mv restore reset checkout switch clean
+    update-index stage
+    """.split()
+)
+#: Programs whose job is to print credentials: (program, the words that make it do so).
+_CREDENTIAL_PRINTERS: Final = (
+    ("gpg", ("--export-secret-keys",), "exports private keys"),
+    ("gpg", ("--export-secret-subkeys",), "exports private keys"),
+    ("gpg2", ("--export-secret-keys",), "exports private keys"),
+    ("gh", ("auth", "token"), "prints the GitHub token"),
+    ("git", ("credential", "fill"), "prints stored git credentials"),
+    ("security", ("find-generic-password",), "reads the keychain"),
+    ("security", ("find-internet-password",), "reads the keychain"),
+    ("aws", ("configure", "export-credentials"), "prints AWS credentials"),
+    ("aws", ("configure", "get"), "prints AWS configuration, keys included"),
+    ("kubectl", ("config", "view", "--raw"), "prints cluster credentials"),
+    ("pass", ("show",), "prints a password"),
+    ("op", ("read",), "prints a 1Password secret"),
+    ("vault", ("kv", "get"), "prints a Vault secret"),
+    ("vault", ("read",), "prints a Vault secret"),
 )
 
 
 def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
     names = (*SECRET_NAMES, *params["names"])
     home_dirs = (*SECRET_HOME_DIRS, *params["home_dirs"])
+    named = re.compile("|".join(fnmatch.translate(p) for p in names))
+    templates = re.compile("|".join(fnmatch.translate(p) for p in NOT_SECRET_NAMES))
 
-    def secret(word: str, cwd: str, call: Call) -> str | None:
+    @functools.lru_cache(maxsize=8)
+    def roots(home: str) -> tuple[tuple[str, str], ...]:
+        """Each secret directory under ``home``: as configured, and as a path."""
+        return tuple((d, posixpath.join(home, d)) for d in home_dirs)
+
+    def secret(word: str, cwd: str, call: Call, *, deep: bool = False) -> str | None:
         """Why ``word`` names a secret (a file, or a directory holding them, as written or
-        with symlinks followed), or None."""
+        with symlinks followed; with ``deep``, a directory above one too), or None."""
         path = resolve(word, cwd, call.home)
         if path is None:
             return None
-        for form in dict.fromkeys((path, _real(path))):
+        for form in dict.fromkeys((path, _real_read(path))):
             name = posixpath.basename(form)
-            if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET_NAMES):
+            if templates.match(name):
                 continue
-            if any(fnmatch.fnmatchcase(name, p) for p in names):
+            if named.match(name):
                 return "a credentials file"
-            for directory in home_dirs:
-                root = posixpath.join(call.home, directory)
+            for directory, root in roots(call.home):
                 if form == root or form.startswith(root + "/"):
                     return f"under ~/{directory}"
+                if deep and (form == "/" or root.startswith(form.rstrip("/") + "/")):
+                    return f"everything under it, ~/{directory} included"
         return None
+
+    def glob_secret(patterns: tuple[str, ...], cwd: str, call: Call, deep: bool) -> str | None:
+        """Which secret a glob may name (a secret file's name, a name inside a secret
+        directory, with ``deep`` a directory on the way to one), or None."""
+        for pattern in patterns:
+            if shell_globs.is_literal(pattern):
+                why = secret(shell_globs.literal(pattern), cwd, call, deep=deep)
+                if why is not None:
+                    return why
+                continue
+            parts = shell_globs.split(pattern)
+            if parts is None:
+                return "names in directories known only at run time"
+            directory, last = parts
+            where = resolve(directory, cwd, call.home)
+            if where is None:
+                return "names in a directory known only at run time"
+            for form in dict.fromkeys((where, _real(where))):
+                inside = secret(form, "/", call)
+                if inside is not None and not any(
+                    pattern.endswith(p.lstrip("*")) for p in NOT_SECRET_NAMES if p[0] == "*"
+                ):
+                    return f"files {inside}"
+                hit = next((n for n in names if shell_globs.may_meet(last, n)), None)
+                if hit is not None:
+                    return f"{hit} (a credentials file)"
+                if deep:
+                    below = form.rstrip("/") + "/"
+                    for directory in home_dirs:
+                        root = posixpath.join(call.home, directory)
+                        if root.startswith(below) and shell_globs.may_match(
+                            last, root[len(below) :].partition("/")[0]
+                        ):
+                            return f"~/{directory}"
+        return None
+
+    def printer(cmd: Command) -> str | None:
+        words = [w for w in cmd.words if w is not None]
+        name = _base(cmd.words[0])
+        for program, needed, why in _CREDENTIAL_PRINTERS:
+            if name == program and all(n in words[1:] for n in needed):
+                return why
+        return None
+
+    def shell_check(call: Call) -> Verdict:
+        reading = read_call(call)
+        uncertain = ""
+        for cmd in reading.commands:
+            name = _base(cmd.words[0])
+            shown = cmd.shown()
+            why = printer(cmd)
+            if why is not None:
+                return Verdict(block=f"`{shown}` {why}")
+            if name in _NO_READ or (name in ("find", "gfind") and not _find_runs(cmd.words)):
+                continue
+            if name in ("git", "hub") and _git_options(cmd.words).sub in _GIT_NO_CONTENT:
+                continue
+            deep = _may_recurse(cmd)
+            skip = _not_read(cmd)
+            cwds = cmd.cwds or (call.cwd,)
+            dirs = _chdir_options(cmd, cwds, call.home)
+            for at, word in enumerate(cmd.words[1:], 1):
+                if at in skip:
+                    continue
+                if word is None:
+                    patterns = cmd.patterns(at)
+                    found = None
+                    if patterns is not None:
+                        for cwd in dirs:
+                            found = found or glob_secret(patterns, cwd, call, deep)
+                    if patterns is None or found:
+                        uncertain = uncertain or (
+                            f"`{shown}` may read {found}"
+                            if found
+                            else f"`{shown}`: a word known only at run time may name a secret"
+                        )
+                    continue
+                for part in _path_parts(word, cmd):
+                    if part.startswith("-"):
+                        continue  # an option (its value after = or @ is a part of its own)
+                    for cwd in dirs:
+                        why = secret(part, cwd, call, deep=deep)
+                        if why is not None:
+                            return Verdict(block=f"`{shown}` reads {part} ({why})")
+                if name in _SEARCHERS or deep:
+                    before = cmd.words[at - 1]
+                    joined = f"{before}={word}" if before in _INCLUDE_OPTIONS else word
+                    hit = _includes_secrets(joined, names)
+                    if hit is not None:
+                        return Verdict(block=f"`{shown}` reads only {hit} files")
+            if not cmd.cwds and not uncertain:
+                relative = [w for w in cmd.words[1:] if w and not w.startswith(("/", "~", "-"))]
+                if relative:
+                    uncertain = f"`{shown}` runs in a directory known only at run time"
+        written = collections.Counter(w for w, _ in reading.written)
+        places = {c for cmd in reading.commands for c in cmd.cwds} or {call.cwd}
+        for word in reading.other_words:
+            if written[word] > 0:  # a `>` target is written, not read
+                written[word] -= 1
+                continue
+            if word is None:
+                continue
+            for cwd in places:
+                why = secret(word, cwd, call)
+                if why is not None:
+                    return Verdict(block=f"the command reads {word} ({why})")
+        return Verdict(uncertain=uncertain or (reading.unseen[0] if reading.unseen else ""))
 
     def check(call: Call) -> Verdict:
         kinds = tool_kinds(call.tool)
@@ -892,42 +1286,122 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
                 why = secret(path, call.cwd, call)
                 if why is not None:
                     return Verdict(block=f"{call.tool} reads {path} ({why})")
-        reading = read_call(call)
-        uncertain = ""
-        for cmd in reading.commands:
-            cwds = cmd.cwds or (call.cwd,)
-            if _base(cmd.words[0]) in _LISTS:
-                continue
-            for word in cmd.words[1:]:
-                if word is None:
-                    continue
-                for part in _path_parts(word, cmd):
-                    for cwd in cwds:
-                        why = secret(part, cwd, call)
-                        if why is not None:
-                            return Verdict(block=f"`{cmd.shown()}` reads {part} ({why})")
-            if not cmd.cwds and not uncertain:
-                relative = [w for w in cmd.words[1:] if w and not w.startswith(("/", "~", "-"))]
-                if relative and _base(cmd.words[0]) not in _NO_FILE_ARGS:
-                    uncertain = f"`{cmd.shown()}` runs in a directory known only at run time"
-            if None in cmd.words[1:] and not uncertain and _base(cmd.words[0]) not in _NO_FILE_ARGS:
-                uncertain = f"`{cmd.shown()}`: a word known only at run time may name a secret"
-        for word in reading.other_words:
-            if word is None:
-                continue
-            for cwd in {c for cmd in reading.commands for c in cmd.cwds} or {call.cwd}:
-                why = secret(word, cwd, call)
-                if why is not None:
-                    return Verdict(block=f"the command reads {word} ({why})")
-        return Verdict(uncertain=uncertain or (reading.unseen[0] if reading.unseen else ""))
+        if kinds and "shell" not in kinds:
+            return GO_ON
+        return shell_check(call)
 
     return check
 
 
+def _find_runs(words: _Words) -> bool:
+    """Whether find runs a command on (or writes out) what it finds."""
+    return any(w in _FIND_ACTIONS or (w or "").startswith("-fprint") or w == "-fls" for w in words)
+
+
+def _may_recurse(cmd: Command) -> bool:
+    """Whether the program may read the files under a directory it is given: closed world,
+    every program may but the flat readers (and those needing an option for it, without)."""
+    name = _base(cmd.words[0])
+    if name in _FLAT_READERS:
+        return False
+    options = _RECURSIVE_WITH.get(name)
+    if options is None:
+        return True
+    for word in cmd.words[1:]:
+        if word is None:
+            return True
+        key = word.partition("=")[0]
+        if key in options:
+            return True
+        short = word.startswith("-") and not word.startswith("--")
+        if short and any(f"-{c}" in options for c in word[1:]):
+            return True
+    return False
+
+
+def _not_read(cmd: Command) -> frozenset[int]:
+    """The positions of words the program does not read as paths: a search's pattern, the
+    destination of ``cp``/``mv``/``install``/``ln``."""
+    name = _base(cmd.words[0])
+    words = cmd.words
+    if name in _SEARCHERS:
+        valued, pattern_opts = _SEARCHERS[name]
+        given = False
+        skip: set[int] = set()
+        i = 1
+        while i < len(words):
+            w = words[i]
+            if w is None:
+                return frozenset(skip)  # an option or the pattern: cannot say which
+            if w == "--":
+                i += 1
+                break
+            if w.startswith("-") and w != "-":
+                key = w.partition("=")[0]
+                short_value = not w.startswith("--") and len(w) > 2 and w[:2] in valued
+                if key in pattern_opts or (short_value and w[:2] in pattern_opts):
+                    given = True
+                if key in valued and "=" not in w and not short_value:
+                    if key in ("-e", "--regexp"):
+                        skip.add(i + 1)  # the pattern, not a path
+                    i += 2
+                    continue
+                i += 1
+                continue
+            break
+        if not given and i < len(words):
+            skip.add(i)
+        return frozenset(skip)
+    if name in ("cp", "mv", "install", "ginstall", "gcp", "gmv"):
+        if any(
+            w is not None and (w == "-t" or w.startswith(("--target-directory", "-t")))
+            for w in words
+        ):
+            return frozenset()
+        operands = [i for i, w in enumerate(words[1:], 1) if w is None or not w.startswith("-")]
+        return frozenset(operands[-1:]) if len(operands) > 1 else frozenset()
+    return frozenset()
+
+
+def _chdir_options(cmd: Command, cwds: tuple[str, ...], home: str) -> tuple[str, ...]:
+    """The directories a command's operands are relative to: its own, and for ``tar`` each
+    ``-C``/``--directory`` it changes to."""
+    if _base(cmd.words[0]) not in ("tar", "gtar", "bsdtar"):
+        return cwds
+    out = list(cwds)
+    words = cmd.words
+    for i, w in enumerate(words):
+        target: str | None = None
+        if w in ("-C", "--directory") and i + 1 < len(words):
+            target = words[i + 1]
+        elif w is not None and w.startswith("--directory="):
+            target = w.partition("=")[2]
+        elif w is not None and w.startswith("-C") and len(w) > 2:
+            target = w[2:]
+        if target is not None:
+            for cwd in cwds:
+                found = resolve(target, cwd, home)
+                if found is not None:
+                    out.append(found)
+    return tuple(dict.fromkeys(out))
+
+
+def _includes_secrets(word: str, names: Sequence[str]) -> str | None:
+    """The secret name a search's ``--include=GLOB`` (``-g GLOB``) limits it to, or None."""
+    key, eq, value = word.partition("=")
+    if not eq or key not in _INCLUDE_OPTIONS:
+        return None
+    glob = value.lstrip("!").rpartition("/")[2]
+    if not glob or glob.startswith("!"):
+        return None
+    return next((n for n in names if shell_globs.may_meet(glob, n) and "." in n), None)
+
+
 def _path_parts(word: str, cmd: Command) -> Iterable[str]:
     """The paths a word may name: itself, what follows ``=`` (``--env-file=.env``,
-    ``if=~/.ssh/id_rsa``), what follows ``@`` (``curl -d @.env``, ``-F f=@key.pem``) and, for
-    git, the path of a ``rev:path`` (``git show HEAD:.env``)."""
+    ``if=~/.ssh/id_rsa``), what follows ``@`` (``curl -d @.env``, ``-F f=@key.pem``), each
+    side of a ``:`` (``docker run -v ~/.ssh:/root/.ssh``) and, for git, the path of a
+    ``rev:path`` (``git show HEAD:.env``)."""
     yield word
     if "=" in word:
         yield word.partition("=")[2]
@@ -935,6 +1409,8 @@ def _path_parts(word: str, cmd: Command) -> Iterable[str]:
         after = word.rpartition("@")[2]
         if after:
             yield after
+    if ":" in word:
+        yield from (part for part in word.split(":") if part)
     if ":" in word and _base(cmd.words[0]) in ("git", "hub"):
         path = word.partition(":")[2]
         if path:
@@ -994,9 +1470,93 @@ def _pipe_to_shell(params: Mapping[str, tuple[str, ...]]) -> Check:
                         block=f"it runs what {fetched[0]} downloads ({doubt}): download the "
                         "script to a file, read it, then run it"
                     )
+            ran = _runs_download(reading, call)
+            if ran is not None:
+                return Verdict(
+                    block=f"it downloads {ran} and runs it in the same call, unread: download "
+                    "the script to a file, read it, then run it"
+                )
         return Verdict(uncertain=reading.unseen[0] if reading.unseen else "")
 
     return check
+
+
+def _downloads(cmd: Command) -> list[str | None]:
+    """The files a downloader writes (``curl -o f``, ``curl -O url``, ``wget url``, ``wget -O
+    f``; None: a name known only at run time)."""
+    name = _base(cmd.words[0]).lower()
+    words = cmd.words
+    out: list[str | None] = []
+    urls = [w for w in words[1:] if w is not None and "://" in w]
+    remote = [posixpath.basename(u.split("?")[0].rstrip("/")) or "index.html" for u in urls]
+    named = False
+    i = 1
+    while i < len(words):
+        w = words[i]
+        nxt = words[i + 1] if i + 1 < len(words) else None
+        if w is None:
+            i += 1
+            continue
+        if w in ("--output", "--output-document", "--out"):
+            out.append(nxt)
+            named = True
+            i += 2
+            continue
+        if w.startswith(("--output=", "--output-document=", "--out=")):
+            out.append(w.partition("=")[2])
+            named = True
+        elif w in ("--remote-name", "--remote-name-all"):
+            out += remote
+            named = True
+        elif w.startswith("-") and not w.startswith("--"):
+            for k, letter in enumerate(w[1:], 1):
+                if letter == "o" or (letter == "O" and name.startswith("wget")):
+                    value = w[k + 1 :]
+                    out.append(value or nxt)
+                    named = True
+                    i += 0 if value else 1
+                    break
+                if letter == "O":
+                    out += remote
+                    named = True
+        i += 1
+    if name.startswith("wget") and not named:
+        out += remote
+    return out
+
+
+def _runs_download(reading: Reading, call: Call) -> str | None:
+    """A file the call downloads and then runs (``curl -o i.sh URL && sh i.sh``, ``wget URL;
+    ./install.sh``), by the name it is saved under; None when it runs none."""
+    from .shell import code_source
+
+    saved: dict[str, str] = {}
+    for cmd in reading.commands:
+        if _base(cmd.words[0]).lower() not in DOWNLOADERS:
+            continue
+        for file in _downloads(cmd):
+            for cwd in cmd.cwds:
+                path = None if file is None else resolve(file, cwd, call.home)
+                if path is not None:
+                    saved[path] = file or ""
+    for word, cwds in reading.written:  # `curl URL > i.sh`
+        for cwd in cwds:
+            path = None if word is None else resolve(word, cwd, call.home)
+            if path is not None:
+                saved[path] = word or ""
+    if not saved:
+        return None
+    for cmd in reading.commands:
+        source = code_source(cmd.words)
+        runs = [cmd.words[0]] if cmd.words[0] and "/" in cmd.words[0] else []
+        if source is not None and source.kind == "file":
+            runs.append(source.value)
+        for ran in runs:
+            for cwd in cmd.cwds:
+                path = None if ran is None else resolve(ran, cwd, call.home)
+                if path in saved:
+                    return saved[path]
+    return None
 
 
 # --- writes outside the workspace -------------------------------------------------------------
