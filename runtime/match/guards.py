@@ -1049,7 +1049,7 @@ _NO_READ: Final = frozenset(
     echo printf export unset set local declare readonly typeset true false : exit return sleep
     kill wait shift test [ [[ type which command hash mkdir rmdir touch rm cd pushd popd ls stat
     du tree file realpath readlink basename dirname chmod chown chgrp unlink shred pwd whoami id
-    date uname env printenv
+    date uname env printenv tee
     """.split()
 )
 #: Programs that read files, never a directory's files (a directory given to them reads
@@ -1058,7 +1058,7 @@ _FLAT_READERS: Final = frozenset(
     """
     cat head tail less more base64 base32 xxd od hexdump strings wc md5sum sha1sum sha224sum
     sha256sum sha384sum sha512sum shasum cksum b2sum sum sort uniq cut nl tac rev fold fmt pr
-    jq yq awk gawk mawk sed gsed tr tee paste join comm cmp iconv column expand unexpand look
+    jq yq awk gawk mawk sed gsed tr paste join comm cmp iconv column expand unexpand look
     source . vi vim nvim nano emacs code open xdg-open bat
     """.split()
 )
