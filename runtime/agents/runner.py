@@ -700,8 +700,12 @@ class AgentHooks:
             args = payload.get("tool_input")
             if not isinstance(tool, str) or not isinstance(args, dict):
                 return True  # not a tool call: the rule cannot rule it out
-            workspace = str(project) if project is not None else str(payload.get("cwd") or "")
-            return rule_applies(hook.compiled_if, tool=tool, args=args, workspace=workspace)
+            cwd = payload.get("cwd")
+            cwd = cwd if isinstance(cwd, str) else ""
+            workspace = str(project) if project is not None else cwd
+            return rule_applies(
+                hook.compiled_if, tool=tool, args=args, workspace=workspace, cwd=cwd
+            )
         return True
 
     async def _run_one(

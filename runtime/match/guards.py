@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 
 import msgspec
 
-from .ifrules import SHELL_KEYS, CallScripts, call_paths, call_scripts, tool_kinds
+from .ifrules import SHELL_KEYS, CallScripts, call_kinds, call_paths, call_scripts
 
 if TYPE_CHECKING:
     from .shell import ScriptWords
@@ -87,7 +87,7 @@ def _readings(call: Call) -> tuple[list[ScriptWords], str]:
 
     scripts = call_scripts(call.tool, call.args)
     if scripts.unreadable:
-        return [], "the shell command is not a string or a list of strings"
+        return [], scripts.why
     readings = [read_words(text) for text in _script_texts(call.args, scripts)]
     errors = [r.error for r in readings if r.error]
     return readings, errors[0] if errors else ""
@@ -503,7 +503,7 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
         return None
 
     def check(call: Call) -> Verdict:
-        kinds = tool_kinds(call.tool)
+        kinds = call_kinds(call.tool, call.args)
         if not kinds or kinds & {"read", "write"}:
             paths = call_paths(call.tool, call.args)
             if paths is None:
@@ -611,7 +611,7 @@ def _writes_outside(params: Mapping[str, tuple[str, ...]]) -> Check:
         return False
 
     def check(call: Call) -> Verdict:
-        kinds = tool_kinds(call.tool)
+        kinds = call_kinds(call.tool, call.args)
         if kinds and not kinds & {"write", "delete"}:
             return GO_ON
         paths = call_paths(call.tool, call.args)
