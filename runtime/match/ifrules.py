@@ -52,11 +52,13 @@ Grammar — one rule per ``if`` (no ``a || b``: write two hooks), surrounding bl
   ``*.example.com`` also matches ``example.com``).
 - ``skill(<glob>)``, ``agent(<glob>)``: the skill / subagent named by the call.
 - a bare tool name (``write_file``): the call's tool, case-insensitive, also by its last
-  namespace segment (``mcp__fs__write_file``). A bare kind word (``shell``, ``read``, ...) means
-  any call of that kind.
+  namespace segment (``mcp__fs__write_file``) and by its canonical name (``bash`` is every
+  agent's shell: :mod:`.tools`). A bare kind word (``shell``, ``read``, ...) means any call of
+  that kind.
 
-Which calls each kind looks at (tool names are compared lowercased, ``-`` as ``_``, and by their
-last ``.``/``__``/``:``/``/`` segment):
+Which calls each kind looks at (the kinds of each tool name are :mod:`.tools`' one table;
+names are compared lowercased, ``-`` as ``_``, and by their last ``.``/``__``/``:``/``/``
+segment):
 
 - shell: tools in :data:`SHELL_TOOLS`, and any other call whose args carry a ``command`` /
   ``cmd`` / ``script`` (a string is a bash script; a list of strings an argv, e.g. Codex's
@@ -64,12 +66,16 @@ last ``.``/``__``/``:``/``/`` segment):
   has ``command="view"``). A shell tool without a usable script: run. A non-shell call never
   matches a shell rule.
 - read/write/delete: tools in :data:`READ_TOOLS`, :data:`WRITE_TOOLS`, :data:`DELETE_TOOLS`
-  (moves and patches are write *and* delete; multi-purpose editors are read *and* write). Paths
-  come from :data:`PATH_KEYS` (strings or lists of strings) and, for patch tools, from the
-  patch text (``*** Update File: x``, ``+++ b/x``). A tool of the kind without a path we can
-  read: run. A tool of a *different* known kind: no. An unknown tool that carries a path: matched
-  as if it were of the kind (in doubt, match).
-- web: :data:`WEB_TOOLS` and any call carrying a ``url``; a web tool without a url: run.
+  (moves and patches are write *and* delete; multi-purpose editors are read *and* write; a
+  shell call handing ``apply_patch`` a patch is a write and a delete too). Paths come from
+  :data:`PATH_KEYS` (strings or lists of strings), a read tool's file globs (``include``: any
+  file under their fixed part), and a patch's text (``*** Update File: x``, ``+++ b/x``: a
+  patch tool's ``command``/``input``/``patch``..., or a shell's ``apply_patch`` argument or
+  here-document). Relative paths are read from the call's own directory (:func:`call_cwd`).
+  A tool of the kind without a path we can read: run. A tool of a *different* known kind: no.
+  An unknown tool that carries a path: matched as if it were of the kind (in doubt, match).
+- web: :data:`WEB_TOOLS` and any call carrying a ``url`` (a web tool's ``prompt`` too: Gemini
+  CLI's ``web_fetch`` has its URLs there); a web tool without a url: run.
 - skill / agent: :data:`SKILL_TOOLS` / :data:`AGENT_TOOLS`; the name from the first present key
   of :data:`SKILL_KEYS` / :data:`AGENT_KEYS`; missing: run.
 

@@ -266,9 +266,10 @@ _GEMINI_MCP: Final = re.compile(r"mcp_([^_]+)_(.+)", re.DOTALL)
 @functools.lru_cache(maxsize=512)
 def tool_names(tool: str) -> tuple[str, ...]:
     """The tool's name as compared (:func:`normal`), and its last namespace segment
-    (``mcp__fs__read_file`` -> ``read_file``)."""
+    (``mcp__fs__read_file`` -> ``read_file``; Gemini CLI's ``mcp_fs_read_file`` too)."""
     name = normal(tool)
-    last = _NAMESPACE_SPLIT.split(name)[-1]
+    mcp = mcp_name(tool)
+    last = _NAMESPACE_SPLIT.split(normal(mcp) if mcp is not None else name)[-1]
     return (name, last) if last and last != name else (name,)
 
 
