@@ -71,6 +71,12 @@ def _tool(agent: str, tool: str, args: dict[str, Any], cwd: Path) -> dict[str, A
     return {**base, "tool_name": tool, "tool_input": args}
 
 
+def _copilot_text(tool: str, text: str, cwd: Path) -> dict[str, Any]:
+    """Copilot CLI's call of a freeform tool: ``toolArgs`` is its text (measured, 1.0.102)."""
+    base = {"session_id": "s1", "cwd": str(cwd), "hook_event_name": PRE["copilot"]}
+    return {**base, "toolName": tool, "toolArgs": text}
+
+
 def _cursor(event: str, cwd: Path, **fields: Any) -> dict[str, Any]:
     return {"conversation_id": "c1", "hook_event_name": event, "cwd": str(cwd), **fields}
 
@@ -162,6 +168,11 @@ WRITE_SHAPES = [
         "codex",
         "apply_patch {command}",
         lambda f, p: _tool("codex", "apply_patch", {"command": _patch("Add", f)}, p.ws),
+    ),
+    Shape(
+        "copilot",
+        "apply_patch (its text)",
+        lambda f, p: _copilot_text("apply_patch", _patch("Add", f), p.ws),
     ),
     Shape(
         "codex",
