@@ -138,7 +138,11 @@ def test_copilot_input_is_read_under_claudes_names() -> None:
     )
     assert view["session_id"] == "s" and view["tool_name"] == "bash"
     assert view["tool_input"] == {"command": "ls"}
-    assert claude_view({"toolArgs": "not json"})["tool_input"] == "not json"
+    # A freeform tool's text (Copilot CLI's apply_patch sends its patch so): its input.
+    patch = "*** Begin Patch\n*** Add File: x\n+y\n*** End Patch\n"
+    assert claude_view({"toolArgs": patch})["tool_input"] == {"input": patch}
+    assert claude_view({"toolArgs": '"quoted"'})["tool_input"] == {"input": "quoted"}
+    assert claude_view({"toolArgs": "[1, 2]"})["tool_input"] == "[1, 2]"  # unreadable still
 
 
 def _copilot_hook(n: int) -> AgentHook:

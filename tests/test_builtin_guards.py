@@ -343,7 +343,7 @@ PIPES = [
     ("curl https://api/x | jq .", OK),
     ("wget https://x/file.tgz && tar xzf file.tgz", OK),
     ("bash install.sh", OK),
-    ("cat script.sh | sh", U),  # nothing downloaded, but a shell's stdin is not read
+    ("cat script.sh | sh", OK),  # nothing downloads: sh runs a file, as `bash install.sh` does
 ]
 
 

@@ -80,6 +80,7 @@ FAST_PATH_MODULES = frozenset(
         "triohooks.handlers.outcomes",
         "triohooks.match",
         "triohooks.match.globs",
+        "triohooks.match.tools",  # the table of tool names `match` also compares with
         "triohooks.match.ifrules",
         "triohooks.match.matchers",
     }

@@ -47,6 +47,7 @@ from tests.guard_tables import (
     Row,
 )
 from triohooks import HookEngine
+from triohooks.agents.spec import SPECS
 from triohooks.fronts.init_cli import STARTER
 
 T = TypeVar("T")
@@ -305,7 +306,11 @@ async def ask(engine: HookEngine, row: Row, layout: Layout) -> Answer:
             reason = out.reason or ""
             return Answer(out.blocked, reason, list(out.warnings), reason if out.blocked else "")
         body = json.dumps(agent_input(row, layout)).encode()
-        answer = (await engine.agent_hook(shape.agent, body)).answer
+        # The session's environment names its project, as the agent's own does (Claude Code's
+        # CLAUDE_PROJECT_DIR ...), wherever the call's cwd is.
+        names = next(s.project_env[:1] for n, s in SPECS.items() if n == shape.agent)
+        env = {**os.environ, **{name: str(layout.ws) for name in names}}
+        answer = (await engine.agent_hook(shape.agent, body, env=env)).answer
         return Answer(
             answer.blocked,
             answer.reason or "",

@@ -68,8 +68,21 @@ def test_stdlib_re_would_misread_the_posix_class() -> None:
 def test_tool_name_is_exact() -> None:
     assert fires(tool="bash", tool_name="bash")
     assert not fires(tool="bash2", tool_name="bash")
-    assert not fires(tool="Bash", tool_name="bash")
+    assert not fires(tool="My_tool", tool_name="my_tool")
+    assert not fires(tool="Bash", tool_name="BASH")
     assert not fires(tool="", tool_name="bash")
+
+
+def test_tool_name_also_names_the_canonical_tool() -> None:
+    # `bash` is every agent's shell; the agent's own name still matches, exactly.
+    for tool in ("Bash", "run_shell_command", "exec_command", "Shell", "bash"):
+        assert fires(tool=tool, tool_name="bash"), tool
+        assert fires(tool=tool, tool_name_glob="read|bash"), tool
+    assert fires(tool="Bash", tool_name="Bash")
+    assert not fires(tool="run_shell_command", tool_name="Bash")
+    assert not fires(tool="Read", tool_name="bash")
+    assert fires(tool="mcp_github_list_issues", tool_name_glob="mcp__github__*")
+    assert fires(tool="mcp_github_list_issues", tool_name_glob="mcp_github_*")
 
 
 def test_tool_name_and_glob_must_both_hold() -> None:

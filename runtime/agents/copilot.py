@@ -49,7 +49,8 @@ def claude_view(payload: Mapping[str, Any]) -> dict[str, Any]:
     """Copilot CLI's hook input under Claude Code's field names (fields with the same name in
     both -- ``cwd``, ``prompt``, ``source``, ``reason``, ``trigger``, ``error``,
     ``notification_type``, ``message`` -- as they are). ``toolArgs`` written as a JSON string
-    is read as the object it holds."""
+    is read as the object it holds; a freeform tool's text (``apply_patch``'s patch) as
+    ``{"input": <text>}``."""
     view = dict(payload)
     for theirs, ours in _FIELDS:
         if theirs in payload and ours not in payload:
@@ -57,11 +58,15 @@ def claude_view(payload: Mapping[str, Any]) -> dict[str, Any]:
     args = view.get("tool_input")
     if isinstance(args, str):
         try:
-            decoded = json.loads(args)
+            decoded: Any = json.loads(args)
         except ValueError:
-            decoded = None
+            decoded = args  # not JSON: the text itself
         if isinstance(decoded, dict):
             view["tool_input"] = decoded
+        elif isinstance(decoded, str):
+            # A freeform tool's input is its text: Copilot CLI sends apply_patch's toolArgs as
+            # the patch itself (measured, 1.0.102), the input Copilot reads as {"input": ...}.
+            view["tool_input"] = {"input": decoded}
     return view
 
 

@@ -217,6 +217,21 @@ def decode_payload(body: bytes) -> dict[str, Any]:
     return payload
 
 
+def _declared_root(payload: Mapping[str, Any]) -> str | None:
+    """The project an agent names in its input (Cursor's ``workspace_roots``): the root holding
+    ``cwd`` when several are named, else the first; None when none is an absolute path."""
+    roots = payload.get("workspace_roots")
+    if not isinstance(roots, list):
+        return None
+    named = [r for r in roots if isinstance(r, str) and os.path.isabs(r)]
+    cwd = payload.get("cwd")
+    if isinstance(cwd, str):
+        for root in named:
+            if cwd == root or cwd.startswith(root.rstrip("/") + "/"):
+                return root
+    return named[0] if named else None
+
+
 class AgentHooks:
     """Runs agent-dialect hooks for one engine (see the module docstring)."""
 
@@ -295,7 +310,7 @@ class AgentHooks:
         key = (agent, session) if isinstance(session, str) and session else None
         declared = next(
             (env[name] for name in SPECS[agent].project_env if env and env.get(name)), None
-        )
+        ) or _declared_root(payload)
         project = find_project(
             payload.get("cwd"),
             agent,
@@ -700,8 +715,12 @@ class AgentHooks:
             args = payload.get("tool_input")
             if not isinstance(tool, str) or not isinstance(args, dict):
                 return True  # not a tool call: the rule cannot rule it out
-            workspace = str(project) if project is not None else str(payload.get("cwd") or "")
-            return rule_applies(hook.compiled_if, tool=tool, args=args, workspace=workspace)
+            cwd = payload.get("cwd")
+            cwd = cwd if isinstance(cwd, str) else ""
+            workspace = str(project) if project is not None else cwd
+            return rule_applies(
+                hook.compiled_if, tool=tool, args=args, workspace=workspace, cwd=cwd
+            )
         return True
 
     async def _run_one(

@@ -15,7 +15,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from triohooks.match.ifrules import never_applies, rule_applies
-from triohooks.match.matchers import matcher_fires, toml_match_fires
+from triohooks.match.matchers import matcher_fires, toml_match_fires, tool_selected
 
 from .events import EVENTS, EventBase
 from .model import Hook, HookTable
@@ -62,8 +62,9 @@ def extra_wanted(event: str, ev: EventBase) -> bool:
     return event == "post_tool" and bool(getattr(ev, "error", None))
 
 
-def passes(hook: Hook, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
-    """Whether ``hook`` passes its filters for a call of ``tool`` with ``args``."""
+def passes(hook: Hook, tool: str, args: Mapping[str, Any], workspace: str, cwd: str = "") -> bool:
+    """Whether ``hook`` passes its filters for a call of ``tool`` with ``args``, made in
+    ``cwd`` (the event's; else the workspace)."""
     if hook.dialect == "json":
         return hook.compiled_matcher is None or matcher_fires(
             hook.compiled_matcher, tool=tool, args=args
@@ -71,7 +72,7 @@ def passes(hook: Hook, tool: str, args: Mapping[str, Any], workspace: str) -> bo
     if not toml_match_fires(hook.match, tool):
         return False
     return hook.compiled_if is None or rule_applies(
-        hook.compiled_if, tool=tool, args=args, workspace=workspace
+        hook.compiled_if, tool=tool, args=args, workspace=workspace, cwd=cwd
     )
 
 
@@ -82,10 +83,7 @@ def never_for_tool(hook: Hook, tool: str) -> bool:
     can what the rest of an ``if`` rule or a JSON path reads."""
     if hook.dialect == "json":
         m = hook.compiled_matcher
-        return m is not None and (
-            (m.tool_name is not None and tool != m.tool_name)
-            or (m.tool_name_glob is not None and not m.tool_name_glob(tool))
-        )
+        return m is not None and not tool_selected(m, tool)
     if not toml_match_fires(hook.match, tool):
         return True
     return hook.compiled_if is not None and never_applies(hook.compiled_if, tool)
@@ -111,7 +109,11 @@ def passes_filters(hook: Hook, event: str, fields: Mapping[str, Any], workspace:
     """:func:`passes` on an event's fields; every hook of a non-tool event passes."""
     if not EVENTS[event].tool_event:
         return True
-    return passes(hook, str(fields.get("tool") or ""), fields.get("args") or {}, workspace)
+    tool = str(fields.get("tool") or "")
+    cwd = fields.get("cwd")
+    return passes(
+        hook, tool, fields.get("args") or {}, workspace, cwd if isinstance(cwd, str) else ""
+    )
 
 
 def any_passes(hooks: tuple[Hook, ...], event: str, ev: EventBase, workspace: str) -> bool:
@@ -121,7 +123,7 @@ def any_passes(hooks: tuple[Hook, ...], event: str, ev: EventBase, workspace: st
         return bool(hooks)
     tool = getattr(ev, "tool", "")
     args = getattr(ev, "args", None) or {}
-    return any(passes(h, tool, args, workspace) for h in hooks)
+    return any(passes(h, tool, args, workspace, ev.cwd) for h in hooks)
 
 
 def held_back(table: HookTable, event: str, ev: EventBase, workspace: str) -> tuple[Hook, ...]:
@@ -131,7 +133,11 @@ def held_back(table: HookTable, event: str, ev: EventBase, workspace: str) -> tu
     if not table.untrusted:
         return ()
     events = (event, "post_tool_failure") if extra_wanted(event, ev) else (event,)
-    fields = {"tool": getattr(ev, "tool", ""), "args": getattr(ev, "args", None) or {}}
+    fields = {
+        "tool": getattr(ev, "tool", ""),
+        "args": getattr(ev, "args", None) or {},
+        "cwd": ev.cwd,
+    }
     return tuple(
         h
         for h in table.untrusted

@@ -328,18 +328,21 @@ def cmd_validate(args: argparse.Namespace) -> int:
     """Every problem of the config files, and of the programs their hooks start (``doctor``'s
     file checks, at the hook's file and field); then plainly which hooks run, which trust
     holds back and why, or where hooks go when there are none. Exit 1 on any problem."""
+    from triohooks.config.suggest import tool_name_problems
+
     from .doctor import program_problems
 
     table = _load(args)
     workspace = Path(table.workspace or ".")
     problems = list(table.problems)
+    problems += tool_name_problems(table.hooks)
     problems += [p for h in table.hooks for p in program_problems(h, workspace)]
     trust = table.trust
     if trust is not None:  # a held-back hook's problem is a warning, as its file's are
         problems += [
             as_untrusted(p, trust.state)
             for h in table.untrusted
-            for p in program_problems(h, workspace)
+            for p in (*tool_name_problems((h,)), *program_problems(h, workspace))
         ]
     for problem in problems:
         label = "error" if problem.severity == "error" else "warning"

@@ -29,6 +29,7 @@ from triohooks.config.model import (
     PromptHandler,
     command_label,
 )
+from triohooks.config.suggest import tool_name_problems
 from triohooks.config.trust import held_back_message
 
 #: Words bash resolves itself: keywords and builtins (``compgen -k``, ``compgen -b``).
@@ -166,7 +167,8 @@ def diagnose(table: HookTable) -> list[DoctorLine]:
     """Every finding for ``table``, problems and information, in hook order."""
     workspace = Path(table.workspace or ".")
     # A skipped JSON entry is as broken as a TOML error: both are problems here.
-    lines: list[DoctorLine] = [DoctorLine(False, f"config: {p}") for p in table.problems]
+    problems = (*table.problems, *tool_name_problems((*table.hooks, *table.untrusted)))
+    lines: list[DoctorLine] = [DoctorLine(False, f"config: {p}") for p in problems]
     for hook in table.hooks:
         lines.extend(_check(hook, workspace))
     trust = table.trust

@@ -12,6 +12,7 @@ from typing import Any
 from triohooks.config.model import GuardHandler, Hook
 from triohooks.config.selection import judged_in
 from triohooks.match.guards import Call, Check, OnUncertain, build
+from triohooks.match.ifrules import call_cwd
 
 from .replies import RunResult
 from .runner import HookInput
@@ -36,17 +37,12 @@ class GuardRunner:
         start = time.perf_counter()
         check, on_uncertain = _compiled(handler)
         fields = hook_input.fields
-        args: Any = fields.get("args")
+        raw: Any = fields.get("args")
+        args = raw if isinstance(raw, dict) else {}
+        tool = str(fields.get("tool") or "")
         workspace = judged_in(fields, self.workspace)
-        verdict = check(
-            Call(
-                tool=str(fields.get("tool") or ""),
-                args=args if isinstance(args, dict) else {},
-                cwd=str(fields.get("cwd") or workspace),
-                workspace=workspace,
-                home=self.home,
-            )
-        )
+        cwd = call_cwd(tool, args, str(fields.get("cwd") or ""), workspace)
+        verdict = check(Call(tool=tool, args=args, cwd=cwd, workspace=workspace, home=self.home))
         took = (time.perf_counter() - start) * 1000
         name = handler.name
         if verdict.block:

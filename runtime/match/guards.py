@@ -38,7 +38,8 @@ from typing import Any, Final, Literal, NamedTuple
 import msgspec
 
 from . import shell_globs
-from .ifrules import SHELL_KEYS, CallScripts, call_paths, call_scripts, tool_kinds
+from .ifrules import SHELL_KEYS, CallScripts, call_kinds, call_paths, call_scripts
+from .tools import canonical_tool, tool_names
 
 OnUncertain = Literal["block", "warn", "allow"]
 ON_UNCERTAIN: Final = ("block", "warn", "allow")
@@ -142,12 +143,16 @@ def read_call(call: Call) -> Reading:
     """The one reading of a call's scripts every guard works from (cached per call)."""
     scripts = call_scripts(call.tool, call.args)
     if scripts.unreadable:
-        return Reading((), ("the shell command is not a string or a list of strings",), (), ())
-    return _read_texts(tuple(_script_texts(call.args, scripts)), call.cwd, call.home)
+        return Reading((), (scripts.why,), (), ())
+    texts = tuple(_script_texts(call.args, scripts))
+    return _read_texts(texts, call.cwd, call.home, powershell=scripts.powershell)
 
 
 @functools.lru_cache(maxsize=256)
-def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
+def _read_texts(
+    texts: tuple[str, ...], cwd: str, home: str, *, powershell: bool = False
+) -> Reading:
+    from .powershell import read_powershell
     from .shell import GIT_TOPLEVEL, fn_literal, mark_known, read_words, unmark
 
     commands: list[Command] = []
@@ -167,9 +172,13 @@ def _read_texts(texts: tuple[str, ...], cwd: str, home: str) -> Reading:
                 known["TRIOHOOKS_GIT_TOPLEVEL"] = top
         if "$PWD" in text or "${PWD}" in text:
             known["PWD"] = cwd  # before any cd; a cd later makes it run-time (see below)
-        marked, values = mark_known(text, known)
+        values: dict[str, str]
+        if powershell:  # its own variables ($HOME, $env:USERPROFILE) are its reader's
+            marked, values = text, {}
+        else:
+            marked, values = mark_known(text, known)
         literal_values = {k: fn_literal(v) for k, v in values.items()}  # in a glob pattern
-        read = read_words(marked)
+        read = read_powershell(marked) if powershell else read_words(marked)
         if read.error:
             unseen.append(f"the command cannot be read as bash ({read.error})")
             continue
@@ -1204,6 +1213,34 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
                             return f"~/{directory}"
         return None
 
+    def tool_secret(pattern: str, cwd: str, call: Call, *, deep: bool) -> Verdict | None:
+        """What a read or search tool's path or glob reaches of the secrets (``None``:
+        nothing). A tool's glob is read as bash reads one, ``**`` at any depth: its ``*`` does
+        not reach a hidden name (ripgrep, under Claude Code's and Copilot CLI's search,
+        skips hidden files); a name pattern that may be a secret's is uncertain, as ``cat
+        .env*`` is; a directory it walks that is or holds a secret directory blocks. Without
+        ``deep`` (a tool reading the one file it names) the path is a name."""
+        if not deep:  # a file tool's path is a name, not a glob
+            why = secret(pattern, cwd, call)
+            return None if why is None else Verdict(block=f"{call.tool} reads {pattern} ({why})")
+        parts = pattern.split("/")
+        fixed = 0
+        while fixed < len(parts) - 1 and shell_globs.is_literal(parts[fixed]):
+            fixed += 1
+        if fixed == len(parts) - 1 and shell_globs.is_literal(parts[-1]):
+            why = secret(pattern, cwd, call, deep=deep)
+            return None if why is None else Verdict(block=f"{call.tool} reads {pattern} ({why})")
+        base = "/".join(parts[:fixed]) or ("/" if pattern.startswith("/") else ".")
+        why = secret(base, cwd, call, deep=True)
+        if why is not None:
+            return Verdict(block=f"{call.tool} reads {pattern} ({why})")
+        last = parts[-1]
+        if templates.match(last) is None:
+            hit = next((n for n in names if shell_globs.may_meet(last, n)), None)
+            if hit is not None:
+                return Verdict(uncertain=f"{call.tool}'s {pattern} may read {hit} files")
+        return None
+
     def printer(cmd: Command) -> str | None:
         words = [w for w in cmd.words if w is not None]
         name = _base(cmd.words[0])
@@ -1277,20 +1314,31 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
         return Verdict(uncertain=uncertain or (reading.unseen[0] if reading.unseen else ""))
 
     def check(call: Call) -> Verdict:
-        kinds = tool_kinds(call.tool)
+        kinds = call_kinds(call.tool, call.args)
+        doubt = GO_ON
         if not kinds or kinds & {"read", "write"}:
             paths = call_paths(call.tool, call.args)
             if paths is None:
                 return Verdict(uncertain="a path of the call cannot be read")
+            # A search, or a read of many files, reads what is under a directory it is given.
+            deep = canonical_tool(call.tool) == "grep" or _READS_MANY.intersection(
+                tool_names(call.tool)
+            )
             for path in paths:
-                why = secret(path, call.cwd, call)
-                if why is not None:
-                    return Verdict(block=f"{call.tool} reads {path} ({why})")
+                found = tool_secret(path, call.cwd, call, deep=bool(deep))
+                if found is not None and found.block:
+                    return found
+                doubt = doubt if found is None or doubt.uncertain else found
         if kinds and "shell" not in kinds:
-            return GO_ON
-        return shell_check(call)
+            return doubt
+        verdict = shell_check(call)
+        return verdict if verdict.block or verdict.uncertain else doubt
 
     return check
+
+
+#: Read tools that read every file under a directory or glob they are given.
+_READS_MANY: Final = frozenset({"read_many_files"})
 
 
 def _find_runs(words: _Words) -> bool:
@@ -1476,7 +1524,10 @@ def _pipe_to_shell(params: Mapping[str, tuple[str, ...]]) -> Check:
                     block=f"it downloads {ran} and runs it in the same call, unread: download "
                     "the script to a file, read it, then run it"
                 )
-        return Verdict(uncertain=reading.unseen[0] if reading.unseen else "")
+        # Nothing downloads: code read from stdin is what the call's own (read) commands
+        # print, or a file's, which no hook sees (`cat script.sh | sh` is `sh script.sh`).
+        doubts = [d for d in reading.unseen if "stdin" not in d]
+        return Verdict(uncertain=doubts[0] if doubts else "")
 
     return check
 
@@ -1605,7 +1656,7 @@ def _writes_outside(params: Mapping[str, tuple[str, ...]]) -> Check:
         return []
 
     def check(call: Call) -> Verdict:
-        kinds = tool_kinds(call.tool)
+        kinds = call_kinds(call.tool, call.args)
         if not kinds or kinds & {"write", "delete"}:
             paths = call_paths(call.tool, call.args)
             if paths is None:

@@ -52,11 +52,13 @@ Grammar — one rule per ``if`` (no ``a || b``: write two hooks), surrounding bl
   ``*.example.com`` also matches ``example.com``).
 - ``skill(<glob>)``, ``agent(<glob>)``: the skill / subagent named by the call.
 - a bare tool name (``write_file``): the call's tool, case-insensitive, also by its last
-  namespace segment (``mcp__fs__write_file``). A bare kind word (``shell``, ``read``, ...) means
-  any call of that kind.
+  namespace segment (``mcp__fs__write_file``) and by its canonical name (``bash`` is every
+  agent's shell: :mod:`.tools`). A bare kind word (``shell``, ``read``, ...) means any call of
+  that kind.
 
-Which calls each kind looks at (tool names are compared lowercased, ``-`` as ``_``, and by their
-last ``.``/``__``/``:``/``/`` segment):
+Which calls each kind looks at (the kinds of each tool name are :mod:`.tools`' one table;
+names are compared lowercased, ``-`` as ``_``, and by their last ``.``/``__``/``:``/``/``
+segment):
 
 - shell: tools in :data:`SHELL_TOOLS`, and any other call whose args carry a ``command`` /
   ``cmd`` / ``script`` (a string is a bash script; a list of strings an argv, e.g. Codex's
@@ -64,12 +66,16 @@ last ``.``/``__``/``:``/``/`` segment):
   has ``command="view"``). A shell tool without a usable script: run. A non-shell call never
   matches a shell rule.
 - read/write/delete: tools in :data:`READ_TOOLS`, :data:`WRITE_TOOLS`, :data:`DELETE_TOOLS`
-  (moves and patches are write *and* delete; multi-purpose editors are read *and* write). Paths
-  come from :data:`PATH_KEYS` (strings or lists of strings) and, for patch tools, from the
-  patch text (``*** Update File: x``, ``+++ b/x``). A tool of the kind without a path we can
-  read: run. A tool of a *different* known kind: no. An unknown tool that carries a path: matched
-  as if it were of the kind (in doubt, match).
-- web: :data:`WEB_TOOLS` and any call carrying a ``url``; a web tool without a url: run.
+  (moves and patches are write *and* delete; multi-purpose editors are read *and* write; a
+  shell call handing ``apply_patch`` a patch is a write and a delete too). Paths come from
+  :data:`PATH_KEYS` (strings or lists of strings), a read tool's file globs (``include``: any
+  file under their fixed part), and a patch's text (``*** Update File: x``, ``+++ b/x``: a
+  patch tool's ``command``/``input``/``patch``..., or a shell's ``apply_patch`` argument or
+  here-document). Relative paths are read from the call's own directory (:func:`call_cwd`).
+  A tool of the kind without a path we can read: run. A tool of a *different* known kind: no.
+  An unknown tool that carries a path: matched as if it were of the kind (in doubt, match).
+- web: :data:`WEB_TOOLS` and any call carrying a ``url`` (a web tool's ``prompt`` too: Gemini
+  CLI's ``web_fetch`` has its URLs there); a web tool without a url: run.
 - skill / agent: :data:`SKILL_TOOLS` / :data:`AGENT_TOOLS`; the name from the first present key
   of :data:`SKILL_KEYS` / :data:`AGENT_KEYS`; missing: run.
 
@@ -90,6 +96,10 @@ from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
 import msgspec
+
+from .tools import canonical_tool, cwd_keys, names_of_canonical, names_of_kind, normal
+from .tools import tool_kinds as _tool_kinds
+from .tools import tool_names as _tool_names
 
 if TYPE_CHECKING:
     # The shell parser (tree-sitter) and RE2 load on first use: a process that only parses
@@ -131,160 +141,24 @@ class IfRule(msgspec.Struct, frozen=True, gc=False):
 
 
 # --- tool classification ----------------------------------------------------------------------
+# Each kind's tools come from the one table of tools (:mod:`.tools`): a name is there once.
 
-SHELL_TOOLS: Final = frozenset(
-    {
-        "bash",
-        "shell",
-        "sh",
-        "zsh",
-        "exec",
-        "exec_command",
-        "execute_command",
-        "run_command",
-        "run_shell_command",
-        "shell_command",
-        "local_shell",
-        "terminal",
-        "run_terminal_cmd",
-        "run_in_terminal",
-        "bash_tool",
-        "powershell",
-    }
-)
-READ_TOOLS: Final = frozenset(
-    {
-        "read",
-        "read_file",
-        "readfile",
-        "read_many_files",
-        "view",
-        "view_file",
-        "view_image",
-        "cat",
-        "open",
-        "open_file",
-        "get_file_contents",
-        "notebookread",
-        "notebook_read",
-        "grep",
-        "grep_search",
-        "rg",
-        "glob",
-        "ls",
-        "list_dir",
-        "list_directory",
-        "list_files",
-        "search_files",
-        "find_files",
-        "file_search",
-        "str_replace_based_edit_tool",
-        "str_replace_editor",
-        "text_editor",
-    }
-)
-WRITE_TOOLS: Final = frozenset(
-    {
-        "write",
-        "write_file",
-        "writefile",
-        "create",
-        "create_file",
-        "edit",
-        "edit_file",
-        "multiedit",
-        "multi_edit",
-        "str_replace",
-        "str_replace_based_edit_tool",
-        "str_replace_editor",
-        "text_editor",
-        "insert",
-        "append",
-        "append_file",
-        "replace",
-        "replace_in_file",
-        "apply_patch",
-        "patch",
-        "apply_diff",
-        "notebookedit",
-        "notebook_edit",
-        "move",
-        "move_file",
-        "rename",
-        "rename_file",
-        "copy",
-        "copy_file",
-        "mkdir",
-        "create_directory",
-    }
-)
-DELETE_TOOLS: Final = frozenset(
-    {
-        "delete",
-        "delete_file",
-        "delete_path",
-        "remove",
-        "remove_file",
-        "rm",
-        "unlink",
-        "trash",
-        "move",
-        "move_file",
-        "rename",
-        "rename_file",
-        "apply_patch",
-        "patch",
-        "apply_diff",
-    }
-)
-WEB_TOOLS: Final = frozenset(
-    {
-        "web",
-        "web_fetch",
-        "webfetch",
-        "fetch",
-        "fetch_url",
-        "http",
-        "http_request",
-        "http_get",
-        "browse",
-        "browser",
-        "open_url",
-        "navigate",
-        "web_search",
-        "websearch",
-        "google_web_search",  # Gemini CLI
-    }
-)
-SKILL_TOOLS: Final = frozenset({"skill", "load_skill", "use_skill", "run_skill", "invoke_skill"})
-AGENT_TOOLS: Final = frozenset(
-    {
-        "agent",
-        "task",
-        "subagent",
-        "spawn_agent",
-        "run_agent",
-        "launch_agent",
-        "dispatch_agent",
-        "delegate",
-        "new_task",
-    }
-)
-_KIND_TOOLS: Final[dict[str, frozenset[str]]] = {
-    "shell": SHELL_TOOLS,
-    "read": READ_TOOLS,
-    "write": WRITE_TOOLS,
-    "delete": DELETE_TOOLS,
-    "web": WEB_TOOLS,
-    "skill": SKILL_TOOLS,
-    "agent": AGENT_TOOLS,
-}
+SHELL_TOOLS: Final = names_of_kind("shell")
+READ_TOOLS: Final = names_of_kind("read")
+WRITE_TOOLS: Final = names_of_kind("write")
+DELETE_TOOLS: Final = names_of_kind("delete")
+WEB_TOOLS: Final = names_of_kind("web")
+SKILL_TOOLS: Final = names_of_kind("skill")
+AGENT_TOOLS: Final = names_of_kind("agent")
 _FILE_TOOLS: Final = READ_TOOLS | WRITE_TOOLS | DELETE_TOOLS
-_PATCH_TOOLS: Final = frozenset({"apply_patch", "patch", "apply_diff"})
+_PATCH_TOOLS: Final = names_of_canonical("patch")
 
 SHELL_KEYS: Final = ("command", "cmd", "script")
+#: Shell tools whose scripts are PowerShell.
+POWERSHELL_TOOLS: Final = frozenset({"powershell", "pwsh"})
 PATH_KEYS: Final = (
     "path",
+    "absolute_path",
     "file_path",
     "filepath",
     "filename",
@@ -311,22 +185,6 @@ PATCH_KEYS: Final = ("input", "patch", "diff", "content")
 URL_KEYS: Final = ("url", "uri", "href", "link", "urls")
 SKILL_KEYS: Final = ("skill", "skill_name", "name", "id", "command")
 AGENT_KEYS: Final = ("subagent_type", "agent", "agent_type", "agent_name", "subagent", "name")
-
-_NAMESPACE_SPLIT: Final = re.compile(r"\.|__|:|/")
-
-
-@functools.lru_cache(maxsize=512)
-def _tool_names(tool: str) -> tuple[str, ...]:
-    """The tool's name lowercased, and its last namespace segment (``mcp__fs__read_file``)."""
-    name = tool.lower().replace("-", "_")
-    last = _NAMESPACE_SPLIT.split(name)[-1]
-    return (name, last) if last and last != name else (name,)
-
-
-def _tool_kinds(tool: str) -> frozenset[str]:
-    names = _tool_names(tool)
-    return frozenset(k for k, tools in _KIND_TOOLS.items() if any(n in tools for n in names))
-
 
 # --- parsing ----------------------------------------------------------------------------------
 
@@ -552,17 +410,30 @@ def _name_regex(glob: str) -> Any:
 # --- checking ---------------------------------------------------------------------------------
 
 
-def rule_applies(rule: IfRule, *, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
-    """True when the hook must run for this call (the call concerns the rule, or we can't tell)."""
+def rule_applies(
+    rule: IfRule, *, tool: str, args: Mapping[str, Any], workspace: str, cwd: str = ""
+) -> bool:
+    """True when the hook must run for this call (the call concerns the rule, or we can't tell).
+    ``cwd``: the event's working directory (relative paths resolve against the call's own,
+    :func:`call_cwd`)."""
     if rule.kind == "tool":
-        return rule.pattern in _tool_names(tool)
+        return rule.pattern in _rule_names(tool)
     if rule.kind == "shell":
         return _shell_applies(rule, tool, args)
     if rule.kind in ("read", "write", "delete"):
-        return _path_applies(rule, tool, args, workspace)
+        return _path_applies(rule, tool, args, workspace, call_cwd(tool, args, cwd, workspace))
     if rule.kind == "web":
         return _web_applies(rule, tool, args)
     return _named_applies(rule, tool, args)
+
+
+def _rule_names(tool: str) -> tuple[str, ...]:
+    """What a bare tool-name rule compares with: the tool's own name (and its last namespace
+    segment), and its canonical name (:func:`~.tools.canonical_tool`: ``bash`` is every
+    agent's shell)."""
+    canonical = canonical_tool(tool)
+    names = _tool_names(tool)
+    return names if canonical is None else (*names, normal(canonical))
 
 
 def never_applies(rule: IfRule, tool: str) -> bool:
@@ -570,7 +441,7 @@ def never_applies(rule: IfRule, tool: str) -> bool:
     a ``tool(...)`` rule naming another tool, a shell rule on a file tool (read, write,
     delete) that is no shell. False whenever the arguments could matter."""
     if rule.kind == "tool":
-        return rule.pattern not in _tool_names(tool)
+        return rule.pattern not in _rule_names(tool)
     if rule.kind == "shell":
         names = _tool_names(tool)
         return not any(n in SHELL_TOOLS for n in names) and any(n in _FILE_TOOLS for n in names)
@@ -584,33 +455,61 @@ class CallScripts(msgspec.Struct, frozen=True, gc=False):
     shell: bool
     #: Each script it carries, read: a string as a bash script, a list of strings as an argv.
     parsed: tuple[ParsedScript, ...] = ()
-    #: A shell tool carrying a script we cannot read (neither a string nor a list of strings).
+    #: A shell tool carrying a script (or a working directory) we cannot read.
     unreadable: bool = False
+    #: What could not be read, when ``unreadable``.
+    why: str = ""
+    #: The scripts are PowerShell (Copilot CLI's ``powershell`` tool), read by
+    #: :mod:`.powershell` into the same commands.
+    powershell: bool = False
 
 
 def call_scripts(tool: str, args: Mapping[str, Any]) -> CallScripts:
     """What a call of ``tool`` with ``args`` runs in a shell: a shell tool's ``command`` /
     ``cmd`` / ``script``, and the same keys on any other call but a known file tool's (a
     ``str_replace_based_edit_tool`` ``command`` is ``view``). The one reading of a call's
-    scripts, for ``shell(...)`` rules and the built-in guards."""
+    scripts, for ``shell(...)`` rules and the built-in guards. A shell tool's working
+    directory (``workdir``, ``dir_path``...) that is not a string makes it unreadable too: where
+    the script runs is part of what it does."""
     names = _tool_names(tool)
     is_shell = any(n in SHELL_TOOLS for n in names)
     if not is_shell and any(n in _FILE_TOOLS for n in names):
         return CallScripts(False)
     parsed: list[ParsedScript] = []
+    powershell = not POWERSHELL_TOOLS.isdisjoint(names)
     for key in SHELL_KEYS:
         if key not in args:
             continue
+        from .powershell import parse_powershell
         from .shell import parse_argv, parse_script
 
         value = args[key]
         if isinstance(value, str):
-            parsed.append(parse_script(value))
+            parsed.append(parse_powershell(value) if powershell else parse_script(value))
         elif isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
             parsed.append(parse_argv(value))
         elif is_shell:
-            return CallScripts(True, tuple(parsed), unreadable=True)
-    return CallScripts(is_shell, tuple(parsed))
+            why = f"the shell command ({key}) is not a string or a list of strings"
+            return CallScripts(True, tuple(parsed), unreadable=True, why=why)
+    for key in cwd_keys(tool):
+        if key in args and not isinstance(args[key], str):
+            why = f"the working directory ({key}) is not a string"
+            return CallScripts(is_shell, tuple(parsed), unreadable=True, why=why)
+    return CallScripts(is_shell, tuple(parsed), powershell=powershell)
+
+
+def call_cwd(tool: str, args: Mapping[str, Any], cwd: str | None, workspace: str) -> str:
+    """The directory a call runs in, for the ``if`` rules and the built-in guards alike: the
+    tool's own working directory (Codex ``exec_command``'s ``workdir``, Gemini CLI's
+    ``dir_path``, Qwen Code's ``directory``), relative to the event's ``cwd``; else the event's
+    ``cwd``; else the workspace. (One that is not a string: :func:`call_scripts` says the call
+    cannot be read.)"""
+    base = cwd or workspace
+    for key in cwd_keys(tool):
+        value = args.get(key)
+        if isinstance(value, str) and value:
+            return posixpath.normpath(posixpath.join(base, os.path.expanduser(value)))
+    return base
 
 
 def _shell_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
@@ -774,8 +673,10 @@ def _glob_viable(tokens: tuple[str, ...], prefix: str) -> bool:
 # paths
 
 
-def _path_applies(rule: IfRule, tool: str, args: Mapping[str, Any], workspace: str) -> bool:
-    kinds = _tool_kinds(tool)
+def _path_applies(
+    rule: IfRule, tool: str, args: Mapping[str, Any], workspace: str, cwd: str
+) -> bool:
+    kinds = call_kinds(tool, args)
     mine = rule.kind in kinds
     if kinds and not mine:
         return False
@@ -786,19 +687,125 @@ def _path_applies(rule: IfRule, tool: str, args: Mapping[str, Any], workspace: s
         return mine  # a tool of the kind with no path (grep over the workspace...): run
     if rule.form == "any":
         return True
-    return any(_path_matches(rule.pattern, p, workspace) for p in paths)
+    return any(_path_matches(rule.pattern, p, workspace, cwd) for p in paths)
 
 
-_PATCH_PATH: Final = re.compile(
-    r"^(?:\*\*\* (?:Add|Update|Delete) File: |\*\*\* Move to: |(?:---|\+\+\+) (?:[ab]/)?)(.+?)\s*$",
-    re.MULTILINE,
+#: A patch's file headers: Codex's format (``*** Add File: x``, ``*** Move to: y``) ...
+_CODEX_PATCH_PATH: Final = re.compile(
+    r"^\*\*\* (?:(?:Add|Update|Delete) File|Move to): (.+?)\s*$", re.MULTILINE
 )
+#: ... and a unified diff's (``--- a/x``, ``+++ b/x``; a tab and a timestamp may follow).
+_DIFF_PATH: Final = re.compile(r"^(?:---|\+\+\+) (?:[ab]/)?([^\t\n]+?)\s*(?:\t.*)?$", re.MULTILINE)
+#: The programs that apply a Codex patch given as an argument or a here-document (Codex runs
+#: ``apply_patch <<'EOF' ...`` sent to its shell tool itself, as the patch tool; measured 0.169.1).
+_PATCH_PROGRAMS: Final = frozenset({"apply_patch", "applypatch"})
+_HEREDOC: Final = re.compile(
+    r"<<(-)?[ \t]*(['\"]?)([A-Za-z_][\w-]*)\2[^\n]*\n(.*?)^(?(1)\t*)\3$", re.DOTALL | re.MULTILINE
+)
+#: Keys of a read tool holding globs of the files it reads (Gemini CLI's ``read_many_files``).
+_GLOB_KEYS: Final = ("include", "glob")
+_READ_GLOB_TOOLS: Final = names_of_canonical("read", "grep", "glob")
+
+
+def patch_paths(text: str) -> list[str] | None:
+    """The files a patch writes, deletes or moves (a Codex patch's headers, else a unified
+    diff's: a removed line ``-- x`` in a Codex hunk is no header there); None
+    when its text names none (what it would do cannot be read)."""
+    found = _CODEX_PATCH_PATH.findall(text)
+    if not found:
+        found = [p for p in _DIFF_PATH.findall(text) if p != "/dev/null"]
+    return found or None
 
 
 def call_paths(tool: str, args: Mapping[str, Any]) -> list[str] | None:
-    """Every path a call of ``tool`` names (its path keys, and a patch tool's patch text);
-    ``None`` when one of them cannot be read. The kinds of the tool: :func:`tool_kinds`."""
-    return _call_paths(args, patch=bool(_PATCH_TOOLS.intersection(_tool_names(tool))))
+    """Every path a call of ``tool`` names: its path keys, a read tool's file globs (Gemini's
+    ``read_many_files`` ``include``), a patch tool's patch (Codex's ``apply_patch``
+    ``{"command": "<patch>"}``, ``input``, ``patch``...), and the patch a shell call hands
+    ``apply_patch``; ``None`` when one of them cannot be read (not a string, a patch tool
+    without a patch we can read). The kinds such a call is: :func:`call_kinds`."""
+    names = _tool_names(tool)
+    paths = _strings(args, PATH_KEYS)
+    if paths is None:
+        return None
+    if _READ_GLOB_TOOLS.intersection(names):
+        globs = _strings(args, _GLOB_KEYS)
+        if globs is None:
+            return None
+        paths.extend(globs)
+    if _PATCH_TOOLS.intersection(names):
+        texts = [args[k] for k in (*PATCH_KEYS, "command") if k in args]
+        if not texts or not all(isinstance(t, str) for t in texts):
+            return None
+        for text in texts:
+            found = patch_paths(text)
+            if found is None:
+                return None
+            paths.extend(found)
+    elif any(n in SHELL_TOOLS for n in names) and _runs_patch(args):
+        found = _shell_patch_paths(args)
+        if found is None:
+            return None
+        paths.extend(found)
+    return paths
+
+
+def call_kinds(tool: str, args: Mapping[str, Any]) -> frozenset[str]:
+    """The kinds a call is: its tool's (:func:`tool_kinds`), and a write and a delete too for a
+    shell call that hands ``apply_patch`` a patch (Codex applies it as its patch tool)."""
+    kinds = _tool_kinds(tool)
+    if "shell" in kinds and _runs_patch(args):
+        return kinds | _PATCH_KINDS
+    return kinds
+
+
+_PATCH_KINDS: Final = frozenset({"write", "delete"})
+
+
+def _runs_patch(args: Mapping[str, Any]) -> bool:
+    """Whether a shell call's script may run ``apply_patch`` (a cheap look at its text)."""
+    for key in SHELL_KEYS:
+        value = args.get(key)
+        text = " ".join(value) if isinstance(value, list | tuple) else value
+        if isinstance(text, str) and ("apply_patch" in text or "applypatch" in text):
+            return True
+    return False
+
+
+def _shell_patch_paths(args: Mapping[str, Any]) -> list[str] | None:
+    """The files the patches a shell call hands ``apply_patch`` write (an argument or a
+    here-document), relative ones under the directory a plain ``cd DIR`` before it names;
+    None when a patch, or where it applies, cannot be read."""
+    from .shell import parse_argv, parse_script
+
+    found: list[str] = []
+    for key in SHELL_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            script, text = parse_script(value), value
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+            script, text = parse_argv(value), ""
+        else:
+            continue
+        if script.uncertain:
+            return None
+        base = ""
+        for cmd in script.commands:
+            name = posixpath.basename(cmd.name)
+            if name == "cd":
+                target = cmd.words[1] if len(cmd.words) == 2 else None
+                if target is None:
+                    return None  # cd to a directory known only at run time
+                base = posixpath.join(base, target)
+            elif name in _PATCH_PROGRAMS:
+                patches: list[str | None] = list(cmd.words[1:2])
+                if not patches:  # the patch on stdin: a here-document of the script
+                    patches = [m.group(4) for m in _HEREDOC.finditer(text)] or [None]
+                for patch in patches:
+                    paths = patch_paths(patch) if patch is not None else None
+                    if paths is None:
+                        return None  # a patch known only at run time, or naming no file
+                    found.extend(posixpath.join(base, os.path.expanduser(p)) for p in paths)
+    return found
 
 
 def tool_kinds(tool: str) -> frozenset[str]:
@@ -807,38 +814,23 @@ def tool_kinds(tool: str) -> frozenset[str]:
     return _tool_kinds(tool)
 
 
-def _call_paths(args: Mapping[str, Any], *, patch: bool) -> list[str] | None:
-    """Every path the call names; ``None`` when one of them is not a string."""
-    paths: list[str] = []
-    for key in PATH_KEYS:
-        if key not in args:
-            continue
-        value = args[key]
-        if isinstance(value, str):
-            paths.append(value)
-        elif isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-            paths.extend(value)
-        else:
-            return None
-    if patch:
-        for key in PATCH_KEYS:
-            value = args.get(key)
-            if isinstance(value, str):
-                found = [p for p in _PATCH_PATH.findall(value) if p != "/dev/null"]
-                if not found:
-                    return None
-                paths.extend(found)
-    return paths
-
-
-def _path_matches(glob: str, path: str, workspace: str) -> bool:
+def _path_matches(glob: str, path: str, workspace: str, cwd: str) -> bool:
     if not path:
         return True
     regex = _path_regex(glob)
-    for form, is_dir in _path_forms(path, workspace, absolute=glob.startswith("/")):
-        if regex.fullmatch(form) or (is_dir and _dir_may_hold(glob, form)):
+    held = _GLOB_CHARS.search(path)
+    if held is not None:
+        # A glob of files the call reads (``src/**/*.ts``): any file under its fixed part.
+        fixed = path[: held.start()]
+        path = fixed if fixed.endswith("/") else (posixpath.dirname(fixed) or ".")
+    forms = _path_forms(path, workspace, cwd, absolute=glob.startswith("/"))
+    for form, is_dir in forms:
+        if regex.fullmatch(form) or ((is_dir or held is not None) and _dir_may_hold(glob, form)):
             return True
     return False
+
+
+_GLOB_CHARS: Final = re.compile(r"[*?\[{]")
 
 
 @functools.lru_cache(maxsize=64)
@@ -848,15 +840,17 @@ def _roots(workspace: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys((ws, os.path.realpath(ws))))
 
 
-def _path_forms(path: str, workspace: str, *, absolute: bool) -> list[tuple[str, bool]]:
-    """The forms of ``path`` a glob is matched against, each with "is an existing directory".
+def _path_forms(path: str, workspace: str, cwd: str, *, absolute: bool) -> list[tuple[str, bool]]:
+    """The forms of ``path`` (relative to ``cwd``, else the workspace) a glob is matched
+    against, each with "is an existing directory".
 
     Relative globs see the path relative to the workspace (lexical and symlink-resolved); a
     directory *containing* the workspace is seen as the workspace root ("." — it may hold
     anything). Absolute globs see both absolute forms.
     """
     roots = _roots(workspace)
-    lexical = posixpath.normpath(posixpath.join(roots[0], os.path.expanduser(path)))
+    base = posixpath.join(roots[0], cwd) if cwd else roots[0]
+    lexical = posixpath.normpath(posixpath.join(base, os.path.expanduser(path)))
     real = os.path.realpath(lexical)
     is_dir = os.path.isdir(real)
     fulls = (lexical,) if real == lexical else (lexical, real)
@@ -884,6 +878,9 @@ def _dir_may_hold(glob: str, directory: str) -> bool:
 # web, skill, agent
 
 
+_PROMPT_URL: Final = re.compile(r"https?://[^\s<>\"'`)\]]+")
+
+
 def _web_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
     kinds = _tool_kinds(tool)
     mine = "web" in kinds
@@ -892,6 +889,11 @@ def _web_applies(rule: IfRule, tool: str, args: Mapping[str, Any]) -> bool:
     urls = _strings(args, URL_KEYS)
     if urls is None:
         return True
+    if mine and "prompt" in args:  # Gemini CLI's web_fetch: the URLs are in its prompt
+        prompt = args["prompt"]
+        if not isinstance(prompt, str):
+            return True
+        urls.extend(_PROMPT_URL.findall(prompt))
     if not urls:
         return mine
     if rule.form == "any":

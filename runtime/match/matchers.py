@@ -31,6 +31,7 @@ from typing import Any, Final
 import msgspec
 
 from .globs import GlobError, compile_tool_name_glob, go_path_match
+from .tools import canonical_tool
 
 __all__ = [
     "MAX_MATCHER_FIELD_BYTES",
@@ -40,6 +41,7 @@ __all__ = [
     "jsonpath_value",
     "matcher_fires",
     "toml_match_fires",
+    "tool_selected",
 ]
 
 #: everruns limit: each matcher field at most 2 KiB.
@@ -224,15 +226,36 @@ def jsonpath_value(path: str, args: Mapping[str, Any]) -> str:
     return _lookup(_check_jsonpath(path), args)
 
 
+def tool_selected(m: CompiledMatcher, tool: str) -> bool:
+    """Whether the matcher's ``tool_name`` / ``tool_name_glob`` select a call of ``tool``: by
+    the tool's own name or its canonical one (:func:`~.tools.canonical_tool`: ``bash`` is every
+    agent's shell), exactly as written (the dialect compares names case-sensitively)."""
+    if m.tool_name is None and m.tool_name_glob is None:
+        return True
+    return _names_selected(m, tool) or _names_selected(m, _canonical_other(tool))
+
+
+def _names_selected(m: CompiledMatcher, name: str | None) -> bool:
+    if name is None:
+        return False
+    if m.tool_name is not None and name != m.tool_name:
+        return False
+    return m.tool_name_glob is None or m.tool_name_glob(name)
+
+
+def _canonical_other(tool: str) -> str | None:
+    """The tool's canonical name when it is not the tool's own."""
+    canonical = canonical_tool(tool) if tool else None
+    return canonical if canonical != tool else None
+
+
 def matcher_fires(m: CompiledMatcher, *, tool: str, args: Mapping[str, Any]) -> bool:
     """Whether the JSON-dialect matcher selects a call of ``tool`` with ``args``.
 
     For an event without a tool pass ``tool=""`` and ``args={}``: a matcher naming a tool then
     does not fire.
     """
-    if m.tool_name is not None and tool != m.tool_name:
-        return False
-    if m.tool_name_glob is not None and not m.tool_name_glob(tool):
+    if not tool_selected(m, tool):
         return False
     if m.path is None:
         return m.search is None
@@ -243,9 +266,14 @@ def matcher_fires(m: CompiledMatcher, *, tool: str, args: Mapping[str, Any]) -> 
 
 
 def toml_match_fires(pattern: str | None, tool: str) -> bool:
-    """Whether a TOML hook's ``match`` (Go ``path.Match`` glob) selects ``tool``; None or ``""``
-    matches all. The caller ignores ``match`` for prompt_submit (HK-01). The pattern must have
-    been validated at load time (an invalid one raises GlobError)."""
+    """Whether a TOML hook's ``match`` (Go ``path.Match`` glob) selects ``tool``: by its own
+    name or its canonical one (``match = "bash"`` is every agent's shell), both compared as Go
+    does (case-sensitively). None or ``""`` matches all. The caller ignores ``match`` for
+    prompt_submit (HK-01). The pattern must have been validated at load time (an invalid one
+    raises GlobError)."""
     if not pattern:
         return True
-    return go_path_match(pattern, tool)
+    if go_path_match(pattern, tool):
+        return True
+    canonical = _canonical_other(tool)
+    return canonical is not None and go_path_match(pattern, canonical)

@@ -69,12 +69,20 @@ class FunctionCall:
 
     name: str
     arguments: Mapping[str, Any]
+    #: A freeform (``custom``) tool's input text: the call is a ``custom_tool_call`` (Codex's
+    #: ``apply_patch`` for the models it offers it to as one) and ``arguments`` is unused.
+    custom_input: str | None = None
 
     @classmethod
     def shell(cls, cmd: str, **extra: Any) -> FunctionCall:
         """A call of Codex's shell tool; ``extra`` adds arguments (``workdir``, ``tty``,
         ``yield_time_ms``...)."""
         return cls(SHELL_TOOL, {"cmd": cmd, **extra})
+
+    @classmethod
+    def custom(cls, name: str, text: str) -> FunctionCall:
+        """A call of a freeform tool ``name`` with the input ``text``."""
+        return cls(name, {}, custom_input=text)
 
 
 @dataclass(frozen=True)
@@ -243,6 +251,14 @@ class FakeOpenAI(ScriptedModel[FunctionCall]):
                 "name": tool.name,
                 "arguments": json.dumps(tool.arguments),
             }
+            if tool.custom_input is not None:
+                item = {
+                    "type": "custom_tool_call",
+                    "id": f"ctc_fake{secrets.token_hex(8)}",
+                    "call_id": call_id,
+                    "name": tool.name,
+                    "input": tool.custom_input,
+                }
         else:
             item = {
                 "type": "message",
@@ -294,6 +310,13 @@ def _sse(response_id: str, item: Mapping[str, Any]) -> bytes:
             {"type": "response.output_text.delta", **where, "delta": part["text"]},
             {"type": "response.output_text.done", **where, "text": part["text"]},
             {"type": "response.content_part.done", **where, "part": part},
+        ]
+    elif item["type"] == "custom_tool_call":
+        started = {**item, "input": "", "status": "in_progress"}
+        where = {"item_id": item_id, "output_index": 0}
+        streamed = [
+            {"type": "response.custom_tool_call_input.delta", **where, "delta": item["input"]},
+            {"type": "response.custom_tool_call_input.done", **where, "input": item["input"]},
         ]
     else:
         started = {**item, "arguments": "", "status": "in_progress"}

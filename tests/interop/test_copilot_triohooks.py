@@ -20,7 +20,7 @@ import pytest
 
 from tests.interop import NATIVE_GUARD, PUSH_COMMANDS, run_bounded
 from tests.interop.copilot import CopilotProject, run_copilot
-from tests.interop.fake_openai import FakeOpenAI
+from tests.interop.fake_openai import FakeOpenAI, FunctionCall
 from tests.interop.test_claude_code_triohooks import Server, Triohooks, serving
 
 pytestmark = pytest.mark.interop
@@ -37,9 +37,14 @@ def pre_tool(command: str) -> dict[str, Any]:
     return {"preToolUse": [{"type": "command", "bash": command, "timeoutSec": 20}]}
 
 
-def session(binary: Path, project: CopilotProject, fake: FakeOpenAI, tri: Triohooks) -> None:
-    """One session of the fake's script, through triohooks (the relay finds serve)."""
-    run = run_copilot(binary, project, fake, timeout=SESSION_TIMEOUT, env=tri.claude_env())
+def session(
+    binary: Path, project: CopilotProject, fake: FakeOpenAI, tri: Triohooks, **env: str
+) -> None:
+    """One session of the fake's script, through triohooks (the relay finds serve); ``env``
+    adds to the session's environment."""
+    run = run_copilot(
+        binary, project, fake, timeout=SESSION_TIMEOUT, env={**tri.claude_env(), **env}
+    )
     assert run.process.returncode == 0, run.process.stderr[-2000:]
 
 
@@ -110,6 +115,37 @@ def test_a_triohooks_guard_blocks_git_push_in_copilot_cli(
     assert inputs[0]["toolArgs"]["command"] == PUSH_COMMANDS[0]
 
 
+def test_copilot_apply_patch_outside_the_project_is_denied(
+    copilot_bin: Path,
+    copilot_project: CopilotProject,
+    fake_copilot: FakeOpenAI,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """Copilot CLI sends its ``apply_patch`` hook input with ``toolArgs`` the patch text itself
+    (not JSON): triohooks reads it as the patch (docs/agents.md, "One name for each tool"), so
+    ``writes_outside_workspace`` denies a patch outside the project and lets one inside go."""
+    seen = tmp_path / "seen.jsonl"
+    copilot_project.write_hooks(pre_tool(f"cat >> {seen}; echo >> {seen}"), name="triohooks.json")
+    (tri.config_dir / "hooks.toml").write_text(
+        '[[hooks.pre_tool]]\nbuiltin = "writes_outside_workspace"\nallow = []\n'
+    )
+    outside = tmp_path / "outside.txt"  # allow = []: /tmp is outside too
+    patches = [
+        f"*** Begin Patch\n*** Add File: {p}\n+x\n*** End Patch\n" for p in (outside, "in.txt")
+    ]
+    with adopted(tri, copilot_project, tmp_path):
+        fake_copilot.script([FunctionCall.custom("apply_patch", p) for p in patches])
+        session(copilot_bin, copilot_project, fake_copilot, tri, COPILOT_MODEL="gpt-5.5")
+    denied, applied = fake_copilot.tool_outputs()
+    assert "writes_outside_workspace guard" in denied.text, denied.text
+    assert not outside.exists()
+    assert (copilot_project.path / "in.txt").exists(), applied.text
+    inputs = [json.loads(line) for line in seen.read_text().splitlines() if line.strip()]
+    # The user's own hook (run beside the guard) got each call as Copilot sent it.
+    assert [(i["toolName"], i["toolArgs"]) for i in inputs] == [("apply_patch", p) for p in patches]
+
+
 def test_a_hooks_file_planted_after_install_raises_the_alarm(
     copilot_bin: Path,
     copilot_project: CopilotProject,
@@ -164,14 +200,8 @@ def test_a_repository_install_routes_copilot_through_triohooks_relay_on_path(
         (handler,) = json.loads(hooks_file.read_text())["hooks"]["preToolUse"]
         assert "exec triohooks-relay copilot --event preToolUse --timeout" in handler["bash"]
         fake_copilot.script(PUSH_COMMANDS)
-        run = run_copilot(
-            copilot_bin,
-            copilot_project,
-            fake_copilot,
-            timeout=SESSION_TIMEOUT,
-            env={**tri.claude_env(), "GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS": "true"},
-        )
-        assert run.process.returncode == 0, run.process.stderr[-2000:]
+        env = {"GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS": "true"}
+        session(copilot_bin, copilot_project, fake_copilot, tri, **env)
         tri.cli("copilot", "uninstall", "--workspace", str(copilot_project.path))
     assert "refused" not in (tmp_path / "serve.log").read_text()
     assert markers(copilot_project) == ["marker-0.txt"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -18,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.interop import NATIVE_GUARD, PUSH_COMMANDS
-from tests.interop.fake_gemini import FakeGemini
+from tests.interop.fake_gemini import FakeGemini, FunctionCall
 from tests.interop.gemini import GeminiProject, run_gemini
 from tests.interop.test_claude_code_triohooks import Server, Triohooks, serving
 
@@ -223,3 +224,50 @@ def test_a_triohooks_guard_blocks_git_push_in_gemini_cli(
     first, push = fake_gemini.function_responses()
     assert not first.is_error
     assert push.is_error and "pushing is for humans" in push.text, push.text
+
+
+def test_a_guard_reads_the_shell_from_its_dir_path(
+    gemini_bin: Path,
+    gemini_project: GeminiProject,
+    fake_gemini: FakeGemini,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """Gemini CLI runs ``run_shell_command`` in its ``dir_path`` (relative to the project) and
+    tells its hooks the project's ``cwd`` (measured): ``protected_push`` reads the branch of
+    the repository the push runs in, the one ``dir_path`` names, and ``match = "bash"`` fires
+    for Gemini's shell."""
+    for repo, branch in ((gemini_project.path, "feature"), (gemini_project.path / "sub", "main")):
+        done = subprocess.run(
+            ["git", "init", "-q", "-b", branch, str(repo)],
+            capture_output=True,
+            timeout=30,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+    seen = tmp_path / "seen.jsonl"
+    gemini_project.write_hooks(before_tool(f"cat >> {seen}; echo >> {seen}"))
+    (tri.config_dir / "hooks.toml").write_text(
+        '[[hooks.pre_tool]]\nmatch = "bash"\nbuiltin = "protected_push"\n'
+    )
+    calls = [
+        FunctionCall("run_shell_command", {"command": "git push", "dir_path": "sub"}),
+        FunctionCall("run_shell_command", {"command": "git push --dry-run"}),
+    ]
+    with adopted(tri, gemini_project, tmp_path):
+        fake_gemini.script(calls)
+        run = run_gemini(
+            gemini_bin,
+            gemini_project.path,
+            gemini_project.home,
+            fake_gemini,
+            timeout=SESSION_TIMEOUT,
+            env=tri.claude_env(),
+        )
+        assert run.process.returncode == 0, run.process.stderr[-2000:]
+    on_main, on_feature = fake_gemini.function_responses()
+    assert on_main.is_error and "pushes the protected branch main" in on_main.text, on_main.text
+    assert "protected_push" not in on_feature.text, on_feature.text  # git itself fails: no remote
+    first = json.loads(seen.read_text().splitlines()[0])
+    assert first["cwd"] == str(gemini_project.path)
+    assert first["tool_input"]["dir_path"] == "sub"
