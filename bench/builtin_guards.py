@@ -10,6 +10,17 @@ The rule: block ``git push`` to ``main`` (and force pushes).
   for a push (so an ``ls`` costs no spawn, a push one).
 
 Two calls each: one the rule blocks (``git push origin main``), one it lets through (``ls``).
+
+Then the policy ``triohooks init`` writes (the five guards, uncertain blocks), against the
+floor: the same engine with no hook, side by side in one run:
+
+- p50/p99 per call, through the engine and the five checks alone, over the everyday
+  commands of the should-go-on table (tests/guard_tables.py), each call's text new to the
+  engine (a comment numbers it: no cache of a reading answers it), and over a 200-character
+  pipeline, new each time as well;
+- the false blocks: every should-go-on row, in each agent's tool shape, through the policy
+  (goal 0).
+
 Figures only, no assertions. Run: ``python -m bench.builtin_guards [-n 300]``.
 """
 
@@ -87,7 +98,123 @@ async def main(n: int) -> None:
             print(f"{call:34}{label:12}{p50:10.1f}{percentile(s, 0.99):10.1f}{ratio}")
 
 
+#: A 200-character pipeline an agent might send (every guard reads all of it).
+PIPELINE = (
+    "git log --oneline -n 50 | grep -v Merge | awk '{print $1}' | xargs -n1 git show --stat "
+    "| grep -E '^ [a-z]' | sort | uniq -c | sort -rn | head -20 > /tmp/stats.txt && cat "
+    "/tmp/stats.txt | wc -l"
+)
+
+
+async def five_guards(n: int) -> None:
+    """The init policy against the floor, and the false blocks on the go-on table."""
+    import os
+
+    from tests.guard_tables import GO_ON_ROWS, SHAPES
+    from tests.test_guard_tables import Layout, ask
+    from triohooks.fronts.init_cli import STARTER
+
+    layout = Layout()
+    home = os.environ.get("HOME")
+    os.environ["HOME"] = str(layout.home)
+    try:
+        everyday = [
+            layout.subst(r.args["command"])
+            for r in GO_ON_ROWS
+            if not SHAPES[r.shape].agent and not r.cwd and isinstance(r.args.get("command"), str)
+        ]
+        from contextlib import AsyncExitStack
+
+        async with AsyncExitStack() as stack:
+            engines: dict[str, HookEngine] = {}
+            for label, text in (("init policy", STARTER), ("no hook (floor)", "")):
+                config = layout.root / f"bench-{len(engines)}"
+                config.mkdir()
+                (config / "hooks.toml").write_text(text)
+                engines[label] = await stack.enter_async_context(
+                    HookEngine.open(
+                        workspace=layout.ws,
+                        config_dir=config,
+                        state_dir=layout.root / f"bench-state-{len(engines)}",
+                        audit=False,
+                    )
+                )
+            samples: dict[tuple[str, str], list[float]] = {}
+            cwd = str(layout.ws)
+            for i in range(n):
+                for kind, text in (
+                    ("everyday", everyday[i % len(everyday)]),
+                    ("pipeline", PIPELINE),
+                ):
+                    command = f"{text} # {i}"  # new to every cache
+                    for label, engine in engines.items():
+                        t0 = time.perf_counter()
+                        outcome = await engine.pre_tool("Bash", {"command": command}, cwd=cwd)
+                        took = (time.perf_counter() - t0) * 1e6
+                        assert not outcome.blocked, (command, outcome.reason)
+                        samples.setdefault((kind, label), []).append(took)
+            # The guards alone, as the engine's guard runner calls them: one Call each, the
+            # first reading the call, the others sharing its reading.
+            from triohooks.match.guards import GUARDS, Call, build
+
+            checks = [build(name, {})[0] for name in GUARDS]
+            home_dir = str(layout.home)
+            for i in range(n):
+                for kind, text in (
+                    ("everyday", everyday[i % len(everyday)]),
+                    ("pipeline", PIPELINE),
+                ):
+                    args = {"command": f"{text} # alone {i}"}
+                    t0 = time.perf_counter()
+                    for check in checks:
+                        call = Call(tool="Bash", args=args, cwd=cwd, workspace=cwd, home=home_dir)
+                        verdict = check(call)
+                        assert not verdict.block, (args, verdict)
+                    took = (time.perf_counter() - t0) * 1e6
+                    samples.setdefault((kind, "alone"), []).append(took)
+            policy = engines["init policy"]
+            blocked = []
+            for row in GO_ON_ROWS:
+                answer = await ask(policy, row, layout)
+                if answer.blocked:
+                    blocked.append((row.shape, row.args, answer.reason))
+    finally:
+        if home is not None:
+            os.environ["HOME"] = home
+        layout.remove()
+    print()
+    print(
+        f"the init policy (five guards) vs no hook, pre_tool, n={n} per case, each call's text "
+        f"new (µs); everyday: {len(everyday)} commands of the go-on table; pipeline: "
+        f"{len(PIPELINE)} characters"
+    )
+    print(
+        f"{'call':12}{'policy p50':>12}{'p99':>10}{'floor p50':>12}{'policy-floor':>14}"
+        f"{'guards alone p50':>18}{'p99':>10}"
+    )
+    for kind in ("everyday", "pipeline"):
+        mine, floor = samples[(kind, "init policy")], samples[(kind, "no hook (floor)")]
+        alone = samples[(kind, "alone")]
+        p50, base = percentile(mine, 0.5), percentile(floor, 0.5)
+        print(
+            f"{kind:12}{p50:12.1f}{percentile(mine, 0.99):10.1f}{base:12.1f}{p50 - base:14.1f}"
+            f"{percentile(alone, 0.5):18.1f}{percentile(alone, 0.99):10.1f}"
+        )
+    print(
+        "(guards alone: the five checks called in process as the guard runner calls them, "
+        "the first reading the call; policy-floor adds the engine's per-hook path)"
+    )
+    print(f"false blocks on the go-on table: {len(blocked)} of {len(GO_ON_ROWS)} rows")
+    for shape, args, reason in blocked:
+        print(f"  {shape} {args}: {reason}")
+
+
+async def run(n: int) -> None:
+    await main(n)
+    await five_guards(n)
+
+
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=300)
-    trio.run(main, parser.parse_args().n)
+    trio.run(run, parser.parse_args().n)

@@ -620,3 +620,23 @@ def test_a_bad_parameter_beside_the_name_is_named(tmp_path: Path, text: str, sai
     empty.mkdir()
     table = load_table(workspace=tmp_path, config_dir=empty, extra_configs=[toml])
     assert any(said in str(p) for p in table.errors), table.errors
+
+
+def test_one_reading_is_shared_and_never_stale(tmp_path: Path) -> None:
+    """The guards of one event share its reading (the same ``args``); a call whose script
+    changed, in place or in a new ``args``, is read anew."""
+    from triohooks.match.guards import read_call
+
+    ws = str(tmp_path)
+    check = build("destructive_delete", {})[0]
+
+    def call(args: dict[str, Any]) -> Call:
+        return Call(tool="Bash", args=args, cwd=ws, workspace=ws, home=str(tmp_path / "h"))
+
+    args: dict[str, Any] = {"command": "ls"}
+    assert read_call(call(args)) is read_call(call(args))
+    assert not check(call(args)).block
+    args["command"] = "rm -rf /"  # the same dict, rewritten in place
+    assert check(call(args)).block
+    assert not check(call({"command": "ls"})).block
+    assert check(call({"command": "rm -rf /"})).block

@@ -140,12 +140,25 @@ class Reading(NamedTuple):
 
 
 def read_call(call: Call) -> Reading:
-    """The one reading of a call's scripts every guard works from (cached per call)."""
+    """The one reading of a call's scripts every guard works from. The guards of one event
+    share its ``args``: the last reading is kept for them, checked against the very same
+    ``args`` object and the scripts in it (a rewritten call is read anew)."""
+    key = (call.tool, call.cwd, call.home, *map(call.args.get, SHELL_KEYS))
+    last = _LAST_READING[0]
+    if last is not None and last[0] is call.args and last[1] == key:
+        return last[2]
     scripts = call_scripts(call.tool, call.args)
     if scripts.unreadable:
-        return Reading((), (scripts.why,), (), ())
-    texts = tuple(_script_texts(call.args, scripts))
-    return _read_texts(texts, call.cwd, call.home, powershell=scripts.powershell)
+        reading = Reading((), (scripts.why,), (), ())
+    else:
+        texts = tuple(_script_texts(call.args, scripts))
+        reading = _read_texts(texts, call.cwd, call.home, powershell=scripts.powershell)
+    _LAST_READING[0] = (call.args, key, reading)
+    return reading
+
+
+#: The last call read: its ``args`` object, what the reading depends on, the reading.
+_LAST_READING: Final[list[tuple[Mapping[str, Any], tuple[Any, ...], Reading] | None]] = [None]
 
 
 @functools.lru_cache(maxsize=256)
@@ -325,6 +338,7 @@ def _real_read(path: str) -> str:
         return path
 
 
+@functools.lru_cache(maxsize=1024)
 def _base(word: str | None) -> str:
     return posixpath.basename(word) if word else ""
 

@@ -91,7 +91,7 @@ import os
 import posixpath
 import re
 import shlex
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import TYPE_CHECKING, Any, Final, Literal
 from urllib.parse import urlsplit
 
@@ -464,6 +464,18 @@ class CallScripts(msgspec.Struct, frozen=True, gc=False):
     powershell: bool = False
 
 
+@functools.cache
+def _readers() -> tuple[
+    Callable[[str], ParsedScript], Callable[[str], ParsedScript], Callable[[Any], ParsedScript]
+]:
+    """The script readers, imported on first use (tree-sitter loads only when a call has a
+    script to read)."""
+    from .powershell import parse_powershell
+    from .shell import parse_argv, parse_script
+
+    return parse_powershell, parse_script, parse_argv
+
+
 def call_scripts(tool: str, args: Mapping[str, Any]) -> CallScripts:
     """What a call of ``tool`` with ``args`` runs in a shell: a shell tool's ``command`` /
     ``cmd`` / ``script``, and the same keys on any other call but a known file tool's (a
@@ -480,9 +492,7 @@ def call_scripts(tool: str, args: Mapping[str, Any]) -> CallScripts:
     for key in SHELL_KEYS:
         if key not in args:
             continue
-        from .powershell import parse_powershell
-        from .shell import parse_argv, parse_script
-
+        parse_powershell, parse_script, parse_argv = _readers()
         value = args[key]
         if isinstance(value, str):
             parsed.append(parse_powershell(value) if powershell else parse_script(value))

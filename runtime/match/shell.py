@@ -1313,6 +1313,9 @@ class _Walker:
                 elif t == "declaration_command":
                     self._semantic(functools.partial(self._check_declaration, children))
                 named = [c for c in children if c.is_named]
+                if t == "command" and not self.arith_trap:
+                    # Its words are read: only what may hold a command is walked on.
+                    named = [c for c in named if c.type not in _LEAVES]
             else:
                 if t == "variable_assignment":
                     self._semantic(functools.partial(self._check_assignment, node))
@@ -3157,8 +3160,13 @@ def _read_words(script: str, depth: int) -> ScriptWords:
         return ScriptWords(error="script too long")
     source = script.encode("utf-8", "surrogateescape")
     walker = _Walker(source, depth)
+    # tree-sitter-bash reads a pipeline of three or more commands that ends the text ~15x
+    # slower than one a newline ends (60 µs against 4 for `a | b | c`): the newline bash adds
+    # when it reads a script is given to it too -- but not after a final backslash, which it
+    # would turn into a line continuation. The walker reads only the bytes of ``source``.
+    parsed = source if source.endswith((b"\n", b"\\")) else source + b"\n"
     try:
-        walker.walk(_parser().parse(source).root_node)
+        walker.walk(_parser().parse(parsed).root_node)
     except _Uncertain as exc:
         return ScriptWords(error=str(exc))
     except RecursionError:
