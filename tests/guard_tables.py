@@ -1002,6 +1002,10 @@ _PUSHES: list[Row] = [
 # --- secret_reads -----------------------------------------------------------------------------
 
 _SECRETS: list[Row] = [
+    # a wrapper's own options are read too, and what it runs
+    sh(CLAUDE, "timeout 5 cat .env", SR, "cat of .env under timeout"),
+    sh(CODEX, "xargs -a .env echo", SR, "xargs reads .env into echo's arguments"),
+    sh(GEMINI, "sudo -u root tar czf /tmp/x ~/.ssh", SR, "tar of ~/.ssh as root"),
     # secret directories named whole
     sh(CLAUDE, "tar czf /tmp/keys.tgz ~/.ssh", SR, "tar of the whole ~/.ssh"),
     sh(
@@ -2056,6 +2060,11 @@ _DOCKER_OK = [
 
 _FILES_OK = [
     (NATIVE, "ls", "list"),
+    # A wrapper's command is read as its own: `sudo ls ~` lists home, as `ls ~` does.
+    (CLAUDE, "sudo ls ~", "list home as root"),
+    (CODEX, "time du -sh ~", "time the size of home"),
+    (GEMINI, "timeout 10 ls -la ~", "list home, bounded"),
+    (COPILOT, "nice -n 5 du -sh ~", "size of home, politely"),
     (CLAUDE, "ls -la", "list all"),
     (CODEX, "ls -la src/", "list a directory"),
     (EXEC, "tree -L 2", "the tree"),

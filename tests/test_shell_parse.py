@@ -334,3 +334,15 @@ def test_planted_command_is_never_missed(
         return
     names = [c.name.rsplit("/", 1)[-1] for c in parsed.commands]
     assert "zzrm" in names, (script, shown(parsed))
+
+
+def test_a_wrapper_says_where_its_command_starts() -> None:
+    """``sudo -u root ls ~``: sudo's own words end at 3, and ``ls ~`` is listed after it."""
+    from triohooks.match.shell import read_words
+
+    wrapper, inner = read_words("sudo -u root ls ~").commands
+    assert wrapper.runs_from == 3 and inner.words == ("ls", "~") and inner.runs_from == 0
+    (plain,) = read_words("ls ~").commands
+    assert plain.runs_from == 0
+    outer, middle, last = read_words("timeout 5 nice -n 5 cat x").commands
+    assert (outer.runs_from, middle.runs_from, last.runs_from) == (2, 3, 0)

@@ -104,6 +104,13 @@ class Command(NamedTuple):
     #: For each word that is a glob (or a loop variable over globs), the patterns it may
     #: expand to (:attr:`~.shell.SimpleCommand.globs`); empty when none is.
     globs: tuple[tuple[str, ...] | None, ...] = ()
+    #: Where the command a wrapper runs starts in ``words`` (read as a command of its own,
+    #: next in the list: :attr:`~.shell.SimpleCommand.runs_from`); 0 when it runs none.
+    runs_from: int = 0
+
+    def own_words(self) -> _Words:
+        """The words the program itself reads: all, but a wrapper's command."""
+        return self.words[: self.runs_from] if self.runs_from else self.words
 
     def patterns(self, at: int) -> tuple[str, ...] | None:
         return self.globs[at] if at < len(self.globs) else None
@@ -212,7 +219,7 @@ def _read_texts(
                 None if g is None else tuple(unmark(p, literal_values) for p in g)
                 for g in simple.globs
             )
-            commands.append(Command(words, simple.open_tail, here, globs))
+            commands.append(Command(words, simple.open_tail, here, globs, simple.runs_from))
             if words[0] in ("cd", "pushd") and not simple.chdir:
                 moved = _cd(start, words, home)
                 # Known only at run time (``cd "$X"``): so is every directory from here on.
@@ -1280,7 +1287,7 @@ def _secret_reads(params: Mapping[str, tuple[str, ...]]) -> Check:
             skip = _not_read(cmd)
             cwds = cmd.cwds or (call.cwd,)
             dirs = _chdir_options(cmd, cwds, call.home)
-            for at, word in enumerate(cmd.words[1:], 1):
+            for at, word in enumerate(cmd.own_words()[1:], 1):
                 if at in skip:
                     continue
                 if word is None:

@@ -149,6 +149,9 @@ class SimpleCommand(msgspec.Struct, frozen=True, gc=False):
     #: with ``words`` (None for any other word); empty when there are none. An ``fnmatch``
     #: pattern each, a quoted ``*?[`` as ``[*]``. Only :func:`read_words` fills it.
     globs: tuple[tuple[str, ...] | None, ...] = ()
+    #: The words from this index on are a command of their own, listed right after this one:
+    #: what a wrapper runs (``sudo ls ~`` -> 2, and ``ls ~`` follows); 0 when none is.
+    runs_from: int = 0
 
     @property
     def name(self) -> str:
@@ -1564,9 +1567,17 @@ class _Walker:
                 return
             # A wrapper that changes directory for what it runs says so here (env -C ...).
             self.chdir, self.chdir_step = chdir, ()
+            at = len(self.commands) - 1
             try:
                 nxt = handler(self, words, open_tail)
                 chdir += self.chdir_step
+                if nxt is not None and 0 < len(nxt[0]) < len(words):
+                    inner = nxt[0]
+                    if words[len(words) - len(inner) :] == inner:
+                        listed = self.commands[at]
+                        self.commands[at] = msgspec.structs.replace(
+                            listed, runs_from=len(words) - len(inner)
+                        )
             except _TooMany:
                 raise
             except _Foreign as exc:
