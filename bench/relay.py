@@ -103,6 +103,7 @@ def main() -> None:
             transport="relay",
             port=8765,
             relay_script=str(Path(relay_module.__file__).resolve()),
+            own=None,  # every event, as an install with unknown hooks routes
         )
         (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
         (root / "g").mkdir()

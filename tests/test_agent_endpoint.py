@@ -66,6 +66,7 @@ class Env:
             transport="relay",
             port=8765,
             relay_script=relay.__file__,
+            own=None,  # every event, as an install with unknown hooks routes
         )
         (self.home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
         # Claude Code runs the hooks of the settings files triohooks did not adopt itself: never

@@ -1016,6 +1016,7 @@ def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
         transport="relay",
         port=8765,
         relay_script=str(RELAY),
+        own=None,  # every event, as an install with unknown hooks routes
     )
     (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
     (tmp_path / "state").mkdir(mode=0o700)

@@ -72,6 +72,7 @@ class World:
             transport="relay",
             port=8765,
             relay_script=relay.__file__,
+            own=None,  # every event, as an install with unknown hooks routes
         )
         (self.home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
         worker = (

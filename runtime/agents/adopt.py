@@ -32,6 +32,7 @@ import msgspec
 from triohooks.config.model import ConfigProblem
 from triohooks.config.paths import (
     UnreadableFileError,
+    global_config_dir,
     UnsafeWriteError,
     check_write_target,
     read_regular_file,
@@ -39,6 +40,7 @@ from triohooks.config.paths import (
 )
 
 from . import codex_review, undo
+from .routing import own_events, routed_events
 from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
 from .spec import (
     LOCAL_RELAY,
@@ -229,12 +231,14 @@ def catch_all(
     port: int,
     relay_script: str | None = None,
     named: bool = True,
+    own: frozenset[str] | None,
 ) -> tuple[dict[str, Any], list[tuple[str, str]], list[str]]:
-    """The hooks object that routes to triohooks every event of ``hooks`` and every event of
-    the agent's that has a triohooks equivalent (the user's own triohooks hooks run for those:
-    :mod:`.native`, even when the agent had no hook of its own), the routes (event, the exact
-    command or URL written), notes. Each catch-all names ``scope`` (``named``: an install's;
-    a plugin's names none)."""
+    """The hooks object that routes to triohooks the events :func:`.routing.routed_events`
+    says -- every event of ``hooks``, and each of the agent's whose triohooks event is in
+    ``own`` (the events triohooks' own hooks handle, which run for it: :mod:`.native`; None:
+    unknown, so all) and its session start -- the routes (event, the exact command or URL
+    written), notes. Each catch-all names ``scope`` (``named``: an install's; a plugin's
+    names none)."""
     if transport == "http" and agent != "claude":
         raise AdoptError(
             f"--transport http: only Claude Code's http hooks can reach serve; {agent} runs "
@@ -247,7 +251,7 @@ def catch_all(
     out: dict[str, Any] = {}
     routes: list[tuple[str, str]] = []
     notes: list[str] = []
-    for event in dict.fromkeys([*hooks, *spec.events]):
+    for event in routed_events(agent, hooks, own):
         mine = [h for h in parsed if h.event == event]
         longest = max((h.timeout_s for h in mine), default=spec.default_timeout_s)
         timeout_s = longest + TIMEOUT_MARGIN_S
@@ -343,6 +347,7 @@ def plan_install(
             )
         moved_obj = current
         moved_bytes = text[start:end].encode("utf-8")
+    own = own_events(config_dir or global_config_dir(), scope=scope, project=project)
     routed, routes, notes = catch_all(
         agent,
         moved_obj,
@@ -351,7 +356,13 @@ def plan_install(
         transport=transport,
         port=port,
         relay_script=relay_script,
+        own=own,
     )
+    if own is None:
+        notes.append(
+            "a triohooks config cannot be read: every event is routed until it can (`triohooks "
+            "validate` says what is wrong)"
+        )
     indent = _indent_of(text, start)
     new_value = json.dumps(routed, indent=2).replace("\n", "\n" + indent)
     after = (text[:start] + new_value + text[end:]).encode("utf-8")

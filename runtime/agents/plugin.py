@@ -33,6 +33,7 @@ def plugin_files(*, version: str, local: bool, relay_script: str) -> dict[str, b
         port=0,
         relay_script=relay_script,
         named=False,  # a plugin belongs to no settings level
+        own=None,  # shipped to anyone: every event (its users' hooks are not known here)
     )
     manifest: dict[str, Any] = {
         "name": PLUGIN_NAME,

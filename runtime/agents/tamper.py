@@ -49,6 +49,7 @@ from .config import (
     read_json_object,
 )
 from .convert import hooks_of
+from .routing import routed_events
 from .spec import SPECS, AgentName, Level, adopted_path
 
 if TYPE_CHECKING:
@@ -140,8 +141,8 @@ def installed_changes(agent: AgentName, r: LevelRead) -> str | None:
     """For a settings file triohooks installed into, what changed in its ``hooks`` that
     triohooks did not write -- a hook beside the catch-alls, a catch-all removed or pointed
     elsewhere -- or None when they are still exactly ours, one for every event that needs one
-    (each of the agent's events with a triohooks equivalent, and each event of the adopted
-    hooks). A file that is there but cannot be read is said by :func:`_unread`."""
+    whatever triohooks' own hooks are (each event of the adopted hooks, and the session
+    start: :func:`.routing.routed_events`). A file that is there but cannot be read is said by :func:`_unread`."""
     where = str(r.level.path)
     if r.doc is None and os.path.lexists(r.level.path):
         return None
@@ -153,8 +154,11 @@ def installed_changes(agent: AgentName, r: LevelRead) -> str | None:
     if foreign:
         return _beside(where, foreign, SPECS[agent].display)
     adopted = r.adopted
-    needed = set(SPECS[agent].events) | (set(adopted) if isinstance(adopted, dict) else set())
-    missing = sorted(needed - {h.event for h in parsed})
+    # The events every install routes whatever triohooks' own hooks are (routing.py); one
+    # routed for those hooks and gone since is stale routing, which validate says and the next
+    # session start routes again.
+    needed = routed_events(agent, adopted if isinstance(adopted, dict) else {}, frozenset())
+    missing = sorted(set(needed) - {h.event for h in parsed})
     if missing:
         return (
             f"{where}: no triohooks catch-all for {', '.join(missing)} (removed, or written by an "
