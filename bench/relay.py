@@ -29,6 +29,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import triohooks.fronts.relay as relay_module
 from triohooks.agents.adopt import catch_all, relay_command
@@ -64,6 +65,26 @@ def round_trip(socket_path: str, body: bytes, env: dict[str, str]) -> float:
     return took
 
 
+def install_user_scope(home: Path, hooks: dict[str, Any]) -> str:
+    """Claude Code's settings in ``home`` as ``triohooks claude install --scope user`` leaves
+    them with ``hooks`` adopted; the relay script its catch-alls run."""
+    script = str(Path(relay_module.__file__).resolve())
+    adopted = home / ".claude" / "triohooks-hooks.json"
+    adopted.write_text(json.dumps(hooks))
+    routed, _, _ = catch_all(
+        "claude",
+        hooks,
+        source=str(adopted),
+        scope="user",
+        transport="relay",
+        port=8765,
+        relay_script=script,
+        own=None,  # every event, as an install with unknown hooks routes
+    )
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
+    return script
+
+
 def forms(relay_file: str) -> dict[str, list[str]]:
     py = sys.executable
     user = relay_command("claude", "user", 15, relay_script=relay_file)
@@ -93,19 +114,7 @@ def main() -> None:
         hooks = {
             "PreToolUse": [{"matcher": "Edit", "hooks": [{"type": "command", "command": "true"}]}]
         }
-        adopted = home / ".claude" / "triohooks-hooks.json"
-        adopted.write_text(json.dumps(hooks))
-        routed, _, _ = catch_all(  # as `triohooks claude install --scope user` leaves it
-            "claude",
-            hooks,
-            source=str(adopted),
-            scope="user",
-            transport="relay",
-            port=8765,
-            relay_script=str(Path(relay_module.__file__).resolve()),
-            own=None,  # every event, as an install with unknown hooks routes
-        )
-        (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": routed}))
+        install_user_scope(home, hooks)
         (root / "g").mkdir()
         if args.native_hook:
             (root / "g" / "hooks.toml").write_text('[[hooks.pre_tool]]\ncommand = "true"\n')

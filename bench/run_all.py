@@ -30,6 +30,7 @@ BENCHES: list[tuple[str, list[str], list[str]]] = [
     ("bench.ws_stream", [], ["--seconds", "1"]),
     ("bench.stop_state", [], ["--prompts", "100000"]),
     ("bench.relay", [], ["-n", "20"]),
+    ("bench.dead_serve", [], ["-n", "5"]),
     ("bench.asyncio_overhead", [], ["-n", "1000", "--spawn-n", "50"]),
     ("bench.worker_overhead", ["-n", "2000"], ["-n", "300"]),
     ("bench.builtin_guards", ["-n", "300"], ["-n", "50"]),

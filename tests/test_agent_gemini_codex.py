@@ -319,3 +319,15 @@ def test_codex_matchers_are_exact_only_for_its_own_characters(
     from triohooks.agents.config import compile_matcher
 
     assert compile_matcher("codex", matcher).matches(tool) is hit
+
+
+@pytest.mark.parametrize(("event", "decision"), [("BeforeTool", "deny"), ("BeforeAgent", "block")])
+def test_our_own_failure_is_a_gemini_deny_that_says_why(event: str, decision: str) -> None:
+    """Gemini CLI shows ``reason``: it says what failed, never only "blocked by a hook"."""
+    from triohooks.agents.merge import internal_error_answer
+
+    answer = internal_error_answer("gemini", event, "serve stopped answering")
+    assert answer.output["decision"] == decision
+    assert answer.output["reason"] == (
+        f"triohooks internal error while handling {event}: serve stopped answering"
+    )

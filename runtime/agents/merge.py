@@ -488,6 +488,7 @@ def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
     if shape in ("copilot", "cursor"):
         event = claude_event(agent, event)
     fold = _Fold("gemini" if shape == "gemini" else "claude", event)
+    fold.reasons.append(text)  # what Gemini CLI's deny or block says (else "blocked by a hook")
     if event in ("PreToolUse", "BeforeTool"):
         fold.permit("deny", text)
     elif event == "PermissionRequest":

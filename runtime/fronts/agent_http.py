@@ -9,9 +9,10 @@ internal error answers 200 with the fail-closed answer of that event.
 
 Owns: reading requests off a TCP stream that turned out not to be a websocket handshake (a
 request line, at most ``MAX_HEAD_BYTES`` of headers, a ``Content-Length`` or chunked body of
-at most the server's message limit), the bearer-token check, keep-alive, and cancelling the
-hooks when the client goes away mid-request (their process trees are killed). Must not know
-any agent's rules (:mod:`triohooks.agents` does).
+at most the server's message limit), the bearer-token check, keep-alive, cancelling the
+hooks when the client goes away mid-request (their process trees are killed), and on the relay
+socket the acknowledgement and heartbeats of the relay protocol (docs/agents.md, "The relay
+protocol"). Must not know any agent's rules (:mod:`triohooks.agents` does).
 """
 
 from __future__ import annotations
@@ -29,13 +30,18 @@ from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
-from .relay import ENV_LENGTH_HEADER
+from .relay import BEAT, ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL
 
 log = logging.getLogger("triohooks.serve")
 
-#: The paths, by agent.
+#: The paths, by agent: ``v1`` (the http transport, and relays that want no heartbeat) and
+#: the relay protocol (:data:`~.relay.PROTOCOL`, on the relay socket only: heartbeats).
 PATH: Final = re.compile(
-    rb"/(" + b"|".join(a.encode() for a in AGENTS) + rb")/v1/hook(?:\?([^ ]*))?"
+    rb"/("
+    + b"|".join(a.encode() for a in AGENTS)
+    + rb")/(v1|"
+    + PROTOCOL.encode()
+    + rb")/hook(?:\?([^ ]*))?"
 )
 #: The one query a hook path takes: the install scope of the catch-all that calls
 #: (:mod:`triohooks.agents.shares`).
@@ -76,9 +82,9 @@ _REASONS: Final = {
     431: "Request Header Fields Too Large",
     503: "Service Unavailable",
 }
-#: ``102 Processing``: what the relay socket sends as soon as a request is read (the relay
-#: tells a wedged server from a slow hook by it).
-ACK: Final = b"HTTP/1.1 102 Processing\r\n\r\n"
+#: A heartbeat write that has not gone out in this long: the client is not reading (the
+#: connection is given up; a half-written one would garble the answer after it).
+BEAT_WRITE_TIMEOUT_S: Final = 5.0
 #: The event of a hook input that could not be decoded, for its fail-closed answer.
 _EVENT_NAME: Final = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,64})"')
 
@@ -240,7 +246,9 @@ async def serve_connection(
     :data:`PRE_AUTH_TIMEOUT_S` and carry the token; a request without it is answered with the
     fail-closed answer of its event (HTTP 200: the agent reads it as a deny, not as a failed
     hook it may ignore), told to ``on_refused`` and the connection closed. Without a token (the
-    relay socket): each request is acknowledged (``102``) as soon as it is read."""
+    relay socket): each request is acknowledged (``102``) as soon as it is read and, on the
+    relay protocol's path (``/<agent>/v2/hook``), sent a heartbeat (another ``102``) every
+    :data:`~.relay.HEARTBEAT_S` until its answer."""
     conn = Connection(stream, buffered, max_body)
     authenticated = peer.token is None
     while True:
@@ -277,7 +285,7 @@ async def serve_connection(
             except HttpError as exc:
                 await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
                 return
-            await _send_raw(stream, ACK)
+            await _send_raw(stream, BEAT)  # acknowledged: the relay knows serve has it
         status, body = await _answer(conn, request, env, handle, peer)
         if body is None:
             return  # the client went away; its hooks were cancelled
@@ -288,8 +296,9 @@ async def serve_connection(
 
 def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
     """Why the request is not answered by running hooks (status, reason), or None."""
-    if PATH.fullmatch(request.target) is None:
-        return 404, "no such path"
+    match = PATH.fullmatch(request.target)
+    if match is None or (token is not None and match.group(2) != b"v1"):
+        return 404, "no such path"  # (an older serve answers the relay protocol so, too)
     if request.method != "POST":
         return 405, "POST only"
     if token is None:
@@ -333,7 +342,9 @@ async def _answer(
     match = PATH.fullmatch(request.target)
     assert match is not None
     agent = match.group(1).decode()
-    query = match.group(2)
+    # The relay protocol: heartbeats while the hooks run (the relay socket only: _refusal).
+    beating = match.group(2) == PROTOCOL.encode()
+    query = match.group(3)
     scope = SCOPE_QUERY.fullmatch(query) if query is not None else None
     if query is not None and scope is None:  # not a catch-all we wrote: say so, fail closed
         why = f"unknown query {query[:64].decode('latin-1')!r} (only scope=user|project)"
@@ -372,8 +383,26 @@ async def _answer(
                 conn.buffer += data  # a pipelined next request: keep it
                 await trio.sleep_forever()
 
+        async def beat() -> None:
+            nonlocal gone
+            while True:
+                await trio.sleep(HEARTBEAT_S)
+                # Shielded: a heartbeat is written whole or not at all, never cut off by the
+                # answer being ready (half of one would garble the answer after it).
+                with trio.CancelScope(shield=True), trio.move_on_after(BEAT_WRITE_TIMEOUT_S):
+                    try:
+                        await conn.stream.send_all(BEAT)
+                        continue
+                    except (trio.BrokenResourceError, trio.ClosedResourceError):
+                        pass
+                gone = True  # the client went away or stopped reading: the hooks are cancelled
+                nursery.cancel_scope.cancel()
+                return
+
         nursery.start_soon(run)
         nursery.start_soon(watch)
+        if beating:
+            nursery.start_soon(beat)
     if gone and result is None:
         return 200, None
     if result is None:

@@ -19,11 +19,17 @@ script (``python -I -S .../triohooks/fronts/relay.py claude``): an interpreter t
 ``site`` starts in a third of the time. The console script ``triohooks-relay`` runs the same
 code after the usual start-up (the portable form a project-scope install writes).
 
-Deadlines (``--timeout S``: the timeout the agent gives the catch-all): a server that accepted
-the connection but does not acknowledge within :data:`ACK_TIMEOUT_S` is wedged (stopped,
-Ctrl-Z): the relay runs the hooks itself. A server that acknowledged but has not answered
-:data:`DEADLINE_MARGIN_S` before the agent's timeout: the event is denied, saying so -- the
-agent would otherwise kill the relay and go on.
+Liveness and deadlines (docs/agents.md, "The relay protocol"): the request names relay protocol
+:data:`PROTOCOL` in its path; serve acknowledges it at once and then says :data:`BEAT` (an HTTP
+``102 Processing``) every :data:`HEARTBEAT_S` while the hooks run, then answers. Silence for
+:data:`SILENCE_S` -- no acknowledgement, or no heartbeat after it -- is a dead serve (stopped,
+Ctrl-Z, hung): the relay runs the hooks itself, and records that serve in :data:`DEAD_NAME`
+(:func:`remember_dead`) so later events skip it without paying the silence again
+(:func:`remembered_dead` says when the record ends). A serve that answers the path with 404
+speaks an older protocol, without heartbeats: it is treated the same way, since a hang of it
+could not be told from slow hooks. ``--timeout S`` is the timeout the agent gives the catch-all:
+an event serve is still working on (heartbeats coming) :data:`DEADLINE_MARGIN_S` before it is
+denied, saying so -- the agent would otherwise kill the relay and go on.
 
 Slow path, with no server (no socket, a refused connection, one that is not the user's): the
 relay starts the user's ``serve`` in the background (detached, per user, one for all projects;
@@ -53,9 +59,21 @@ SOCKET_NAME = "serve.sock"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
 STARTED_NAME = "serve.started"
 CONNECT_TIMEOUT_S = 0.5
-#: A server that took the request but said nothing for this long is wedged (stopped, Ctrl-Z):
-#: the hooks run here instead.
-ACK_TIMEOUT_S = 2.0
+#: The relay protocol, named in the request's path (``/<agent>/v2/hook``): v1 and a heartbeat.
+#: A serve that does not know it answers 404 without running anything.
+PROTOCOL = "v2"
+#: The acknowledgement and each heartbeat, byte for byte: an HTTP/1.1 interim response (27 bytes).
+BEAT = b"HTTP/1.1 102 Processing\r\n\r\n"
+#: serve sends :data:`BEAT` this often while the hooks of a request run.
+HEARTBEAT_S = 0.5
+#: A serve that took the request and then said nothing for this long -- no acknowledgement, no
+#: heartbeat, no answer -- is dead (stopped, Ctrl-Z, hung): the hooks run here instead.
+SILENCE_S = 2.0
+#: The record of a dead serve (its socket, pid and why), in the state dir: later events skip it.
+DEAD_NAME = "serve.dead"
+#: A record of a dead serve holds at most this long (then one event asks that serve again); it
+#: ends sooner when its socket is replaced (a new serve) or its process is gone.
+REMEMBER_S = 600.0
 #: Without ``--timeout``: the shortest default any of the agents gives a hook (Gemini CLI).
 DEFAULT_TIMEOUT_S = 60.0
 #: Kept between the relay's own deadline and the agent's timeout: time to print the answer.
@@ -88,6 +106,7 @@ LOOP_VAR = "TRIOHOOKS_RELAY"
 _S_IFMT = 0o170000
 _S_IFDIR = 0o040000
 _S_IFSOCK = 0o140000
+_S_IFREG = 0o100000
 
 
 def _getenv(name: str, environ: dict[str, str] | None = None) -> str:
@@ -126,28 +145,35 @@ def private_socket(directory: str) -> "tuple[str | None, str]":
     there -- the directory is the user's, no one else may write in it, and its parent does not
     let others replace it -- and it is a socket of the user's; else ``(None, why)``, why being
     "" when there is simply no server."""
+    path, why, _ = serve_socket(directory)
+    return path, why
+
+
+def serve_socket(directory: str) -> "tuple[str | None, str, posix.stat_result | None]":
+    """:func:`private_socket`, and the socket's own ``lstat`` (which serve it is: the key of
+    :func:`remembered_dead`) when it is one to use."""
     me = posix.getuid()
     try:
         st = posix.lstat(directory)
     except OSError:
-        return None, ""
+        return None, "", None
     if st.st_mode & _S_IFMT != _S_IFDIR or st.st_uid != me or st.st_mode & 0o022:
-        return None, f"{directory} is not a directory only you can write in"
+        return None, f"{directory} is not a directory only you can write in", None
     parent = directory.rstrip("/").rpartition("/")[0] or "/"
     try:
         up = posix.stat(parent)
     except OSError:
-        return None, f"{parent} cannot be checked"
+        return None, f"{parent} cannot be checked", None
     if (up.st_mode & 0o002 and not up.st_mode & 0o1000) or (up.st_mode & 0o020 and up.st_uid != me):
-        return None, f"{parent} lets others replace {directory}"
+        return None, f"{parent} lets others replace {directory}", None
     path = directory + "/" + SOCKET_NAME
     try:
         st = posix.lstat(path)
     except OSError:
-        return None, ""
+        return None, "", None
     if st.st_mode & _S_IFMT != _S_IFSOCK or st.st_uid != me:
-        return None, f"{path} is not a socket of yours"
-    return path, ""
+        return None, f"{path} is not a socket of yours", None
+    return path, "", st
 
 
 def peer_uid(sock: object) -> "int | None":
@@ -169,15 +195,50 @@ def peer_uid(sock: object) -> "int | None":
     return None
 
 
+def peer_pid(sock: object) -> "int | None":
+    """The pid of the process listening at the other end of a connected unix socket, where the
+    OS tells (Linux ``SO_PEERCRED``, macOS ``LOCAL_PEERPID``); None elsewhere. Read only when a
+    serve is found dead (:func:`remember_dead`), never on the fast path."""
+    import _socket
+
+    getsockopt = sock.getsockopt  # type: ignore[attr-defined]
+    try:
+        peercred = getattr(_socket, "SO_PEERCRED", None)
+        if peercred is not None:  # struct ucred {pid_t pid; ...}
+            data = getsockopt(_socket.SOL_SOCKET, peercred, 12)
+        elif sys.platform == "darwin":  # SOL_LOCAL = 0, LOCAL_PEERPID = 2: a pid_t
+            data = getsockopt(0, getattr(_socket, "LOCAL_PEERPID", 2), 4)
+        else:
+            return None
+    except OSError:
+        return None
+    pid = int.from_bytes(data[0:4], sys.byteorder)
+    return pid if pid > 0 else None
+
+
 # -- talking to serve --------------------------------------------------------------------------
 
 
-class _Wedged(Exception):
-    """The server took the request and did not acknowledge it in time."""
+#: Why a serve is dead, by the word its record (:data:`DEAD_NAME`) keeps.
+DEAD_REASONS = {
+    "unacknowledged": f"triohooks serve did not acknowledge within {SILENCE_S:g} s",
+    "silent": f"triohooks serve stopped answering (no heartbeat for {SILENCE_S:g} s)",
+    "older": f"triohooks serve does not speak relay protocol {PROTOCOL} (older: restart it)",
+}
+
+
+class _Dead(Exception):
+    """serve took the connection and then fell silent for :data:`SILENCE_S`, or does not speak
+    :data:`PROTOCOL`: the hooks run here, and that serve is remembered (:func:`remember_dead`)."""
+
+    def __init__(self, reason: str, pid: "int | None") -> None:
+        super().__init__(DEAD_REASONS[reason])
+        self.reason = reason
+        self.pid = pid
 
 
 class _TooLate(Exception):
-    """The server acknowledged but did not answer before the relay's deadline."""
+    """serve is alive (heartbeats) but did not answer before the relay's deadline."""
 
 
 def _environment_block() -> bytes:
@@ -185,12 +246,29 @@ def _environment_block() -> bytes:
     return b"\0".join([*entries, LOOP_VAR.encode() + b"=1"])
 
 
-def _read_head(sock: object, data: bytes) -> "tuple[bytes, bytes]":
+def _receive(sock: object, deadline: float, heard: bool) -> bytes:
+    """The next bytes from serve: within :data:`SILENCE_S` (else :class:`_Dead`; ``heard``:
+    whether it acknowledged) and before ``deadline`` (else :class:`_TooLate`)."""
+    import time
+
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise _TooLate()
+    sock.settimeout(min(SILENCE_S, remaining))  # type: ignore[attr-defined]
+    try:
+        chunk: bytes = sock.recv(65536)  # type: ignore[attr-defined]
+    except TimeoutError:
+        if remaining <= SILENCE_S:
+            raise _TooLate() from None
+        raise _Dead("silent" if heard else "unacknowledged", peer_pid(sock)) from None
+    if not chunk:
+        raise OSError("the server closed the connection")
+    return chunk
+
+
+def _read_head(sock: object, data: bytes, deadline: float, heard: bool) -> "tuple[bytes, bytes]":
     while b"\r\n\r\n" not in data:
-        chunk = sock.recv(65536)  # type: ignore[attr-defined]
-        if not chunk:
-            raise OSError("the server closed the connection")
-        data += chunk
+        data += _receive(sock, deadline, heard)
         if len(data) > 65536:
             raise OSError("the server's answer head is too large")
     head, _, rest = data.partition(b"\r\n\r\n")
@@ -199,9 +277,8 @@ def _read_head(sock: object, data: bytes) -> "tuple[bytes, bytes]":
 
 def ask_server(path: str, agent: str, body: bytes, deadline: float, scope: str = "") -> bytes:
     """The body of the server's 200 answer. Raises :class:`OSError` (no usable server: the
-    hooks run here), :class:`_Wedged` or :class:`_TooLate`."""
+    hooks run here), :class:`_Dead` or :class:`_TooLate`."""
     import _socket
-    import time
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
     try:
@@ -212,28 +289,26 @@ def ask_server(path: str, agent: str, body: bytes, deadline: float, scope: str =
             raise PermissionError(f"{path} is served by uid {uid}, not by you")
         env = _environment_block()
         head = (
-            f"POST /{agent}/v1/hook{'?scope=' + scope if scope else ''} HTTP/1.1\r\n"
+            f"POST /{agent}/{PROTOCOL}/hook{'?scope=' + scope if scope else ''} HTTP/1.1\r\n"
             "Host: triohooks\r\n"
             f"Content-Type: application/json\r\n{ENV_LENGTH_HEADER}: {len(env)}\r\n"
             f"Content-Length: {len(env) + len(body)}\r\nConnection: close\r\n\r\n"
         ).encode()
-        sock.settimeout(ACK_TIMEOUT_S)
-        sock.sendall(head + env + body)
+        sock.settimeout(SILENCE_S)
         try:
-            status_head, rest = _read_head(sock, b"")
-        except TimeoutError:
-            raise _Wedged() from None
-        if status_head.startswith(b"HTTP/1.1 102"):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _TooLate()
-            sock.settimeout(remaining)
-            try:
-                status_head, rest = _read_head(sock, rest)
-            except TimeoutError:
-                raise _TooLate() from None
+            sock.sendall(head + env + body)
+        except TimeoutError:  # a stopped serve whose socket buffer is full
+            raise _Dead("unacknowledged", peer_pid(sock)) from None
+        heard, rest = False, b""
+        while True:  # the acknowledgement, then a heartbeat every HEARTBEAT_S, then the answer
+            status_head, rest = _read_head(sock, rest, deadline, heard)
+            if status_head + b"\r\n\r\n" != BEAT:
+                break
+            heard = True
         lines = status_head.decode("latin-1").split("\r\n")
         status = lines[0].split(" ")
+        if not heard and len(status) >= 2 and status[1] == "404":
+            raise _Dead("older", peer_pid(sock))
         if len(status) < 2 or status[1] != "200":
             raise OSError(f"the server answered {lines[0]!r}")
         length = -1
@@ -244,20 +319,80 @@ def ask_server(path: str, agent: str, body: bytes, deadline: float, scope: str =
         if not 0 <= length <= MAX_ANSWER_BYTES:
             raise OSError("the server's answer has no usable Content-Length")
         while len(rest) < length:
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise _TooLate()
-            sock.settimeout(remaining)
-            try:
-                chunk = sock.recv(65536)
-            except TimeoutError:
-                raise _TooLate() from None
-            if not chunk:
-                raise OSError("the server's answer was cut off")
-            rest += chunk
+            rest += _receive(sock, deadline, True)
         return rest[:length]
     finally:
         sock.close()
+
+
+# -- a dead serve, remembered ------------------------------------------------------------------
+
+
+def remembered_dead(directory: str, found: "posix.stat_result") -> str:
+    """Why the serve whose socket is ``found`` (its ``lstat``) is dead, as a relay recorded it
+    in :data:`DEAD_NAME` in ``directory``: one line ``DEV INO CTIME_NS PID REASON`` (the
+    socket's identity, serve's pid or 0, a word of :data:`DEAD_REASONS`). "" when there is no
+    record, or it names another socket (a new serve took the socket), a process that is gone,
+    or is older than :data:`REMEMBER_S` -- such a record is removed. Fast path: one failed
+    ``open`` when there is none."""
+    record = directory + "/" + DEAD_NAME
+    try:
+        fd = posix.open(record, posix.O_RDONLY | posix.O_NOFOLLOW | posix.O_NONBLOCK)
+    except OSError:
+        return ""
+    try:
+        st = posix.fstat(fd)
+        if st.st_mode & _S_IFMT != _S_IFREG or st.st_uid != posix.getuid():
+            return ""  # not a record a relay wrote (and not ours to remove)
+        fields = posix.read(fd, 256).split()
+    finally:
+        posix.close(fd)
+    import time
+
+    age = time.time() - st.st_mtime
+    valid = (
+        len(fields) == 5
+        and all(f.isdigit() for f in fields[:4])
+        and fields[4].decode("ascii", "replace") in DEAD_REASONS
+        and [int(f) for f in fields[:3]] == [found.st_dev, found.st_ino, found.st_ctime_ns]
+        and 0 <= age < REMEMBER_S
+    )
+    pid = int(fields[3]) if valid else 0
+    if valid and pid:
+        try:
+            posix.kill(pid, 0)  # still there (EPERM: the pid is another user's now: gone)
+        except OSError:
+            valid = False
+    if not valid:
+        try:
+            posix.unlink(record)
+        except OSError:
+            pass
+        return ""
+    who = f" (pid {pid})" if pid else ""
+    reason = DEAD_REASONS[fields[4].decode()]
+    return f"{reason}{who}, {age:.0f} s ago: {directory}/{DEAD_NAME} remembers it"
+
+
+def remember_dead(
+    directory: str, found: "posix.stat_result", reason: str, pid: "int | None"
+) -> None:
+    """Record the serve whose socket is ``found`` as dead (:func:`remembered_dead` reads it):
+    written whole (a file of its own, 0600, renamed into place). Best effort: said on stderr
+    when it cannot be written (the next event then asks that serve again)."""
+    line = f"{found.st_dev} {found.st_ino} {found.st_ctime_ns} {pid or 0} {reason}\n"
+    temporary = f"{directory}/{DEAD_NAME}.{posix.getpid()}"
+    try:
+        fd = posix.open(
+            temporary, posix.O_WRONLY | posix.O_CREAT | posix.O_TRUNC | posix.O_NOFOLLOW, 0o600
+        )
+        try:
+            posix.write(fd, line.encode())
+        finally:
+            posix.close(fd)
+        posix.rename(temporary, directory + "/" + DEAD_NAME)
+    except OSError as exc:
+        print(f"triohooks-relay: cannot record the dead serve: {exc}", file=sys.stderr)
 
 
 def start_server(directory: str) -> None:
@@ -530,22 +665,24 @@ def main(argv: "list[str] | None" = None) -> int:
         print(f"triohooks-relay: {why}", file=sys.stderr)
         return _print_denial(agent, body, why)
     out: bytes | None = None
+    dead = ""  # why serve is dead, when it is: the hooks run here
     if len(body) > MAX_INPUT_BYTES:
         body, here = b"{}", True  # answered fail-closed below, without a server round trip
     if not here:
         directory = state_dir()
-        path, why = private_socket(directory)
+        path, why, found = serve_socket(directory)
         if why:
             print(f"triohooks-relay: not using the server: {why}", file=sys.stderr)
+        dead = remembered_dead(directory, found) if found is not None else ""
         try:
-            if path is None:
+            if path is None or found is None:
                 raise FileNotFoundError()
-            out = ask_server(path, agent, body, deadline, scope)
-        except _Wedged:
-            print(
-                "triohooks-relay: serve did not acknowledge; running the hooks here",
-                file=sys.stderr,
-            )
+            if not dead:
+                out = ask_server(path, agent, body, deadline, scope)
+        except _Dead as exc:
+            dead = str(exc)
+            if found is not None:
+                remember_dead(directory, found, exc.reason, exc.pid)
         except _TooLate:
             why = f"triohooks serve did not answer within {deadline - started:.0f} s"
             print(f"triohooks-relay: {why}", file=sys.stderr)
@@ -557,6 +694,9 @@ def main(argv: "list[str] | None" = None) -> int:
                 start_server(directory)
         except OSError as exc:
             print(f"triohooks-relay: server: {exc}; running the hooks here", file=sys.stderr)
+        if dead:
+            print(f"triohooks-relay: {dead}; running the hooks here", file=sys.stderr)
+            start_server(directory)  # it takes the socket over from the dead one
     seconds = deadline - time.monotonic()
     if out is None:
         try:
@@ -564,6 +704,8 @@ def main(argv: "list[str] | None" = None) -> int:
         except Exception as exc:
             why = f"{type(exc).__name__}: {exc}".splitlines()[0]
             print(f"triohooks-relay: internal error: {why}", file=sys.stderr)
+            if dead:
+                why = f"{dead}, and the hooks cannot run here: {why}"
             return _print_denial(agent, body, why)
     sys.stdout.buffer.write(out + b"\n")
     sys.stdout.buffer.flush()

@@ -21,8 +21,10 @@ The agents' requests (:mod:`.agent_http`) come two ways: ``POST /<agent>/v1/hook
 TCP port (the http transport: a token, a pre-auth pool of :data:`PRE_AUTH_SLOTS` with a 2 s
 deadline, every refusal answered with the event's deny, counted and logged), and the relay
 socket ``serve.sock`` in the private state dir (the default: one serve per user holds it,
-under ``serve.lock``; the peer's uid is checked; each request carries the agent session's
-environment and is acknowledged at once). ``--idle-exit`` shuts an auto-started serve down.
+under ``serve.lock``, or takes it over from one the relays recorded dead; the peer's uid is
+checked; each request carries the agent session's environment, is acknowledged at once and,
+on the relay protocol's path, kept alive by heartbeats). ``--idle-exit`` shuts an
+auto-started serve down.
 
 It must not contain decision logic or run hooks (the engine does), nor define message shapes
 (``_wire`` does). A failure in one connection is contained and logged; the server goes on.
@@ -31,6 +33,7 @@ It must not contain decision logic or run hooks (the engine does), nor define me
 from __future__ import annotations
 
 import argparse
+import contextlib
 import errno
 import hmac
 import ipaddress
@@ -1193,46 +1196,47 @@ class RelaySocketError(Exception):
     """The relay socket cannot be had; the message says why."""
 
 
-async def open_relay_listener(path: str) -> trio.SocketListener:
-    """Listen on the unix socket ``path`` (mode 0600, in a private directory of ours). A socket
-    left there by a serve that died is replaced; one a live server answers on is not (raises
-    :class:`RelaySocketError`), nor anything that is not a socket of ours."""
-    try:
+async def open_relay_listener(path: str) -> tuple[trio.SocketListener, tuple[int, int]]:
+    """Listen on the unix socket ``path`` (mode 0600, in a private directory of ours), and the
+    socket file's ``(st_dev, st_ino)``. Called with ``serve.lock`` held, or for a serve the
+    relays recorded dead (:func:`dead_relay_socket`): a socket of ours at ``path`` was left by
+    a serve that died, is that dead one's, or is a serve's that took it over from a dead one
+    without the lock -- it is replaced (that serve goes on with no relays, until it exits).
+    Anything else there is not (raises :class:`RelaySocketError`). The new socket is bound
+    beside it and renamed into place: relays never find the path empty."""
+    with contextlib.suppress(FileNotFoundError):
         st = os.lstat(path)
-    except FileNotFoundError:
-        pass
-    else:
         if not stat.S_ISSOCK(st.st_mode) or st.st_uid != os.getuid():
             raise RelaySocketError(f"{path} exists and is not a socket of ours")
-        probe = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
-        try:
-            with trio.move_on_after(1.0):
-                await probe.connect(path)
-                raise RelaySocketError(f"another serve already listens on {path}")
-        except OSError:
-            pass  # refused: nobody there any more
-        finally:
-            probe.close()
-        os.unlink(path)
+    directory = os.path.dirname(path)
+    # No longer than the socket's own name: a path that fits, fits beside it.
+    beside = os.path.join(directory, f".s{os.getpid()}")
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(beside)  # (left by a serve of the same pid that died)
     sock = trio.socket.socket(trio.socket.AF_UNIX, trio.socket.SOCK_STREAM)
     try:
         old_umask = os.umask(0o177)  # born 0600: never a moment others could connect
         try:
-            await sock.bind(path)
+            await sock.bind(beside)
         finally:
             os.umask(old_umask)
         sock.listen(128)
+        bound = os.lstat(beside)
+        os.rename(beside, path)
     except BaseException:
         sock.close()
+        with contextlib.suppress(OSError):
+            os.unlink(beside)
         raise
-    return trio.SocketListener(sock)
+    return trio.SocketListener(sock), (bound.st_dev, bound.st_ino)
 
 
-def _remove_socket(path: str) -> None:
-    """Remove the relay socket at shutdown, if it is still a socket of ours."""
+def _remove_socket(path: str, bound: tuple[int, int]) -> None:
+    """Remove the relay socket at shutdown, if it is still the one this serve bound (``bound``:
+    its ``(st_dev, st_ino)``; another serve may have taken the path over)."""
     try:
         st = os.lstat(path)
-        if stat.S_ISSOCK(st.st_mode) and st.st_uid == os.getuid():
+        if (st.st_dev, st.st_ino) == bound:
             os.unlink(path)
     except OSError:
         pass
@@ -1299,6 +1303,7 @@ async def serve(
             server.host = host
             engine.add_listener(server.on_engine_event)
             server._reserve_fd = _open_reserve_fd()
+            bound: tuple[int, int] | None = None  # the relay socket file, once ours
             try:
                 async with trio.open_nursery() as listening:
                     listeners = await _tcp_listeners(settings, host)
@@ -1307,7 +1312,7 @@ async def serve(
                     for listener in listeners:
                         await listening.start(server.accept_loop, listener, connections)
                     if settings.agent_socket is not None:
-                        unix = await open_relay_listener(settings.agent_socket)
+                        unix, bound = await open_relay_listener(settings.agent_socket)
                         await listening.start(
                             server.accept_loop, unix, connections, server.on_relay_stream
                         )
@@ -1318,8 +1323,8 @@ async def serve(
                     server._accepting = False
                     listening.cancel_scope.cancel()  # stop accepting
             finally:
-                if settings.agent_socket is not None:
-                    _remove_socket(settings.agent_socket)
+                if settings.agent_socket is not None and bound is not None:
+                    _remove_socket(settings.agent_socket, bound)
                 if server._reserve_fd is not None:
                     os.close(server._reserve_fd)
                     server._reserve_fd = None
@@ -1474,6 +1479,19 @@ def take_relay_socket() -> tuple[int, str] | None:
     return fd, str(directory / SOCKET_FILE)
 
 
+def dead_relay_socket() -> tuple[str, str] | None:
+    """The relay socket's path and why its serve is dead, when the relays recorded it so
+    (:func:`.relay.remembered_dead`): a serve then takes the socket over without the lock,
+    which the dead one still holds; else None."""
+    directory = private_dir(state_dir())
+    try:
+        found = os.lstat(directory / SOCKET_FILE)
+    except OSError:
+        return None
+    why = relay.remembered_dead(str(directory), found)
+    return (str(directory / SOCKET_FILE), why) if why else None
+
+
 async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> int:
     with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
         async with trio.open_nursery() as nursery:
@@ -1555,10 +1573,17 @@ def cmd_serve(args: argparse.Namespace) -> int:
         print(f"triohooks: {exc}", file=sys.stderr)
         return 1
     held = take_relay_socket()
-    if held is None and args.auto:
+    dead = dead_relay_socket() if held is None else None
+    if held is None and args.auto and dead is None:
         print("triohooks serve: another serve answers the relays; leaving", flush=True)
         return 0
-    if held is None:
+    if dead is not None:
+        # The relays found the serve holding the socket dead: they run every hook themselves
+        # until another serve answers. It keeps serve.lock (a stopped process holds it), so
+        # this one is found by the socket alone.
+        print(f"triohooks serve: {dead[1]}; taking the relay socket over", flush=True)
+        settings = msgspec.structs.replace(settings, agent_socket=dead[0])
+    elif held is None:
         print(
             "triohooks serve: warning: another serve holds the relay socket; this one answers "
             "websocket and http clients only",
