@@ -268,15 +268,19 @@ def test_install_refuses_and_never_clobbers(d: Dirs, content: str, message: str)
 def test_install_without_hooks_of_its_own_routes_the_agent_to_triohooks(
     d: Dirs, before: str | None
 ) -> None:
-    """No settings file, or one without hooks: the catch-all still goes in (triohooks' own
-    hooks run for the agent's events); uninstall gives back exactly what was there (no
-    file, or the file without a hooks member)."""
+    """No settings file, or one without hooks: the catch-alls still go in for the events
+    triohooks' own hooks handle (and the session start, where routing is checked);
+    uninstall gives back exactly what was there (no file, or the file without a hooks
+    member)."""
     if before is not None:
         d.settings.write_text(before)
+    (d.g / "hooks.toml").write_text(
+        '[[hooks.pre_tool]]\nbuiltin = "protected_push"\n[[hooks.post_tool]]\ncommand = "true"\n'
+    )
     done = d.cli("claude", "install")
     assert done.returncode == 0, done.stderr
     routed = json.loads(d.settings.read_text())["hooks"]
-    assert set(routed) == set(AGENT_EVENTS["claude"])
+    assert set(routed) == {"PreToolUse", "PostToolUse", "SessionStart"}
     assert json.loads(d.settings.read_text()).get("permissions") == (
         None if before is None else {"allow": []}
     )

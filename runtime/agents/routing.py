@@ -69,9 +69,7 @@ def own_events(
     ``scope`` (module docstring); None when a config cannot be read (then: every event)."""
     events: set[str] = set()
     if scope == "user":
-        projects = [
-            Path(key) for key in read_store(config_dir).workspaces if "#" not in key
-        ]
+        projects = [Path(key) for key in read_store(config_dir).workspaces if "#" not in key]
     else:
         projects = [project] if project is not None else []
     for workspace in (None, *projects):
