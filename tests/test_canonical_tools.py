@@ -347,9 +347,9 @@ def place(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Place]:
     """A project on branch ``main`` outside ``/tmp`` (writes_outside_workspace lets ``/tmp``
     through by default, and the docs' rows count on it), its ``keys`` a link to ``~/.ssh``, a
     directory in it, another repository on ``main`` beside it, a home."""
-    cache = ROOT / ".cache"
-    cache.mkdir(exist_ok=True)
-    root = Path(tempfile.mkdtemp(prefix="canonical-", dir=cache)).resolve()
+    # Under /var/tmp, as the guard tables' layout: not the checkout, which may itself be in /tmp.
+    root = Path(tempfile.mkdtemp(prefix="canonical-", dir="/var/tmp")).resolve()
+    assert not root.is_relative_to("/tmp")
     try:
         # Codex names no project in its environment: it is found from the call's cwd, up to
         # the .codex directory; "elsewhere" is a subdirectory (where `rm -rf .` is harmless).

@@ -53,7 +53,9 @@ async def test_sleeps_forever_times_out_promptly() -> None:
 async def test_ignores_sigterm_gets_sigkill() -> None:
     result = await run_hostile(sh("trap '' TERM; sleep 1000 & sleep 1000", timeout_s=0.2))
     assert result.status == "timeout"
-    assert result.duration_ms < 600  # timeout + TERM grace, not the sleep
+    # timeout (0.2 s) + TERM grace (0.1 s), then SIGKILL: not the 1000 s sleep. The bound is
+    # loose on purpose (a loaded 2-core VM took 636 ms once); the property is the kill.
+    assert result.duration_ms < 3000
 
 
 async def test_background_grandchild_holding_stdout_does_not_hang_us() -> None:

@@ -504,3 +504,26 @@ def test_a_record_that_cannot_be_read_is_no_record(
         found = (env.state / SOCKET_FILE).lstat()
         (env.state / relay.DEAD_NAME).write_text(text)
         assert relay.remembered_dead(str(env.state), found) == ""
+
+
+def test_doctor_says_a_serve_a_relay_found_dead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """`doctor`'s serve line: a serve a relay recorded dead is a problem, with the relay's
+    reason; once the record ends (its socket replaced), a listening serve is fine again."""
+    from triohooks.fronts.agent_checks import _relay_socket
+
+    env = make_env(tmp_path, monkeypatch)
+    with _bound_socket(env) as sock:
+        sock.listen(1)
+        assert _relay_socket(env.state).ok
+        relay.remember_dead(
+            str(env.state), (env.state / SOCKET_FILE).lstat(), "silent", os.getpid()
+        )
+        line = _relay_socket(env.state)
+        assert not line.ok
+        assert "found it dead" in line.text and "stopped answering" in line.text
+    (env.state / SOCKET_FILE).unlink()
+    with _bound_socket(env) as sock:  # a new serve's socket: the record is over
+        sock.listen(1)
+        assert _relay_socket(env.state).ok

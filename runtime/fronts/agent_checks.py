@@ -64,7 +64,7 @@ def _holds_port(pid: int, port: int) -> bool:
 
 
 def _relay_socket(state: Path) -> DoctorLine:
-    path, why = relay.private_socket(str(state))
+    path, why, found = relay.serve_socket(str(state))
     if why:
         return DoctorLine(False, f"serve: {why}: the relays run every hook themselves")
     if path is None:
@@ -84,6 +84,13 @@ def _relay_socket(state: Path) -> DoctorLine:
         probe.close()
     if uid is not None and uid != os.getuid():
         return DoctorLine(False, f"serve: {path} is served by uid {uid}, not you: not used")
+    dead = relay.remembered_dead(str(state), found) if found is not None else ""
+    if dead:
+        return DoctorLine(
+            False,
+            f"serve: a relay found it dead: {dead}; the relays run every hook themselves until "
+            f"a new serve takes {path}: stop this one (the next relay call starts a new one)",
+        )
     return DoctorLine(True, f"serve: answers the relays on {path}")
 
 
