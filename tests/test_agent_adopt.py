@@ -13,7 +13,6 @@ import pytest
 
 from triohooks.agents.adopt import member_spans
 from triohooks.agents.spec import PORTABLE_RELAY, scope_arg
-from triohooks.config.events import AGENT_EVENTS
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -542,7 +542,13 @@ async def test_cursor_install_and_a_request_through_its_hooks(tmp_path: Path) ->
         (handler,) = entries
         assert set(handler) == {"command", "timeout"}
         assert "triohooks-relay cursor --timeout" in handler["command"]
-    assert "stop" in installed["hooks"] and "beforeSubmitPrompt" in installed["hooks"]
+    # Routed: the events of the user's own pre_tool hook, and the session start (routing.py).
+    assert set(installed["hooks"]) == {
+        "beforeShellExecution",
+        "beforeMCPExecution",
+        "beforeReadFile",
+        "sessionStart",
+    }
     assert done.returncode == 0
     assert cli("cursor", "trust").returncode == 0
     push = cursor_input(

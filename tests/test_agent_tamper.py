@@ -151,7 +151,7 @@ async def test_a_worm_in_the_user_settings_after_init_agent(s: Setup) -> None:
 async def test_reinstalling_adopts_the_new_hook_and_ends_the_alarm(s: Setup) -> None:
     """The way out the message gives when the change was the user's own: move the hook into
     triohooks-hooks.json by installing again (the install refreshes the catch-alls)."""
-    s.edit(lambda h: h.pop("Notification"))
+    s.edit(lambda h: h.pop("PostToolUse"))
     assert s.cli("claude", "install").returncode == 0
     (answer,) = await s.ask("PreToolUse")
     assert "systemMessage" not in answer.answer.output

@@ -15,7 +15,6 @@ from typing import Any
 import pytest
 
 from triohooks.agents.codex_trust import hook_state_key, hook_states, trusted_hash
-from triohooks.config.events import AGENT_EVENTS
 
 pytestmark = pytest.mark.slow
 

@@ -32,16 +32,16 @@ import msgspec
 from triohooks.config.model import ConfigProblem
 from triohooks.config.paths import (
     UnreadableFileError,
-    global_config_dir,
     UnsafeWriteError,
     check_write_target,
+    global_config_dir,
     read_regular_file,
     write_file_atomic,
 )
 
 from . import codex_review, undo
-from .routing import own_events, routed_events
 from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
+from .routing import own_events, routed_events
 from .spec import (
     LOCAL_RELAY,
     PORTABLE_RELAY,
@@ -251,7 +251,7 @@ def catch_all(
     out: dict[str, Any] = {}
     routes: list[tuple[str, str]] = []
     notes: list[str] = []
-    for event in routed_events(agent, hooks, own):
+    for event in routed_events(agent, hooks, own, scope if named else None):
         mine = [h for h in parsed if h.event == event]
         longest = max((h.timeout_s for h in mine), default=spec.default_timeout_s)
         timeout_s = longest + TIMEOUT_MARGIN_S
@@ -378,7 +378,15 @@ def plan_install(
     if config_dir is not None:
         moved = undo.digest(moved_bytes.decode("utf-8", "replace"))
         changes.append(
-            _record(config_dir, path, changes, member_added, moved, refresh=existing is not None)
+            _record(
+                config_dir,
+                path,
+                changes,
+                member_added,
+                moved,
+                refresh=existing is not None,
+                routed=tuple(dict.fromkeys(event for event, _ in routes)),
+            )
         )
     if any(route.startswith("POST ") for _, route in routes):
         notes.append(
@@ -476,6 +484,7 @@ def _record(
     moved: str,
     *,
     refresh: bool,
+    routed: tuple[str, ...],
 ) -> FileChange:
     """The install record (:mod:`.undo`) of the settings file and Codex's config.toml after
     ``changes``; a refreshing install's joins the record of the install it refreshes."""
@@ -494,6 +503,7 @@ def _record(
             moved=moved if change.path == str(settings) else None,
             refresh=refresh,
             earlier=earlier.get(change.path),
+            routed=routed if change.path == str(settings) else None,
         )
         if record is None:
             entry.pop(change.path, None)

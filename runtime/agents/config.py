@@ -60,6 +60,7 @@ from .spec import (
     levels,
     scope_arg,
 )
+from .undo import RECORDS_NAME
 
 #: Largest settings file read (a settings.json is a few KiB).
 MAX_SETTINGS_BYTES: Final = 1024 * 1024
@@ -878,7 +879,11 @@ def load_agent_table(
     (``disableAllHooks``, Gemini's ``hooksConfig``) are ignored -- an untrusted repository can
     neither run code nor turn the user's own guards off."""
     problems: list[ConfigProblem] = []
-    watched = [*candidate_files(agent, project, home), config_dir / STORE_NAME]
+    watched = [
+        *candidate_files(agent, project, home),
+        config_dir / STORE_NAME,
+        config_dir / RECORDS_NAME,  # what each install routed: the tamper alarm's measure
+    ]
     inputs: dict[str, Signature] = {str(p): signature(str(p)) for p in watched}
     files: list[str] = []
     reads = [_read_level(agent, lv, home, problems, files) for lv in levels(agent, project, home)]
@@ -964,7 +969,7 @@ def load_agent_table(
         )
     from .tamper import alarms as tamper_alarms
 
-    alarms = tamper_alarms(agent, reads, project=project, home=home)
+    alarms = tamper_alarms(agent, reads, project=project, home=home, config_dir=config_dir)
     routed = () if disable_all or managed_only else _routed(agent, reads, project_runs)
     return AgentTable(
         agent=agent,

@@ -12,7 +12,13 @@ before every model request. So an install routes only the events some hook handl
   scope that project;
 - the agent's session-start event, always: it is where triohooks finds a routing that no
   longer matches the hooks (a hook added since, a project seen for the first time) and routes
-  again, saying so in the session's first answer.
+  again, saying so in the session's first answer (:mod:`.reroute`);
+- what an event of those needs besides: the tool-call events of an agent that cannot stop a
+  prompt (a refused prompt is held at its tool calls), the after-tool event of an agent that
+  says a failed call there (``post_tool_failure`` hooks run from it);
+- for a user-scope install, the agent's before-a-tool-call event too, always: a project the
+  user has not opened yet may hold guards, and a guard held back until it is trusted must be
+  able to hold the call back (ask or deny) in the very first session there.
 
 A config that cannot be read leaves its events unknown: then every event is routed (the safe
 side of not knowing). :func:`routed_events` is the one rule: the install writes it,
@@ -33,8 +39,13 @@ from triohooks.config.trust import read_store
 
 from .spec import SPECS, AgentName
 
-#: The triohooks event whose agent event is always routed (see the module docstring).
-ALWAYS: Final = "session_start"
+#: The triohooks events whose agent events are always routed, per install scope (see the
+#: module docstring).
+ALWAYS: Final[dict[str | None, frozenset[str]]] = {
+    "user": frozenset({"session_start", "pre_tool"}),
+    "project": frozenset({"session_start"}),
+    None: frozenset({"session_start"}),
+}
 
 
 class Routing(msgspec.Struct, frozen=True):
@@ -66,12 +77,14 @@ def own_events(
     config_dir: Path, *, scope: str, project: Path | None = None
 ) -> frozenset[str] | None:
     """The triohooks events some hook of triohooks' own config handles, for an install at
-    ``scope`` (module docstring); None when a config cannot be read (then: every event)."""
+    ``scope`` (module docstring): the user's config and ``project``'s, and for the user scope
+    every project the trust store knows too. None when a config cannot be read (then: every
+    event)."""
     events: set[str] = set()
+    projects = [project] if project is not None else []
     if scope == "user":
-        projects = [Path(key) for key in read_store(config_dir).workspaces if "#" not in key]
-    else:
-        projects = [project] if project is not None else []
+        known = [Path(key) for key in read_store(config_dir).workspaces if "#" not in key]
+        projects += [p for p in known if p != project]
     for workspace in (None, *projects):
         if workspace is not None and not workspace.is_dir():
             continue  # a project since removed: nothing of it can run
@@ -83,22 +96,23 @@ def own_events(
 
 
 def routed_events(
-    agent: AgentName, adopted: Iterable[str], own: frozenset[str] | None
+    agent: AgentName, adopted: Iterable[str], own: frozenset[str] | None, scope: str | None
 ) -> list[str]:
-    """The agent events an install routes, in order: the adopted hooks' events, then the
-    agent's own events that map to a triohooks event in ``own`` (every one when ``own`` is
-    None), and its session-start event."""
+    """The agent events an install at ``scope`` routes, in order: the adopted hooks' events,
+    then the agent's own events that map to a triohooks event in ``own`` (every one when
+    ``own`` is None) or in :data:`ALWAYS`."""
     spec = SPECS[agent]
     mine = list(dict.fromkeys(adopted))
+    wanted = set(ALWAYS.get(scope, ALWAYS[None]) | (own or frozenset()))
+    if "prompt_submit" in wanted and not spec.blocks_prompts:
+        # A prompt this agent cannot stop is refused at its tool calls until the next prompt.
+        wanted |= {"pre_tool", "permission_request"}
+    if "post_tool_failure" in wanted and "post_tool_failure" not in spec.events.values():
+        wanted.add("post_tool")  # this agent tells a failed call in its after-tool event
     out = []
     for event in dict.fromkeys([*mine, *spec.events]):
         canonical = spec.events.get(event)
-        if (
-            event in mine
-            or own is None
-            or canonical == ALWAYS
-            or (canonical is not None and canonical in own)
-        ):
+        if event in mine or own is None or (canonical is not None and canonical in wanted):
             out.append(event)
     return out
 
@@ -108,10 +122,11 @@ def stale(
     routed: Iterable[str],
     adopted: Mapping[str, Any] | None,
     own: frozenset[str] | None,
+    scope: str,
 ) -> Routing:
     """An installed file's routing (``routed``: the events its catch-alls name) against the
     rule, given the hooks it adopted and triohooks' own events."""
-    should = routed_events(agent, adopted or {}, own)
+    should = routed_events(agent, adopted or {}, own, scope)
     have = set(routed)
     return Routing(
         missing=tuple(e for e in should if e not in have),

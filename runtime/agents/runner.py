@@ -67,6 +67,7 @@ from .replies import (
     read_http_reply,
     read_process_reply,
 )
+from .reroute import reroute
 from .shares import EVERYTHING, Share, share_of
 from .spec import AGENTS, SPECS, AgentName, home_dir, hook_environment
 
@@ -413,6 +414,8 @@ class AgentHooks:
                 (native_hook(name, event, canonical), AgentReply(status="block", reason=refused))
             )
         alarms = self._alarm(table, seen_as, session) if table.tampered else []
+        if adopted_only and share.leads and canonical == "session_start":
+            alarms += await self._reroute(name, project)
         answer = merge(name, event, runs, notices=alarms)
         if canonical == "prompt_submit" and not SPECS[name].blocks_prompts and share.leads:
             self._carry_refusal(name, session, answer)
@@ -483,6 +486,21 @@ class AgentHooks:
         self._refused_prompts[key] = text
         answer.warnings.append(text)
         log.warning("%s: %s", agent, text)
+
+    async def _reroute(self, agent: AgentName, project: Path | None) -> list[str]:
+        """At a session start from the agent: route its installs again where the hooks changed
+        since (:mod:`.reroute`); what was done, for the session's first answer. A failure is
+        said, never raised: the session goes on with the routing it has."""
+        try:
+            said = await trio.to_thread.run_sync(
+                lambda: reroute(agent, home=self.home, project=project, config_dir=self.config_dir)
+            )
+        except Exception as exc:  # our own bug: said, and the session goes on
+            log.exception("re-routing %s failed", agent)
+            said = [f"triohooks could not check {agent}'s routing: {type(exc).__name__}: {exc}"]
+        for line in said:
+            log.warning("%s", line)
+        return said
 
     def _alarm(self, table: AgentTable, seen_as: str, session: str) -> list[str]:
         """The tamper alarm: settings triohooks installed into changed behind its back. Its

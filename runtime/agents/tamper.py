@@ -38,6 +38,7 @@ import msgspec
 from triohooks.config.model import ConfigProblem
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 
+from . import undo
 from .config import (
     INSTALL_LEVELS,
     MAX_HOOK_FILES,
@@ -50,7 +51,7 @@ from .config import (
 )
 from .convert import hooks_of
 from .routing import routed_events
-from .spec import SPECS, AgentName, Level, adopted_path
+from .spec import SPECS, AgentName, Level, adopted_path, scope_of_level
 
 if TYPE_CHECKING:
     from .config import _LevelRead as LevelRead
@@ -92,11 +93,16 @@ _COMMENTS: Final = frozenset({"gemini", "qwen", "copilot"})
 
 
 def alarms(
-    agent: AgentName, reads: Sequence[LevelRead], *, project: Path | None, home: Path
+    agent: AgentName,
+    reads: Sequence[LevelRead],
+    *,
+    project: Path | None,
+    home: Path,
+    config_dir: Path | None = None,
 ) -> tuple[str, ...]:
     """Every tamper alarm for ``agent``'s table, in a stable order; () when triohooks is not
     installed for it here (no ``triohooks-hooks.json`` beside a user or project settings
-    file)."""
+    file). ``config_dir``: where the install records are (what each install routed)."""
     ours = {r.level.path for r in reads if _installed(agent, r.level)}
     if not ours:
         return ()
@@ -107,7 +113,12 @@ def alarms(
     said: list[Iterable[str]] = [
         t for r in reads for t in (_unread(agent, r), switch_alarms(agent, r.level, r.doc, names))
     ]
-    said.append(c for r in installed if (c := installed_changes(agent, r)) is not None)
+    records = _install_records(config_dir)
+    said.append(
+        c
+        for r in installed
+        if (c := installed_changes(agent, r, _routed_by_install(records, r.level.path))) is not None
+    )
     if agent in _SYSTEM_DEFAULTS:
         said.append(_system_defaults(agent, names))
     if agent in _EXTENSIONS:
@@ -137,12 +148,33 @@ def _installed(agent: AgentName, level: Level) -> bool:
     return level.name in INSTALL_LEVELS and os.path.lexists(adopted_path(agent, level.path))
 
 
-def installed_changes(agent: AgentName, r: LevelRead) -> str | None:
+def _install_records(config_dir: Path | None) -> undo.Records:
+    """The install records (:mod:`.undo`); none when there is no config dir or they cannot be
+    read (uninstall says that one; here the alarm falls back to what every install routes)."""
+    if config_dir is None:
+        return {}
+    try:
+        return undo.read_records(config_dir)
+    except undo.RecordsError:
+        return {}
+
+
+def _routed_by_install(records: undo.Records, settings: Path) -> tuple[str, ...] | None:
+    record = records.get(str(settings), {}).get(str(settings))
+    return record.routed if record is not None else None
+
+
+def installed_changes(
+    agent: AgentName, r: LevelRead, routed: tuple[str, ...] | None = None
+) -> str | None:
     """For a settings file triohooks installed into, what changed in its ``hooks`` that
     triohooks did not write -- a hook beside the catch-alls, a catch-all removed or pointed
-    elsewhere -- or None when they are still exactly ours, one for every event that needs one
-    whatever triohooks' own hooks are (each event of the adopted hooks, and the session
-    start: :func:`.routing.routed_events`). A file that is there but cannot be read is said by :func:`_unread`."""
+    elsewhere -- or None when they are still exactly ours, one for every event the install
+    routed (``routed``, from its record) or, without a record (a teammate's committed install),
+    for every event any install routes (each event of the adopted hooks, and those
+    :data:`.routing.ALWAYS` routes). A catch-all the rule wants and the install did not write
+    is stale routing, not tampering (:mod:`.reroute`). A file that is there but cannot be read
+    is said by :func:`_unread`."""
     where = str(r.level.path)
     if r.doc is None and os.path.lexists(r.level.path):
         return None
@@ -154,10 +186,12 @@ def installed_changes(agent: AgentName, r: LevelRead) -> str | None:
     if foreign:
         return _beside(where, foreign, SPECS[agent].display)
     adopted = r.adopted
-    # The events every install routes whatever triohooks' own hooks are (routing.py); one
-    # routed for those hooks and gone since is stale routing, which validate says and the next
-    # session start routes again.
-    needed = routed_events(agent, adopted if isinstance(adopted, dict) else {}, frozenset())
+    scope = scope_of_level(r.level.name)
+    needed = (
+        routed
+        if routed is not None
+        else routed_events(agent, adopted if isinstance(adopted, dict) else {}, frozenset(), scope)
+    )
     missing = sorted(set(needed) - {h.event for h in parsed})
     if missing:
         return (

@@ -52,6 +52,9 @@ class Record(msgspec.Struct, frozen=True, kw_only=True):
     #: sha256 of the ``triohooks-hooks.json`` the install wrote, for a settings file: the hooks
     #: go back as they are in it, so the record holds only while it is unchanged.
     moved: str | None = None
+    #: For a settings file: the agent events its catch-alls route, as the install wrote them
+    #: (the tamper alarm says one removed since; :mod:`.routing` says when they are stale).
+    routed: tuple[str, ...] | None = None
 
 
 #: Per settings file installed into: per file changed, its record.
@@ -96,6 +99,7 @@ def track(
     moved: str | None = None,
     refresh: bool = False,
     earlier: Record | None = None,
+    routed: tuple[str, ...] | None = None,
 ) -> Record | None:
     """The record of a change from ``before`` (None: no file) to ``after``: the one place
     between their common start and end. ``refresh``: this install refreshes an earlier one
@@ -123,6 +127,7 @@ def track(
         created=before is None,
         member_added=member_added,
         moved=moved,
+        routed=routed,
     )
     return _compose(earlier, record, old, after) if earlier is not None else record
 
@@ -143,6 +148,7 @@ def _compose(first: Record, then: Record, middle: str, last: str) -> Record:
         created=first.created,
         member_added=first.member_added,
         moved=then.moved if then.moved is not None else first.moved,
+        routed=then.routed,
     )
 
 

@@ -27,6 +27,7 @@ from triohooks.agents.config import (
     read_json_object,
 )
 from triohooks.agents.convert import hooks_of
+from triohooks.agents.reroute import stale_installs
 from triohooks.agents.spec import TOKEN_VAR, AgentName, adopted_path, levels
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import held_back_message
@@ -200,6 +201,8 @@ def check_agent(
         lines.append(DoctorLine(False, held_back_message(table.trust, agent, len(held))))
     elif table.trust is not None and table.trust.state == "trusted":
         lines.append(DoctorLine(True, f"the project's {agent} hooks are trusted"))
+    for inst, routing in stale_installs(agent, home=home, project=project, config_dir=config_dir):
+        lines.append(DoctorLine(False, routing.said(agent, str(inst.settings), inst.scope)))
     adopted_missing = [h.source for h in hooks if not adopted_path(agent, Path(h.source)).exists()]
     for source in dict.fromkeys(adopted_missing):
         lines.append(

@@ -494,6 +494,9 @@ def cmd_trust(args: argparse.Namespace) -> int:
         f"sha256 {trust.digest[:16]}...)"
     )
     print_covered(trust)
+    from .init_cli import rerouted
+
+    rerouted(ws, config_dir)
     return EXIT_OK
 
 

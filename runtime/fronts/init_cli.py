@@ -173,6 +173,16 @@ def add_init_command(sub: Any) -> None:
     )
 
 
+def rerouted(project: Path, config_dir: Path) -> None:
+    """Route every agent's installs again where triohooks' own hooks changed what they should
+    route (docs/agents.md, "Routing"), and say what was done."""
+    from triohooks.agents.reroute import reroute_every_agent
+    from triohooks.agents.spec import home_dir
+
+    for line in reroute_every_agent(home=home_dir(), project=project, config_dir=config_dir):
+        print(f"note: {line}", file=sys.stderr)
+
+
 def cmd_init(args: argparse.Namespace) -> int:
     if args.workspace_scope:
         workspace = (args.workspace or Path.cwd()).resolve()
@@ -206,6 +216,7 @@ def cmd_init(args: argparse.Namespace) -> int:
         print(f"next: `triohooks trust --workspace {directory.parent}` to turn them on")
     if args.agent and _route(args) != 0:
         return 1
+    rerouted((args.workspace or Path.cwd()).resolve(), args.config_dir or global_config_dir())
     print("check it with `triohooks validate`, run its cases with `triohooks test`")
     return 0
 
