@@ -201,7 +201,7 @@ async def test_the_endpoint_answers_for_the_scope_its_catch_all_names(env: Env) 
     assert project == {}
     assert status == 200 and other["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert (
-        "unknown query 'scope=all' (only scope=user|project)"
+        "unknown query 'scope=all' (only scope=user|project and event=NAME)"
         in (other["hookSpecificOutput"]["permissionDecisionReason"])
     )
 
