@@ -198,10 +198,10 @@ def relay_command(
     named: bool = True,
 ) -> str:
     """The command a catch-all runs (:data:`PORTABLE_RELAY` for a project, :data:`LOCAL_RELAY`
-    for the user, with this interpreter and ``relay_script``). ``timeout_s`` is the catch-all's
-    own timeout: the relay answers before it (docs/agents.md). ``named``: it says its scope
-    (``--scope``), as every install's does; a plugin's belongs to no settings level. Measured:
-    ``bench/relay.py``."""
+    for the user: the native client in the user's state dir, else this interpreter running
+    ``relay_script`` precompiled). ``timeout_s`` is the catch-all's own timeout: the relay
+    answers before it (docs/agents.md). ``named``: it says its scope (``--scope``), as every
+    install's does; a plugin's belongs to no settings level. Measured: ``bench/relay.py``."""
     timeout = _timeout_text(timeout_s)
     words = event_arg(agent, event)
     said = scope_arg(scope if named else None)
@@ -209,13 +209,16 @@ def relay_command(
         return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout, scope=said)
     if relay_script is None:
         raise ValueError("a user-scope catch-all needs the relay's file")
+    from triohooks.fronts import relay  # (built-in imports only: the relay's state dir)
+
     return LOCAL_RELAY.format(
         agent=agent,
         event=words,
         timeout=timeout,
         scope=said,
+        native=shlex.quote(f"{relay.state_dir().rstrip('/')}/{relay.NATIVE_NAME}"),
         python=shlex.quote(sys.executable),
-        script=shlex.quote(str(Path(relay_script).resolve())),
+        relay_dir=shlex.quote(str(Path(relay_script).resolve().parent)),
     )
 
 

@@ -56,6 +56,9 @@ import sys
 AGENTS = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
 #: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
 SOCKET_NAME = "serve.sock"
+#: The native relay client an install builds (:mod:`triohooks.fronts.relay_build`), in the
+#: state dir: the catch-alls run it when it is there.
+NATIVE_NAME = "relay"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
 STARTED_NAME = "serve.started"
 CONNECT_TIMEOUT_S = 0.5
@@ -150,23 +153,35 @@ def private_socket(directory: str) -> "tuple[str | None, str]":
     return path, why
 
 
-def serve_socket(directory: str) -> "tuple[str | None, str, posix.stat_result | None]":
-    """:func:`private_socket`, and the socket's own ``lstat`` (which serve it is: the key of
-    :func:`remembered_dead`) when it is one to use."""
+def private_dir(directory: str) -> "str | None":
+    """ "" when ``directory`` is a directory of the user's that no one else may write in, whose
+    parent does not let others replace it; None when it is not there; else why not. What the
+    relay socket (:func:`serve_socket`) and the native client's binary
+    (:mod:`triohooks.fronts.relay_build`) are believed for."""
     me = posix.getuid()
     try:
         st = posix.lstat(directory)
     except OSError:
-        return None, "", None
+        return None
     if st.st_mode & _S_IFMT != _S_IFDIR or st.st_uid != me or st.st_mode & 0o022:
-        return None, f"{directory} is not a directory only you can write in", None
+        return f"{directory} is not a directory only you can write in"
     parent = directory.rstrip("/").rpartition("/")[0] or "/"
     try:
         up = posix.stat(parent)
     except OSError:
-        return None, f"{parent} cannot be checked", None
+        return f"{parent} cannot be checked"
     if (up.st_mode & 0o002 and not up.st_mode & 0o1000) or (up.st_mode & 0o020 and up.st_uid != me):
-        return None, f"{parent} lets others replace {directory}", None
+        return f"{parent} lets others replace {directory}"
+    return ""
+
+
+def serve_socket(directory: str) -> "tuple[str | None, str, posix.stat_result | None]":
+    """:func:`private_socket`, and the socket's own ``lstat`` (which serve it is: the key of
+    :func:`remembered_dead`) when it is one to use."""
+    me = posix.getuid()
+    why = private_dir(directory)
+    if why is None or why:
+        return None, why or "", None
     path = directory + "/" + SOCKET_NAME
     try:
         st = posix.lstat(path)
