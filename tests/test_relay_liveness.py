@@ -161,7 +161,7 @@ async def test_serve_adds_the_event_the_query_names_to_the_hook_input(
         seen.append((body, scope))
         answer = AgentAnswer(output={})
         return AgentResult(
-            agent=agent, event="x", session="s", project=None, answer=answer, runs=[]
+            agent="copilot", event="x", session="s", project=None, answer=answer, runs=[]
         )
 
     body = b'{"toolName": "bash"}'
@@ -199,7 +199,7 @@ async def test_the_relay_protocol_is_not_on_the_tcp_port(autojump_clock: Any) ->
 # -- the relay against a real serve or a fake one ----------------------------------------------
 
 FAKE_SERVE = r"""
-import json, socket, sys, time
+import json, os, socket, sys, time
 path, log, steps = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 s = socket.socket(socket.AF_UNIX)
 s.bind(path)
@@ -210,6 +210,9 @@ while True:
     c, _ = s.accept()
     with open(log, "a") as f:
         f.write("accepted\n")
+        if hasattr(socket, "SO_PEERCRED"):  # which program connected (Linux)
+            pid = int.from_bytes(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[:4], sys.byteorder)
+            f.write("peer " + os.readlink(f"/proc/{pid}/exe") + "\n")
     data = b""
     while b"\r\n\r\n" not in data:
         data += c.recv(65536)
@@ -251,6 +254,10 @@ class FakeServe:
 
     def connections(self) -> int:
         return self.log.read_text().count("accepted\n")
+
+    def peers(self) -> list[str]:
+        """The program of each client that connected (Linux: SO_PEERCRED, /proc)."""
+        return [line[5:] for line in self.log.read_text().splitlines() if line.startswith("peer ")]
 
     def request_lines(self) -> list[str]:
         return [line for line in self.log.read_text().splitlines() if line.startswith("POST")]
