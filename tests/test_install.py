@@ -39,15 +39,9 @@ def _run(
     input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        argv,
-        cwd=cwd,
-        env=env,
-        input=input,
-        capture_output=True,
-        text=True,
-        timeout=300,
+        argv, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=300,
         check=False,
-    )
+    )  # fmt: skip
     assert done.returncode == 0, (argv, done.stdout, done.stderr)
     return done
 
