@@ -14,10 +14,14 @@ from the agent) and the hook input. The server acknowledges at once (``102 Proce
 answers when the hooks are done.
 
 It imports nothing but built-in modules (``posix``, ``_socket``, ``_stat``; no json, no trio,
-nothing of triohooks), and the command an adoption writes for the user runs this file as a bare
-script (``python -I -S .../triohooks/fronts/relay.py claude``): an interpreter that skips
-``site`` starts in a third of the time. The console script ``triohooks-relay`` runs the same
-code after the usual start-up (the portable form a project-scope install writes).
+nothing of triohooks). Catch-alls run the native client (``relay_client.c``, built at install by
+:mod:`triohooks.fronts.relay_build`), which does this fast path itself and hands everything else
+over to this module, saying what it saw (``--handed``, :data:`HANDED`); where it is not built,
+they start this module precompiled (``python -I -S -c RELAY_BOOT .../triohooks/fronts claude``,
+:data:`triohooks.agents.spec.RELAY_BOOT`): an interpreter that skips ``site`` starts in a third
+of the time, and the bytecode install wrote spares the compile. The console script
+``triohooks-relay`` runs the same code after the usual start-up (what a project-scope catch-all
+runs where the user has no native client).
 
 Liveness and deadlines (docs/agents.md, "The relay protocol"): the request names relay protocol
 :data:`PROTOCOL` in its path; serve acknowledges it at once and then says :data:`BEAT` (an HTTP
