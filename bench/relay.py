@@ -37,6 +37,8 @@ from typing import Any
 
 import triohooks.fronts.relay as relay_module
 from triohooks.agents.adopt import catch_all, relay_command
+from triohooks.agents.spec import NATIVE_RELAY
+from triohooks.config.paths import state_dir
 from triohooks.fronts import relay_build
 from triohooks.fronts.server import SOCKET_FILE
 
@@ -102,7 +104,7 @@ def forms(relay_file: str, native: str | None) -> dict[str, list[str]]:
     py = sys.executable
     user = relay_command("claude", "user", 15, relay_script=relay_file)
     project = relay_command("claude", "project", 15)
-    built = str(relay_module.state_dir().rstrip("/")) + "/" + relay_module.NATIVE_NAME
+    built = str(state_dir() / NATIVE_RELAY)
     # The same catch-all where no native client was built: its test finds nothing there.
     python_only = user.replace(shlex.quote(built), shlex.quote(built + ".none"))
     out = {

@@ -20,6 +20,7 @@ import psutil
 import pytest
 
 from triohooks.agents.adopt import relay_command
+from triohooks.agents.spec import NATIVE_RELAY
 from triohooks.fronts import relay
 
 from .test_agent_endpoint import (
@@ -110,7 +111,7 @@ def test_the_catch_alls_python_relay_imports_nothing_of_the_project(env: Env) ->
         MARK.format(path=str(hostile.marks / "relay")) + "def main():\n    return 0\n"
     )
     command = relay_command("claude", "user", 60, relay_script=relay.__file__)
-    assert not (env.state / relay.NATIVE_NAME).exists()
+    assert not (env.state / NATIVE_RELAY).exists()
     for body, expected in ((env.body("git push origin main"), "deny"), (env.body("ls"), None)):
         done = subprocess.run(
             ["bash", "-c", command],

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from triohooks.agents.adopt import relay_command
-from triohooks.agents.spec import RELAY_BOOT
+from triohooks.agents.spec import NATIVE_RELAY, RELAY_BOOT
 from triohooks.fronts import relay, relay_build
 from triohooks.fronts.server import SOCKET_FILE
 
@@ -120,7 +120,7 @@ def client(request: pytest.FixtureRequest, env: Env, native_build: Path | None) 
         if native_build is None:
             pytest.skip(NO_COMPILER)
         env.state.mkdir(mode=0o700, exist_ok=True)
-        shutil.copy2(native_build, env.state / relay.NATIVE_NAME)
+        shutil.copy2(native_build, env.state / NATIVE_RELAY)
     return Client(request.param, env)
 
 
@@ -434,7 +434,7 @@ def test_install_builds_the_native_client_and_the_catch_all_runs_it(env: Env) ->
     _fresh(env)
     done = _install(env, {})
     assert done.returncode == 0, done.stderr
-    native = env.state / relay.NATIVE_NAME
+    native = env.state / NATIVE_RELAY
     assert "relay client: native" in done.stdout, done.stdout + done.stderr
     st = native.stat()
     assert stat.S_IMODE(st.st_mode) == 0o700 and st.st_uid == os.getuid()
@@ -463,7 +463,7 @@ def test_without_a_compiler_the_catch_all_runs_the_python_relay_precompiled(env:
     assert done.returncode == 0, done.stderr
     assert "warning: the native relay client was not built (/nonexistent/cc:" in done.stderr
     assert "relay client: the Python relay" in done.stdout
-    assert not (env.state / relay.NATIVE_NAME).exists()
+    assert not (env.state / NATIVE_RELAY).exists()
     cached = Path(__import__("importlib.util").util.cache_from_source(relay.__file__))
     assert cached.is_file()
     command = _catch_all(env)
@@ -481,7 +481,7 @@ def test_a_build_that_fails_removes_an_older_client_and_says_why(
     env: Env, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     env.state.mkdir(mode=0o700)
-    stale = env.state / relay.NATIVE_NAME
+    stale = env.state / NATIVE_RELAY
     stale.write_text("#!/bin/sh\nexit 0\n")
     stale.chmod(0o700)
     broken = env.root / "cc"
@@ -522,3 +522,33 @@ def test_the_client_a_catch_all_runs_is_recognized_as_ours_in_every_form() -> No
     # Two different paths where the form names one: not ours.
     mixed = now_user.replace("exec /s/relay", "exec /elsewhere/relay")
     assert catch_all_scope(hook(mixed)) is None
+
+
+def test_the_client_is_built_only_into_a_private_state_dir(tmp_path: Path) -> None:
+    """Every catch-all execs it: a state dir others can write in gets none (the Python relay
+    runs, saying why)."""
+    state = tmp_path / "state"
+    state.mkdir()
+    state.chmod(0o777)
+    client = relay_build.build(str(state))
+    assert client.kind == "python"
+    assert client.why == f"not built: {state} is not a directory only you can write in"
+    assert not (state / NATIVE_RELAY).exists()
+
+
+def test_it_is_rebuilt_only_when_what_it_is_built_from_changed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if not relay_build.compilers():
+        pytest.skip(NO_COMPILER)
+    state = str(tmp_path / "state")
+    native = relay_build.native_path(state)
+    assert relay_build.build(state).kind == "native"
+    built = native.stat().st_mtime_ns
+    assert relay_build.build(state).why.startswith("built with ")
+    assert native.stat().st_mtime_ns == built
+    monkeypatch.setattr(relay_build, "FLAGS", (*relay_build.FLAGS, "-DTRIOHOOKS_CHANGED"))
+    assert relay_build.status(state).why.startswith("it was built from another triohooks")
+    assert relay_build.build(state).kind == "native"
+    assert native.stat().st_mtime_ns != built
+    assert relay_build.status(state).why.startswith("built with ")

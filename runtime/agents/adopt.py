@@ -35,6 +35,7 @@ from triohooks.config.paths import (
     UnsafeWriteError,
     check_write_target,
     read_regular_file,
+    state_dir,
     write_file_atomic,
 )
 
@@ -42,6 +43,7 @@ from . import codex_review, undo
 from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
 from .spec import (
     LOCAL_RELAY,
+    NATIVE_RELAY,
     PORTABLE_RELAY,
     SPECS,
     TOKEN_VAR,
@@ -209,14 +211,12 @@ def relay_command(
         return PORTABLE_RELAY.format(agent=agent, event=words, timeout=timeout, scope=said)
     if relay_script is None:
         raise ValueError("a user-scope catch-all needs the relay's file")
-    from triohooks.fronts import relay  # (built-in imports only: the relay's state dir)
-
     return LOCAL_RELAY.format(
         agent=agent,
         event=words,
         timeout=timeout,
         scope=said,
-        native=shlex.quote(f"{relay.state_dir().rstrip('/')}/{relay.NATIVE_NAME}"),
+        native=shlex.quote(str(state_dir() / NATIVE_RELAY)),
         python=shlex.quote(sys.executable),
         relay_dir=shlex.quote(str(Path(relay_script).resolve().parent)),
     )

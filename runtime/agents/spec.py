@@ -41,6 +41,10 @@ RELAY_BOOT: Final = (
     "import sys;sys.path.insert(0,sys.argv.pop(1));import relay;del sys.path[0];"
     "sys.exit(relay.main())"
 )
+#: The native relay client an install builds (:mod:`triohooks.fronts.relay_build`), in the
+#: user's state dir (:func:`triohooks.config.paths.state_dir`, which the client computes the
+#: same way): the catch-alls run it when it is there.
+NATIVE_RELAY: Final = "relay"
 #: What a project-scope catch-all runs (nothing of this machine in a file teams commit): the
 #: native relay client where the user's state dir puts it (``$TRIOHOOKS_STATE_DIR``, else
 #: ``$XDG_STATE_HOME/triohooks``, else ``~/.local/state/triohooks``; macOS's

@@ -60,9 +60,6 @@ import sys
 AGENTS = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
 #: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
 SOCKET_NAME = "serve.sock"
-#: The native relay client an install builds (:mod:`triohooks.fronts.relay_build`), in the
-#: state dir: the catch-alls run it when it is there.
-NATIVE_NAME = "relay"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
 STARTED_NAME = "serve.started"
 CONNECT_TIMEOUT_S = 0.5

@@ -31,7 +31,7 @@ from typing import Final, Literal
 
 import msgspec
 
-from triohooks.agents.spec import RELAY_BOOT
+from triohooks.agents.spec import NATIVE_RELAY, RELAY_BOOT
 
 from . import relay
 
@@ -66,7 +66,7 @@ class Client(msgspec.Struct, frozen=True):
 def native_path(state: str | None = None) -> Path:
     """Where the native client lives: the relay's state dir (:func:`relay.state_dir`, which the
     client itself computes the same way), ``relay`` in it."""
-    return Path(state if state is not None else relay.state_dir().rstrip("/")) / relay.NATIVE_NAME
+    return Path(state if state is not None else relay.state_dir().rstrip("/")) / NATIVE_RELAY
 
 
 def relay_file() -> Path:
@@ -172,7 +172,7 @@ def build(state: str | None = None, environ: dict[str, str] | None = None) -> Cl
         return Client("native", str(native), f"built with {stamp.compiler}")
     errors: list[str] = []
     for compiler in compilers(environ):
-        temporary = native.with_name(f".{relay.NATIVE_NAME}.{os.getpid()}.tmp")
+        temporary = native.with_name(f".{NATIVE_RELAY}.{os.getpid()}.tmp")
         command = [*compiler, *FLAGS, *defines(), "-o", str(temporary), str(SOURCE)]
         try:
             done = subprocess.run(

@@ -74,6 +74,8 @@ static size_t g_input_len;
 static int g_parsed;
 static const char *g_agent, *g_event, *g_scope;
 static double g_timeout = DEFAULT_TIMEOUT_S;
+/* The connection to serve, once made (closed before a hand-over: nothing inherits it). */
+static int g_fd = -1;
 
 static double now(void) {
     struct timespec ts;
@@ -111,7 +113,7 @@ static void hand_over(const char *handed, int keep_timeout) {
             args[n++] = "--scope";
             args[n++] = (char *)g_scope;
         }
-        snprintf(timeout_text, sizeof timeout_text, "%.3f",
+        snprintf(timeout_text, sizeof timeout_text, "%.17g",
                  keep_timeout ? g_timeout : (left > 0.001 ? left : 0.001));
         args[n++] = "--timeout";
         args[n++] = timeout_text;
@@ -121,6 +123,7 @@ static void hand_over(const char *handed, int keep_timeout) {
         }
     }
     args[n] = NULL;
+    if (g_fd >= 0) close(g_fd);
     if (pipe(p) != 0) {
         fprintf(stderr, "triohooks-relay: cannot hand the event over: pipe: %s\n", strerror(errno));
         exit(2);
@@ -477,7 +480,7 @@ int main(int argc, char **argv) {
     if (directory == NULL) hand_over(NULL, 0);
     path = serve_socket(directory);
     if (path == NULL || lstat(join(directory, "/" DEAD_NAME), &st) == 0) hand_over(NULL, 0);
-    fd = connect_within(path);
+    g_fd = fd = connect_within(path);
     if (fd < 0) hand_over(NULL, 0);
     if (peer(fd, &uid, &pid) != 0 || (uid >= 0 && uid != (long)getuid())) hand_over(NULL, 0);
 
