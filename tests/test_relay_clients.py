@@ -11,6 +11,7 @@ fast path it handed nothing over at all."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shlex
@@ -552,3 +553,26 @@ def test_it_is_rebuilt_only_when_what_it_is_built_from_changed(
     assert relay_build.build(state).kind == "native"
     assert native.stat().st_mtime_ns != built
     assert relay_build.status(state).why.startswith("built with ")
+
+
+def test_without_a_system_compiler_the_ziglang_package_builds_it(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """No ``$CC``, no ``cc`` on PATH: the ``[native]`` extra's compiler builds the client,
+    and the catch-all runs it."""
+    if importlib.util.find_spec("ziglang") is None:
+        pytest.skip("the ziglang package (the [native] extra) is not installed")
+    monkeypatch.delenv("CC", raising=False)
+    path = os.environ["PATH"]
+    monkeypatch.setenv("PATH", str(env.root / "no-bin"))
+    built = relay_build.build(str(env.state))
+    assert built.kind == "native", built.why
+    assert built.why == f"built with {shlex.join([sys.executable, '-m', 'ziglang', 'cc'])}"
+    monkeypatch.setenv("PATH", path)  # (the catch-all runs with the test's PATH again)
+    fake = FakeServe(env, [(0.0, BEAT), (0.0, ANSWER_REPLY)])
+    try:
+        done = Client("native", env).run(env.body("ls"))
+        assert fake.peers() == [built.path]
+    finally:
+        fake.stop()
+    assert reason(done) == ("deny", "the fake serve's own answer")

@@ -5,8 +5,9 @@ or the Python relay, precompiled (docs/agents.md, "Which client runs").
 relay has its bytecode (``fronts/__pycache__``: no start compiles it) and builds the C source
 that ships in the package into ``<state dir>/relay`` -- the private directory the relay socket
 lives in, which only the user can write (:func:`triohooks.fronts.relay.private_dir`), so only
-the user can replace what every catch-all execs. The compiler: ``$CC``, else ``cc`` from PATH,
-else the ``ziglang`` package's (``python -m ziglang cc``, the optional ``[native]`` extra). The
+the user can replace what every catch-all execs. The compiler: ``$CC`` when set, else ``cc``
+from PATH, else the ``ziglang`` package's (``python -m ziglang cc``, the optional ``[native]``
+extra). The
 binary is written whole (a temp file renamed into place, mode 0700); ``relay.stamp`` beside it
 keeps the sha256 of what it was built from (source, flags, the interpreter and relay it hands
 over to), so an install rebuilds only when one of them changed. A build that fails is a warning
@@ -97,20 +98,20 @@ def digest() -> str:
 
 
 def compilers(environ: dict[str, str] | None = None) -> list[list[str]]:
-    """The compilers to try, in order: ``$CC`` (split as a shell would), else ``cc`` from
-    PATH; then the ``ziglang`` package's, when it is installed."""
+    """The compilers to try, in order: ``$CC`` (split as a shell would) and nothing else when
+    it is set -- the user chose it; else ``cc`` from PATH, then the ``ziglang`` package's when
+    it is installed (also where a ``cc`` cannot build: a system without C headers)."""
     env = os.environ if environ is None else environ
-    found: list[list[str]] = []
     given = env.get("CC", "").strip()
     if given:
         try:
-            found.append(shlex.split(given))
+            return [shlex.split(given)]
         except ValueError:
-            found.append([given])
-    else:
-        cc = shutil.which("cc", path=env.get("PATH"))
-        if cc is not None:
-            found.append([cc])
+            return [[given]]
+    found: list[list[str]] = []
+    cc = shutil.which("cc", path=env.get("PATH"))
+    if cc is not None:
+        found.append([cc])
     if importlib.util.find_spec("ziglang") is not None:
         found.append([sys.executable, "-m", "ziglang", "cc"])
     return found
