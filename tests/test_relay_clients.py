@@ -173,6 +173,35 @@ def test_heartbeats_are_followed_to_the_answer(client: Client) -> None:
     assert client.handed() == []
 
 
+def test_the_native_clients_request_is_the_python_relays_byte_for_byte(
+    env: Env, native_build: Path | None
+) -> None:
+    """Each client started directly (no bash between) with one environment, a copilot
+    catch-all's arguments: the two requests serve gets are the same bytes."""
+    if native_build is None:
+        pytest.skip(NO_COMPILER)
+    fake = FakeServe(env, [(0.0, BEAT), (0.0, ANSWER_REPLY)])
+    args = ["copilot", "--event", "preToolUse", "--timeout", "30", "--scope", "project"]
+    python = [sys.executable, "-I", "-S", "-c", RELAY_BOOT, str(Path(relay.__file__).parent)]
+    # (a UTF-8 locale: Python would otherwise coerce LC_CTYPE in its own environment)
+    environ = {**env.environ(), "LC_ALL": "C.UTF-8", "SESSION_VAR": "a=b\tc"}
+    try:
+        for command in ([str(native_build), *args], [*python, *args]):
+            done = subprocess.run(
+                command, input=b'{"toolName": "bash"}', capture_output=True, env=environ,
+                timeout=60, check=False,
+            )  # fmt: skip
+            assert reason(done) == ("deny", "the fake serve's own answer")
+        native, python_made = fake.requests()
+    finally:
+        fake.stop()
+    assert native == python_made
+    assert native.startswith(
+        f"POST /copilot/{relay.PROTOCOL}/hook?scope=project&event=preToolUse HTTP/1.1\r\n".encode()
+    )
+    assert native.endswith(b"\0TRIOHOOKS_RELAY=1" + b'{"toolName": "bash"}')
+
+
 def test_the_environment_block_reaches_the_hooks(client: Client) -> None:
     client.env.adopted.write_text(
         json.dumps({"PreToolUse": [{"hooks": [{"type": "command",
@@ -241,6 +270,11 @@ def test_the_scope_a_catch_all_names_reaches_serve(client: Client) -> None:
     [
         ([(0.0, BEAT)], "silent", b"stopped answering (no heartbeat for 2 s)"),
         ([(0.0, BEAT), (0.5, BEAT), (0.5, BEAT)], "silent", b"stopped answering"),
+        (
+            [(0.0, BEAT), (0.0, b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n{}")],
+            "silent",
+            b"stopped answering",
+        ),
         ([], "unacknowledged", b"did not acknowledge within 2 s"),
         (
             [(0.0, b"HTTP/1.1 404 Not Found\r\nContent-Length: 2\r\n\r\n{}")],
@@ -248,7 +282,7 @@ def test_the_scope_a_catch_all_names_reaches_serve(client: Client) -> None:
             b"does not speak relay protocol v3",
         ),
     ],
-    ids=["silent-after-ack", "stopped-mid-heartbeat", "no-ack", "404-older"],
+    ids=["silent-after-ack", "stopped-mid-heartbeat", "stopped-mid-answer", "no-ack", "404-older"],
 )
 def test_a_dead_serve_is_recorded_and_the_hooks_run_here(
     client: Client, steps: list[tuple[float, bytes]], word: str, said: bytes

@@ -222,6 +222,8 @@ while True:
         body += c.recv(65536)
     with open(log, "a") as f:
         f.write(head.split(b"\r\n")[0].decode() + "\n")
+    with open(log + ".requests", "ab") as f:  # each request whole, its length first
+        f.write(b"%d\n" % (len(head) + 4 + len(body)) + head + b"\r\n\r\n" + body)
     for delay, reply in steps:
         time.sleep(delay)
         c.sendall(bytes.fromhex(reply))
@@ -258,6 +260,15 @@ class FakeServe:
     def peers(self) -> list[str]:
         """The program of each client that connected (Linux: SO_PEERCRED, /proc)."""
         return [line[5:] for line in self.log.read_text().splitlines() if line.startswith("peer ")]
+
+    def requests(self) -> list[bytes]:
+        """Each request as it arrived, byte for byte."""
+        data, out = (self.log.parent / (self.log.name + ".requests")).read_bytes(), []
+        while data:
+            size, _, data = data.partition(b"\n")
+            out.append(data[: int(size)])
+            data = data[int(size) :]
+        return out
 
     def request_lines(self) -> list[str]:
         return [line for line in self.log.read_text().splitlines() if line.startswith("POST")]
