@@ -510,6 +510,12 @@ def test_without_a_compiler_the_catch_all_runs_the_python_relay_precompiled(env:
     assert reason(ran) == ("deny", "no pushing")
     status = relay_build.status(str(env.state))
     assert status.kind == "python" and "/nonexistent/cc" in status.why
+    validate = subprocess.run(
+        [sys.executable, "-m", "triohooks", "claude", "validate"], capture_output=True,
+        text=True, env=env.environ(), cwd=env.project, timeout=120, check=False,
+    )  # fmt: skip
+    assert "relay client: the Python relay (the build failed: /nonexistent/cc: " in validate.stdout
+    assert "runs the Python relay " in validate.stdout
 
 
 def test_a_build_that_fails_removes_an_older_client_and_says_why(
