@@ -616,3 +616,22 @@ def test_without_a_system_compiler_the_ziglang_package_builds_it(
     finally:
         fake.stop()
     assert reason(done) == ("deny", "the fake serve's own answer")
+
+
+@pytest.mark.parametrize(
+    ("value", "read"),
+    [
+        ("silent:4242", "silent:4242"),
+        ("unacknowledged:0", "unacknowledged:0"),
+        ("older:7", "older:7"),
+        ("late", "late"),
+        ("unexpected", "unexpected"),
+        ("silent", None),
+        ("silent:x", None),
+        ("late:1", None),
+        ("asleep:1", None),
+    ],
+)
+def test_what_the_python_relay_takes_from_a_native_client(value: str, read: str | None) -> None:
+    parsed = relay._parse(["claude", "--timeout", "5", "--handed", value])
+    assert (parsed[-1] if parsed is not None else None) == read
