@@ -1,20 +1,23 @@
-"""Relay start-up to reply: ``triohooks-relay claude`` against a running ``triohooks serve``.
+"""Relay start-up to reply: the installed catch-all against a running ``triohooks serve``.
 
-Times one relay process per call (spawn, start-up, the request over serve's unix socket, reply,
-exit) against the floor of the same interpreter doing nothing (``python -I -S -c pass``) and of
-``bash -c true``, interleaved so machine load hits all alike. The adopted hook's matcher does not
-match the call, so the server spawns nothing: what is measured is the relay and the server. The
-two installed forms are run exactly as an agent runs them (``bash -c <command>``): the user-scope
-one (this install's relay as a bare script) and the project-scope one (``triohooks-relay`` from
-PATH). ("over floor" is against the Python floor.) The last row is the round trip alone: the
-relay's own request over the socket, made from this process (no process start), so what serve
-does per request shows without the start-up's noise.
+Times one catch-all process per call (spawn, start-up, the request over serve's unix socket,
+reply, exit) against the floors of ``bash -c true`` (what an agent's own command hook costs at
+least) and of the interpreter doing nothing (``python -I -S -c pass``), interleaved so machine
+load hits all alike. The adopted hook's matcher does not match the call, so the server spawns
+nothing: what is measured is the client and the server. The installed forms are run exactly as
+an agent runs them (``bash -c <command>``): the user-scope one running the native client (built
+here as install builds it), the same command where no native client was built (the Python
+relay, precompiled), and the project-scope one (the native client from the user's state dir).
+The native client alone (exec'd, no bash) shows what bash adds. ("over floor" is against the
+Python floor.) The last row is the round trip alone: the relay's own request over the socket,
+made from this process (no process start), so what serve does per request shows without the
+start-up's noise. Without a C compiler the native rows are left out, saying so.
 
 ``--native-hook``: the user's own triohooks config has a ``pre_tool`` command hook (``true``) that
 runs for the call, so each relay call also spawns one hook process in the agent session's
 environment (the path where serve hands each request's environment down to the process guard).
 
-    .venv/bin/python -m bench.relay [-n 100] [--native-hook]
+    .venv/bin/python -m bench.relay [-n 200] [--native-hook]
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ import argparse
 import json
 import os
 import posix
+import shlex
 import statistics
 import subprocess
 import sys
@@ -33,6 +37,9 @@ from typing import Any
 
 import triohooks.fronts.relay as relay_module
 from triohooks.agents.adopt import catch_all, relay_command
+from triohooks.agents.spec import NATIVE_RELAY
+from triohooks.config.paths import state_dir
+from triohooks.fronts import relay_build
 from triohooks.fronts.server import SOCKET_FILE
 
 BODY = json.dumps(
@@ -85,21 +92,37 @@ def install_user_scope(home: Path, hooks: dict[str, Any]) -> str:
     return script
 
 
-def forms(relay_file: str) -> dict[str, list[str]]:
+NATIVE_USER = "user-scope catch-all (native client)"
+PYTHON_USER = "user-scope catch-all (Python relay, precompiled)"
+NATIVE_PROJECT = "project-scope catch-all (native client)"
+NATIVE_ALONE = "native client alone (exec, no bash)"
+BASH_FLOOR = "floor: bash -c true"
+PYTHON_FLOOR = "floor: python -I -S -c pass"
+
+
+def forms(relay_file: str, native: str | None) -> dict[str, list[str]]:
+    """The commands timed. ``native``: the client built in the state dir (None: none)."""
     py = sys.executable
     user = relay_command("claude", "user", 15, relay_script=relay_file)
     project = relay_command("claude", "project", 15)
-    return {
-        "floor: python -I -S -c pass": [py, "-I", "-S", "-c", "pass"],
-        "floor: bash -c true": ["bash", "-c", "true"],
-        "user-scope install (bare script)": ["bash", "-c", user],
-        "project-scope install (triohooks-relay)": ["bash", "-c", project],
+    built = str(state_dir() / NATIVE_RELAY)
+    # The same catch-all where no native client was built: its test finds nothing there.
+    python_only = user.replace(shlex.quote(built), shlex.quote(built + ".none"))
+    out = {
+        PYTHON_FLOOR: [py, "-I", "-S", "-c", "pass"],
+        BASH_FLOOR: ["bash", "-c", "true"],
+        PYTHON_USER: ["bash", "-c", python_only],
     }
+    if native is not None:
+        out[NATIVE_USER] = ["bash", "-c", user]
+        out[NATIVE_PROJECT] = ["bash", "-c", project]
+        out[NATIVE_ALONE] = [native, "claude", "--timeout", "15", "--scope", "user"]
+    return out
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("-n", type=int, default=100)
+    parser.add_argument("-n", type=int, default=200)
     parser.add_argument(
         "--native-hook",
         action="store_true",
@@ -109,6 +132,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="triohooks-bench-relay-") as tmp:
         root = Path(tmp)
         home, state, project = root / "home", root / "state", root / "proj"
+        os.environ["TRIOHOOKS_STATE_DIR"] = str(state)  # where relay_command finds the client
         (home / ".claude").mkdir(parents=True)
         (project / ".claude").mkdir(parents=True)
         hooks = {
@@ -151,7 +175,11 @@ def main() -> None:
             while not (state / SOCKET_FILE).exists():
                 assert time.monotonic() < deadline, "serve did not start"
                 time.sleep(0.02)
-            cmds = forms(str(Path(relay_module.__file__).resolve()))
+            client = relay_build.build(str(state))
+            if client.kind != "native":
+                print(f"no native client: {client.why}", file=sys.stderr)
+            native = client.path if client.kind == "native" else None
+            cmds = forms(str(Path(relay_module.__file__).resolve()), native)
             times: dict[str, list[float]] = {name: [] for name in cmds}
             times[ROUND_TRIP] = []
             socket_path = str(state / SOCKET_FILE)
@@ -170,7 +198,7 @@ def main() -> None:
         finally:
             server.terminate()
             server.wait(timeout=10)
-    floor = statistics.median(times["floor: python -I -S -c pass"])
+    floor = statistics.median(times[PYTHON_FLOOR])
     hook = ", a triohooks hook (true) runs per call" if args.native_hook else ""
     print(f"relay start-up to reply, n = {args.n} each, interleaved (ms){hook}")
     print(f"{'form':50} {'p50':>7} {'p90':>7} {'over floor':>11}")
@@ -179,9 +207,14 @@ def main() -> None:
         p50 = statistics.median(values)
         p90 = values[int(len(values) * 0.9)]
         print(f"{name:50} {p50:7.2f} {p90:7.2f} {p50 - floor:+11.2f}")
-    for name in ("user-scope install (bare script)", "project-scope install (triohooks-relay)"):
-        over = statistics.median(times[name]) - statistics.median(times["floor: bash -c true"])
-        print(f"{name}: {over:+.2f} ms over bash -c true (what an agent's own hook costs)")
+    bash = statistics.median(times[BASH_FLOOR])
+    for name in (NATIVE_USER, NATIVE_PROJECT, NATIVE_ALONE, PYTHON_USER):
+        if name in times:
+            p50 = statistics.median(times[name])
+            print(
+                f"{name}: {p50 - bash:+.2f} ms over bash -c true (what an agent's own hook "
+                f"costs), {p50 / bash:.2f}x"
+            )
 
 
 if __name__ == "__main__":

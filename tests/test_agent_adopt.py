@@ -159,8 +159,10 @@ def test_a_user_scope_install_runs_this_installs_relay_fast(d: Dirs) -> None:
     done = d.cli("claude", "install", "--scope", "user")
     assert done.returncode == 0, done.stderr
     (pre,) = json.loads(settings.read_text())["hooks"]["PreToolUse"][0]["hooks"]
-    assert pre["command"].startswith(f"[ -x {sys.executable} ] && exec {sys.executable} -I -S ")
-    assert "fronts/relay.py claude --timeout 15 --scope user;" in pre["command"]
+    native = d.state / "relay"
+    assert pre["command"].startswith(f"[ -x {native} ] && exec {native} claude --timeout 15 ")
+    assert f"[ -x {sys.executable} ] && exec {sys.executable} -I -S -c " in pre["command"]
+    assert "/fronts claude --timeout 15 --scope user;" in pre["command"]
     # It runs: the relay answers as the agent expects (no server: it runs the hooks itself).
     body = json.dumps(
         {

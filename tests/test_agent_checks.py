@@ -93,12 +93,17 @@ def test_the_relay_install_with_no_serve_is_fine_and_says_the_next_call_starts_o
     assert d.cli("claude", "install").returncode == 0
     done = d.cli("claude", "validate")
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "triohooks-relay" in done.stdout and "the next relay call starts it" in done.stdout
+    client = "runs the native client" if (d.state / "relay").exists() else "triohooks-relay"
+    assert client in done.stdout and "the next relay call starts it" in done.stdout
+    assert "relay client: " in done.stdout
     assert "the project's claude hooks are trusted" in done.stdout
 
 
 def test_a_relay_missing_from_path_is_a_problem(d: Dirs) -> None:
+    """The project form with neither the native client in the user's state dir nor
+    triohooks-relay on PATH."""
     assert d.cli("claude", "install").returncode == 0
+    (d.state / "relay").unlink(missing_ok=True)
     done = d.cli("claude", "validate", PATH="/usr/bin:/bin")
     assert done.returncode == 1
     assert any("triohooks-relay is not on PATH" in p for p in problems(done))

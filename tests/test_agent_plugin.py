@@ -29,7 +29,7 @@ def test_the_plugin_routes_every_event_to_triohooks(tmp_path: Path, local: bool)
     # A plugin is no settings level: its catch-alls name no scope (they run every hook).
     assert {catch_all_scope(h) for h in parsed} == {""}
     command = parsed[0].command or ""
-    assert ("relay.py claude" in command) is local
+    assert ("/fronts claude" in command) is local
     assert ("exec triohooks-relay claude" in command) is not local
 
 

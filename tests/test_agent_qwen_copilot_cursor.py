@@ -248,7 +248,7 @@ def test_an_event_named_by_the_agent_is_overridden_by_the_catch_alls() -> None:
     ],
 )
 def test_relay_arguments(argv: list[str], parsed: Any) -> None:
-    assert _parse(argv) == parsed
+    assert _parse(argv) == (parsed if parsed is None else (*parsed, ""))
 
 
 # --- install, refuse, uninstall, tamper: Copilot CLI's hooks directory --------------------------
@@ -302,7 +302,7 @@ def test_copilot_install_moves_its_file_and_routes_every_event(setup: Setup) -> 
     for event, entries in installed["hooks"].items():
         (handler,) = entries
         assert set(handler) == {"type", "bash", "timeoutSec"}
-        assert f"relay.py copilot --event {event} --timeout" in handler["bash"]
+        assert f"/fronts copilot --event {event} --timeout" in handler["bash"]
     assert installed["hooks"]["preToolUse"][0]["timeoutSec"] == 14  # 9 + the margin
     moved = setup.home / ".copilot" / "triohooks-hooks.json"  # outside the hooks directory
     assert json.loads(moved.read_text()) == MARK

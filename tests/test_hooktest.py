@@ -334,7 +334,7 @@ def test_init_for_an_agent_routes_it_and_its_cases_pass(
     assert done.returncode == 0, done.stderr
     settings = json.loads((home / AGENT_SETTINGS[agent]).read_text())
     hooks = settings.get("hooks", settings) if agent == "codex" else settings["hooks"]
-    assert "relay.py " + agent in json.dumps(hooks)  # the user-level catch-all
+    assert "/fronts " + agent in json.dumps(hooks)  # the user-level catch-all
     cases = (cfg / "hooks.test.toml").read_text()
     assert f'agent = "{agent}"' in cases
     assert cli("validate").returncode == 0
@@ -367,7 +367,7 @@ def test_init_for_an_agent_after_init_keeps_the_policy_and_routes_the_agent(
         f"wrote {cfg}/hooks.test.toml",
     ]
     assert (cfg / "hooks.toml").read_bytes() == policy
-    assert "relay.py claude" in (home / ".claude/settings.json").read_text()
+    assert "/fronts claude" in (home / ".claude/settings.json").read_text()
     again = cli("init", "--agent", "claude")
     assert again.returncode == 0, again.stderr
     assert f"wrote {cfg}" not in again.stdout and "already installed" in again.stdout
@@ -396,4 +396,4 @@ def test_init_for_an_agent_keeps_a_policy_of_the_users_own_and_its_cases(
         f"kept {cfg}/hooks.test.toml as it is: the policy is your own, so are its cases"
         in done.stdout
     )
-    assert "relay.py codex" in (home / ".codex/hooks.json").read_text()
+    assert "/fronts codex" in (home / ".codex/hooks.json").read_text()

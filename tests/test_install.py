@@ -7,6 +7,7 @@ installed copy, not the checkout (checked: ``triohooks.__file__``)."""
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -32,11 +33,15 @@ def _source_copy(tmp_path: Path) -> Path:
 
 
 def _run(
-    argv: list[str], cwd: Path | None = None, env: dict[str, str] | None = None
+    argv: list[str],
+    cwd: Path | None = None,
+    env: dict[str, str] | None = None,
+    input: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
     done = subprocess.run(
-        argv, cwd=cwd, env=env, capture_output=True, text=True, timeout=300, check=False
-    )
+        argv, cwd=cwd, env=env, input=input, capture_output=True, text=True, timeout=300,
+        check=False,
+    )  # fmt: skip
     assert done.returncode == 0, (argv, done.stdout, done.stderr)
     return done
 
@@ -78,6 +83,33 @@ def _use_it(target: Path, tmp_path: Path) -> None:
     assert "ok" in _run([*python, "validate"], cwd=where, env=env).stdout
     assert " passed in " in _run([*python, "test"], cwd=where, env=env).stdout
     assert (target / "bin" / "triohooks").exists()  # the console script
+    _relay_from_the_install(target, tmp_path, env, where)
+
+
+def _relay_from_the_install(target: Path, tmp_path: Path, env: dict[str, str], where: Path) -> None:
+    """The package carries the native client's source, and the Python relay a catch-all runs
+    (``python -I -S -c BOOT DIR``: nothing of PYTHONPATH) finds the installed triohooks."""
+    fronts = target / "triohooks" / "fronts"
+    assert (fronts / "relay_client.c").is_file()
+    home = tmp_path / "home"
+    (home / ".claude").mkdir(parents=True)
+    guard = 'grep -q "git push" && { echo "no pushing" >&2; exit 2; }; exit 0'
+    hooks = {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": guard}]}]}
+    (home / ".claude" / "settings.json").write_text(json.dumps({"hooks": hooks}))
+    env = {**env, "HOME": str(home), "TRIOHOOKS_NO_AUTOSTART": "1"}
+    python = [sys.executable, "-m", "triohooks"]
+    _run([*python, "claude", "install", "--scope", "user"], cwd=where, env=env)
+    settings = json.loads((home / ".claude" / "settings.json").read_text())
+    command = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
+    assert f" {fronts} claude " in command
+    (tmp_path / "state" / "relay").unlink(missing_ok=True)  # as where there is no compiler
+    body = json.dumps(
+        {"session_id": "s", "cwd": str(where), "hook_event_name": "PreToolUse",
+         "tool_name": "Bash", "tool_input": {"command": "git push"}}
+    )  # fmt: skip
+    ran = _run(["bash", "-c", command], cwd=where, env={**env, "PYTHONPATH": ""}, input=body)
+    decision = json.loads(ran.stdout)["hookSpecificOutput"]["permissionDecision"]
+    assert decision == "deny", ran.stderr
 
 
 def test_install_from_a_git_url(tmp_path: Path) -> None:

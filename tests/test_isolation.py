@@ -19,6 +19,8 @@ from pathlib import Path
 import psutil
 import pytest
 
+from triohooks.agents.adopt import relay_command
+from triohooks.agents.spec import NATIVE_RELAY
 from triohooks.fronts import relay
 
 from .test_agent_endpoint import (
@@ -98,6 +100,31 @@ def test_the_relays_fallback_imports_nothing_of_the_project(env: Env, form: str)
     assert denial(done) == ("deny", "no pushing")
     allowed = run_bare_relay(env, env.body("ls"), environ=hostile.environ)
     assert json.loads(allowed.stdout) == {}, allowed.stderr
+    assert hostile.ran() == []
+
+
+def test_the_catch_alls_python_relay_imports_nothing_of_the_project(env: Env) -> None:
+    """The form a user-scope catch-all runs where no native client is built (``python -I -S
+    -c BOOT DIR``): the project's own ``relay.py`` is never the one imported."""
+    hostile = Hostile(env)
+    (env.project / "relay.py").write_text(
+        MARK.format(path=str(hostile.marks / "relay")) + "def main():\n    return 0\n"
+    )
+    command = relay_command("claude", "user", 60, relay_script=relay.__file__)
+    assert not (env.state / NATIVE_RELAY).exists()
+    for body, expected in ((env.body("git push origin main"), "deny"), (env.body("ls"), None)):
+        done = subprocess.run(
+            ["bash", "-c", command],
+            input=body,
+            capture_output=True,
+            env={**env.environ(), **hostile.environ},
+            cwd=env.project,
+            timeout=60,
+            check=False,
+        )
+        assert done.returncode == 0, done.stderr
+        answer = json.loads(done.stdout)
+        assert (denial(done)[0] if answer else None) == expected
     assert hostile.ran() == []
 
 

@@ -142,6 +142,55 @@ async def test_a_v1_request_gets_one_acknowledgement_and_no_heartbeat(autojump_c
     assert data[len(BEAT) :].startswith(b"HTTP/1.1 200 OK\r\n")
 
 
+async def test_the_older_relay_protocol_v2_is_answered_404(autojump_clock: Any) -> None:
+    """A relay of protocol v2 splices its --event itself; serve no longer takes that path (its
+    relay reads the 404 as an older serve and runs the hooks itself)."""
+    chunks = await _exchange(_request("v2"), hook_seconds=0)
+    assert b"".join(d for _, d in chunks).startswith(b"HTTP/1.1 404 ")
+
+
+async def test_serve_adds_the_event_the_query_names_to_the_hook_input(
+    autojump_clock: Any,
+) -> None:
+    """``?scope=user&event=preToolUse``: the hook input the hooks get names that event (the
+    one splice, relay.with_event), and the scope reaches the handler."""
+    seen: list[tuple[bytes, Any]] = []
+    client, server = trio.testing.memory_stream_pair()
+
+    async def handle(agent: str, body: bytes, env: Any, scope: Any) -> AgentResult:
+        seen.append((body, scope))
+        answer = AgentAnswer(output={})
+        return AgentResult(
+            agent="copilot", event="x", session="s", project=None, answer=answer, runs=[]
+        )
+
+    body = b'{"toolName": "bash"}'
+    request = (
+        f"POST /copilot/{relay.PROTOCOL}/hook?scope=user&event=preToolUse HTTP/1.1\r\n"
+        f"{relay.ENV_LENGTH_HEADER}: 0\r\nContent-Length: {len(body)}\r\n"
+        "Connection: close\r\n\r\n"
+    ).encode() + body
+    with trio.fail_after(60):
+        async with trio.open_nursery() as nursery:
+            peer = agent_http.Peer(token=None)
+            nursery.start_soon(
+                partial(
+                    agent_http.serve_connection, server, b"", peer=peer, handle=handle,
+                    max_body=1 << 20,
+                )
+            )  # fmt: skip
+            await client.send_all(request)
+            data = b""
+            while chunk := await client.receive_some():
+                data += chunk
+                if data.endswith(b"{}"):
+                    break
+            nursery.cancel_scope.cancel()
+    assert seen == [(b'{"toolName": "bash","hook_event_name":"preToolUse"}', "user")]
+    assert agent_http.read_query(b"event=a&event=b") is None
+    assert agent_http.read_query(b"scope=user&colour=red") is None
+
+
 async def test_the_relay_protocol_is_not_on_the_tcp_port(autojump_clock: Any) -> None:
     chunks = await _exchange(_request(relay.PROTOCOL, token="t"), 0, token=b"t")
     assert b"".join(d for _, d in chunks).startswith(b"HTTP/1.1 404 ")
@@ -150,7 +199,7 @@ async def test_the_relay_protocol_is_not_on_the_tcp_port(autojump_clock: Any) ->
 # -- the relay against a real serve or a fake one ----------------------------------------------
 
 FAKE_SERVE = r"""
-import json, socket, sys, time
+import json, os, socket, sys, time
 path, log, steps = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 s = socket.socket(socket.AF_UNIX)
 s.bind(path)
@@ -161,6 +210,9 @@ while True:
     c, _ = s.accept()
     with open(log, "a") as f:
         f.write("accepted\n")
+        if hasattr(socket, "SO_PEERCRED"):  # which program connected (Linux)
+            pid = int.from_bytes(c.getsockopt(socket.SOL_SOCKET, socket.SO_PEERCRED, 12)[:4], sys.byteorder)
+            f.write("peer " + os.readlink(f"/proc/{pid}/exe") + "\n")
     data = b""
     while b"\r\n\r\n" not in data:
         data += c.recv(65536)
@@ -170,6 +222,8 @@ while True:
         body += c.recv(65536)
     with open(log, "a") as f:
         f.write(head.split(b"\r\n")[0].decode() + "\n")
+    with open(log + ".requests", "ab") as f:  # each request whole, its length first
+        f.write(b"%d\n" % (len(head) + 4 + len(body)) + head + b"\r\n\r\n" + body)
     for delay, reply in steps:
         time.sleep(delay)
         c.sendall(bytes.fromhex(reply))
@@ -202,6 +256,19 @@ class FakeServe:
 
     def connections(self) -> int:
         return self.log.read_text().count("accepted\n")
+
+    def peers(self) -> list[str]:
+        """The program of each client that connected (Linux: SO_PEERCRED, /proc)."""
+        return [line[5:] for line in self.log.read_text().splitlines() if line.startswith("peer ")]
+
+    def requests(self) -> list[bytes]:
+        """Each request as it arrived, byte for byte."""
+        data, out = (self.log.parent / (self.log.name + ".requests")).read_bytes(), []
+        while data:
+            size, _, data = data.partition(b"\n")
+            out.append(data[: int(size)])
+            data = data[int(size) :]
+        return out
 
     def request_lines(self) -> list[str]:
         return [line for line in self.log.read_text().splitlines() if line.startswith("POST")]
@@ -286,7 +353,7 @@ def test_a_serve_of_an_older_protocol_is_passed_over_and_remembered(env: Env) ->
     try:
         first = run_bare_relay(env, env.body("git push"), timeout=30)
         assert denial(first) == ("deny", "no pushing")
-        assert b"does not speak relay protocol v2" in first.stderr
+        assert b"does not speak relay protocol v3" in first.stderr
         assert record(env)[-1] == "older"
         second = run_bare_relay(env, env.body("git push"), timeout=30)
         assert denial(second) == ("deny", "no pushing")

@@ -36,6 +36,7 @@ from triohooks.config.paths import (
     check_write_target,
     global_config_dir,
     read_regular_file,
+    state_dir,
     write_file_atomic,
 )
 
@@ -44,6 +45,7 @@ from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_ho
 from .routing import own_events, routed_events
 from .spec import (
     LOCAL_RELAY,
+    NATIVE_RELAY,
     PORTABLE_RELAY,
     SPECS,
     TOKEN_VAR,
@@ -200,10 +202,10 @@ def relay_command(
     named: bool = True,
 ) -> str:
     """The command a catch-all runs (:data:`PORTABLE_RELAY` for a project, :data:`LOCAL_RELAY`
-    for the user, with this interpreter and ``relay_script``). ``timeout_s`` is the catch-all's
-    own timeout: the relay answers before it (docs/agents.md). ``named``: it says its scope
-    (``--scope``), as every install's does; a plugin's belongs to no settings level. Measured:
-    ``bench/relay.py``."""
+    for the user: the native client in the user's state dir, else this interpreter running
+    ``relay_script`` precompiled). ``timeout_s`` is the catch-all's own timeout: the relay
+    answers before it (docs/agents.md). ``named``: it says its scope (``--scope``), as every
+    install's does; a plugin's belongs to no settings level. Measured: ``bench/relay.py``."""
     timeout = _timeout_text(timeout_s)
     words = event_arg(agent, event)
     said = scope_arg(scope if named else None)
@@ -216,8 +218,9 @@ def relay_command(
         event=words,
         timeout=timeout,
         scope=said,
+        native=shlex.quote(str(state_dir() / NATIVE_RELAY)),
         python=shlex.quote(sys.executable),
-        script=shlex.quote(str(Path(relay_script).resolve())),
+        relay_dir=shlex.quote(str(Path(relay_script).resolve().parent)),
     )
 
 

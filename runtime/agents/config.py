@@ -597,17 +597,29 @@ _NUMBER: Final = r"[0-9]+(?:\.[0-9]+)?"
 @functools.lru_cache(maxsize=64)
 def _form(template: str, agent: str, event: str, scope: str | None) -> re.Pattern[str]:
     """``template`` as a pattern matching exactly what it writes for ``agent``'s catch-all of
-    ``event`` naming ``scope``, any timeout, any shell-quoted path for the python and script."""
-    marks = {"timeout": "\x00T\x00", "python": "\x00P\x00", "script": "\x00S\x00"}
+    ``event`` naming ``scope``, any timeout, any shell-quoted path for the native client, the
+    python, the relay's directory and script."""
+    marks = {
+        "timeout": "\x00T\x00",
+        "python": "\x00P\x00",
+        "script": "\x00S\x00",
+        "native": "\x00N\x00",
+        "relay_dir": "\x00D\x00",
+    }
     text = re.escape(
         template.format(agent=agent, event=event_arg(agent, event), scope=scope_arg(scope), **marks)
     )
-    for mark, pattern in (
-        ("\x00T\x00", _NUMBER),
-        ("\x00P\x00", _SHELL_WORD),
-        ("\x00S\x00", _SHELL_WORD),
+    for name, pattern in (
+        ("timeout", _NUMBER),
+        ("python", _SHELL_WORD),
+        ("script", _SHELL_WORD),
+        ("native", _SHELL_WORD),
+        ("relay_dir", _SHELL_WORD),
     ):
-        text = text.replace(re.escape(mark), pattern)
+        # A place named twice (``[ -x P ] && exec P``) names one path both times.
+        first, *again = text.split(re.escape(marks[name]))
+        if again:
+            text = first + f"(?P<{name}>{pattern})" + f"(?P={name})".join(again)
     return re.compile(text)
 
 
@@ -636,8 +648,9 @@ def catch_all_scope(hook: AgentHook) -> str | None:
     if hook.type != "command" or hook.command is None:
         return None
     for scope in (*SCOPES, None):
-        templates = (PORTABLE_RELAY, LOCAL_RELAY) + (LEGACY_RELAYS if scope is None else ())
-        for template in templates:
+        for template in (PORTABLE_RELAY, LOCAL_RELAY, *LEGACY_RELAYS):
+            if scope is not None and "{scope}" not in template:
+                continue  # a form that names no scope is one naming none
             if _form(template, hook.agent, hook.event, scope).fullmatch(hook.command):
                 return scope or ""
     return None

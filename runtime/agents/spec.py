@@ -32,28 +32,59 @@ AnswerShape = Literal["claude", "gemini", "copilot", "cursor"]
 ADOPTED_NAME: Final = "triohooks-hooks.json"
 #: The variable Claude Code's http catch-all takes its bearer token from.
 TOKEN_VAR: Final = "TRIOHOOKS_TOKEN"
-#: What a project-scope catch-all runs: the console script from PATH (nothing of this machine
-#: in a file teams commit), and when it is not installed, a block that says so (exit 2 and the
-#: reason on stderr: a block to every agent) -- never a "command not found" the agent ignores.
-#: The teammate who reads it has no triohooks: it names where to find how to install it.
+#: How a catch-all (and the native client handing an event over) starts the Python relay
+#: precompiled: ``python -I -S -c RELAY_BOOT DIR AGENT ...`` imports ``relay`` from DIR (the
+#: installed ``triohooks/fronts``) through its ``__pycache__`` -- which install writes -- so no
+#: start compiles it, then takes DIR off ``sys.path`` again (its other modules are triohooks',
+#: not top-level names). Without ``site`` an interpreter starts in a third of the time.
+RELAY_BOOT: Final = (
+    "import sys;sys.path.insert(0,sys.argv.pop(1));import relay;del sys.path[0];"
+    "sys.exit(relay.main())"
+)
+#: The native relay client an install builds (:mod:`triohooks.fronts.relay_build`), in the
+#: user's state dir (:func:`triohooks.config.paths.state_dir`, which the client computes the
+#: same way): the catch-alls run it when it is there.
+NATIVE_RELAY: Final = "relay"
+#: What a project-scope catch-all runs (nothing of this machine in a file teams commit): the
+#: native relay client where the user's state dir puts it (``$TRIOHOOKS_STATE_DIR``, else
+#: ``$XDG_STATE_HOME/triohooks``, else ``~/.local/state/triohooks``; macOS's
+#: ``~/Library/Application Support/triohooks``) when an install built it there, else the console
+#: script from PATH, and when neither is there, a block that says so (exit 2 and the reason on
+#: stderr: a block to every agent) -- never a "command not found" the agent ignores. The
+#: teammate who reads it has no triohooks: it names where to find how to install it.
 PORTABLE_RELAY: Final = (
+    'n="${{TRIOHOOKS_STATE_DIR:-${{XDG_STATE_HOME:-$HOME/.local/state}}/triohooks}}/relay"; '
+    '[ -x "$n" ] || n="$HOME/Library/Application Support/triohooks/relay"; '
+    '[ -x "$n" ] && exec "$n" {agent}{event} --timeout {timeout}{scope}; '
     "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
     "{timeout}{scope}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project "
     "run through triohooks; install triohooks (its docs/getting-started.md, Install) or remove "
     "them' >&2; exit 2"
 )
-#: What a user-scope catch-all runs: this install's relay as a bare script (an interpreter
-#: without ``site`` starts three times faster), or a block that says it is gone.
+#: What a user-scope catch-all runs: the native relay client this install built in the user's
+#: state dir, else this install's Python relay, precompiled (:data:`RELAY_BOOT`), else a block
+#: that says it is gone.
 LOCAL_RELAY: Final = (
-    "[ -x {python} ] && exec {python} -I -S {script} {agent}{event} --timeout {timeout}{scope}; "
+    "[ -x {native} ] && exec {native} {agent}{event} --timeout {timeout}{scope}; "
+    "[ -x {python} ] && exec {python} -I -S -c '" + RELAY_BOOT + "' {relay_dir} {agent}{event} "
+    "--timeout {timeout}{scope}; "
     "echo 'triohooks is no longer installed where your {agent} hooks expect it; reinstall it, "
     "then run triohooks {agent} install --scope user again' >&2; exit 2"
 )
-#: The project catch-all an older triohooks wrote (no ``--scope``, and another install hint;
-#: its user catch-all was :data:`LOCAL_RELAY` naming no scope): still ours -- uninstall and a
-#: refreshing install take it -- but reported, since it cannot say whose hooks it answers for
-#: (:func:`triohooks.agents.config.tampered`).
+#: Catch-alls an older triohooks wrote, still ours -- uninstall and a refreshing install take
+#: them: the project and user forms before the native client (which name their scope), and the
+#: project form before ``--scope`` (another install hint; its user catch-all was the user form
+#: naming no scope), which is reported, since it cannot say whose hooks it answers for
+#: (:func:`triohooks.agents.config.tampered`). A form without ``{scope}`` matches only as one
+#: that names none.
 LEGACY_RELAYS: Final = (
+    "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
+    "{timeout}{scope}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project "
+    "run through triohooks; install triohooks (its docs/getting-started.md, Install) or remove "
+    "them' >&2; exit 2",
+    "[ -x {python} ] && exec {python} -I -S {script} {agent}{event} --timeout {timeout}{scope}; "
+    "echo 'triohooks is no longer installed where your {agent} hooks expect it; reinstall it, "
+    "then run triohooks {agent} install --scope user again' >&2; exit 2",
     "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
     "{timeout}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project run "
     "through triohooks; install it (pip install triohooks) or remove them' >&2; exit 2",

@@ -32,7 +32,7 @@ from triohooks.agents.spec import TOKEN_VAR, AgentName, adopted_path, levels
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import held_back_message
 
-from . import relay
+from . import relay, relay_build
 from .doctor import DoctorLine
 from .serve_file import alive_and_ours, serve_info
 
@@ -95,11 +95,15 @@ def _relay_socket(state: Path) -> DoctorLine:
     return DoctorLine(True, f"serve: answers the relays on {path}")
 
 
-def _command_lines(hook: AgentHook, environ: Mapping[str, str]) -> list[DoctorLine]:
+def _command_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> list[DoctorLine]:
+    """What one command catch-all runs: the native client, the Python relay, or (the project
+    form) ``triohooks-relay`` from PATH; a problem when none of them is there."""
     assert hook.command is not None
     where = f"{hook.source} {hook.event}"
-    words = shlex.split(hook.command)
-    if words[:2] == ["command", "-v"]:
+    client = relay_build.status(str(state))
+    if "command -v triohooks-relay" in hook.command:  # the project form, of any version
+        if hook.command.startswith("n=") and client.kind == "native":
+            return [DoctorLine(True, f"{where}: runs the native client {client.path}")]
         found = shutil.which("triohooks-relay", path=environ.get("PATH"))
         if found is None:
             return [
@@ -110,7 +114,13 @@ def _command_lines(hook: AgentHook, environ: Mapping[str, str]) -> list[DoctorLi
                 )
             ]
         return [DoctorLine(True, f"{where}: runs {found}")]
-    python, script = words[2], words[9]
+    words = list(shlex.shlex(hook.command, posix=True, punctuation_chars=True))
+    if "-c" in words:  # [ -x NATIVE ] && exec NATIVE ...; [ -x PY ] && exec PY -I -S -c BOOT DIR
+        boot = words.index("-c")
+        native, python = words[2], words[boot - 3]
+        script = os.path.join(words[boot + 2], os.path.basename(relay.__file__))
+    else:  # an older form: [ -x PY ] && exec PY -I -S SCRIPT ...
+        native, python, script = "", words[2], words[9]
     missing = [p for p in (python, script) if not os.path.exists(p)]
     if missing:
         return [
@@ -120,7 +130,19 @@ def _command_lines(hook: AgentHook, environ: Mapping[str, str]) -> list[DoctorLi
                 f"`triohooks {hook.agent} install --scope user` again",
             )
         ]
-    return [DoctorLine(True, f"{where}: runs {script}")]
+    if native and native == client.path and client.kind == "native":
+        return [DoctorLine(True, f"{where}: runs the native client {native}")]
+    return [DoctorLine(True, f"{where}: runs the Python relay {script}")]
+
+
+def _client_line(state: Path) -> DoctorLine:
+    """Which relay client the catch-alls run, and why (docs/agents.md, which client runs)."""
+    client = relay_build.status(str(state))
+    if client.kind == "native":
+        ok = client.why.startswith("built with")
+        return DoctorLine(ok, f"relay client: native, {client.path} ({client.why})")
+    slow = "" if client.precompiled else ", not precompiled: each start compiles it (~4 ms)"
+    return DoctorLine(True, f"relay client: the Python relay{slow} ({client.why})")
 
 
 def _http_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> list[DoctorLine]:
@@ -193,9 +215,9 @@ def check_agent(
         if hook.type == "http":
             lines += _http_lines(hook, state, env)
         else:
-            lines += _command_lines(hook, env)
+            lines += _command_lines(hook, state, env)
     if any(h.type == "command" for h in hooks):
-        lines.append(_relay_socket(state))
+        lines += [_client_line(state), _relay_socket(state)]
     held = [h for h in table.untrusted if h.adopted]
     if held and table.trust is not None:
         lines.append(DoctorLine(False, held_back_message(table.trust, agent, len(held))))

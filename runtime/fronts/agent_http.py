@@ -30,12 +30,14 @@ from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
-from .relay import BEAT, ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL
+from .relay import BEAT, ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
 
 log = logging.getLogger("triohooks.serve")
 
 #: The paths, by agent: ``v1`` (the http transport, and relays that want no heartbeat) and
-#: the relay protocol (:data:`~.relay.PROTOCOL`, on the relay socket only: heartbeats).
+#: the relay protocol (:data:`~.relay.PROTOCOL`, on the relay socket only: heartbeats). An
+#: older relay protocol (``v2``) is answered 404: its relay takes this serve for an older one
+#: and runs the hooks itself.
 PATH: Final = re.compile(
     rb"/("
     + b"|".join(a.encode() for a in AGENTS)
@@ -43,9 +45,13 @@ PATH: Final = re.compile(
     + PROTOCOL.encode()
     + rb")/hook(?:\?([^ ]*))?"
 )
-#: The one query a hook path takes: the install scope of the catch-all that calls
-#: (:mod:`triohooks.agents.shares`).
-SCOPE_QUERY: Final = re.compile(rb"scope=(user|project)")
+#: What a hook path's query may say, each at most once, joined by ``&``: the install scope of
+#: the catch-all that calls (:mod:`triohooks.agents.shares`), and the event it is for (the
+#: relay's ``--event``, for an agent whose hook input does not name it: added to the input).
+QUERY_FIELDS: Final = {
+    b"scope": re.compile(rb"user|project"),
+    b"event": re.compile(rb"[A-Za-z]{1,64}"),
+}
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: An idle keep-alive connection is closed after this long.
 IDLE_TIMEOUT_S: Final = 60.0
@@ -247,7 +253,7 @@ async def serve_connection(
     fail-closed answer of its event (HTTP 200: the agent reads it as a deny, not as a failed
     hook it may ignore), told to ``on_refused`` and the connection closed. Without a token (the
     relay socket): each request is acknowledged (``102``) as soon as it is read and, on the
-    relay protocol's path (``/<agent>/v2/hook``), sent a heartbeat (another ``102``) every
+    relay protocol's path (``/<agent>/v3/hook``), sent a heartbeat (another ``102``) every
     :data:`~.relay.HEARTBEAT_S` until its answer."""
     conn = Connection(stream, buffered, max_body)
     authenticated = peer.token is None
@@ -332,6 +338,18 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     return msgspec.json.encode(internal_error_answer(agent, event, why).output)
 
 
+def read_query(query: bytes) -> dict[str, str] | None:
+    """A hook path's query (:data:`QUERY_FIELDS`) by field; None when it says anything else."""
+    said: dict[str, str] = {}
+    for part in query.split(b"&"):
+        name, _, value = part.partition(b"=")
+        form = QUERY_FIELDS.get(name)
+        if form is None or name.decode() in said or not form.fullmatch(value):
+            return None
+        said[name.decode()] = value.decode()
+    return said
+
+
 async def _answer(
     conn: Connection,
     request: Request,
@@ -345,10 +363,14 @@ async def _answer(
     # The relay protocol: heartbeats while the hooks run (the relay socket only: _refusal).
     beating = match.group(2) == PROTOCOL.encode()
     query = match.group(3)
-    scope = SCOPE_QUERY.fullmatch(query) if query is not None else None
-    if query is not None and scope is None:  # not a catch-all we wrote: say so, fail closed
-        why = f"unknown query {query[:64].decode('latin-1')!r} (only scope=user|project)"
+    said = read_query(query) if query is not None else {}
+    if said is None:  # not a catch-all we wrote: say so, fail closed
+        text = (query or b"")[:64].decode("latin-1")
+        why = f"unknown query {text!r} (only scope=user|project and event=NAME)"
         return 200, _fail_closed(agent, request.body, why)
+    if "event" in said:
+        request.body = with_event(request.body, said["event"])
+    scope = said.get("scope")
     try:
         payload = decode_payload(request.body)
     except AgentPayloadError as exc:
@@ -365,9 +387,7 @@ async def _answer(
         async def run() -> None:
             nonlocal result, failure
             try:
-                result = await handle(
-                    agent, request.body, env, scope.group(1).decode() if scope else None
-                )
+                result = await handle(agent, request.body, env, scope)
             except Exception as exc:  # our own fault: fail closed for this event
                 log.exception("%s hook failed", agent)
                 failure = repr(exc)

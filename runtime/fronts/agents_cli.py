@@ -155,7 +155,24 @@ def _install(args: argparse.Namespace) -> int:
     )
     notes = _beside(agent, args.scope, workspace, home)
     plan = msgspec.structs.replace(plan, notes=(*plan.notes, *notes))
-    return _carry_out(args, plan, agent, workspace, home, config_dir, "installed")
+    code = _carry_out(args, plan, agent, workspace, home, config_dir, "installed")
+    if code == 0 and not args.dry_run and any(not r.startswith("POST ") for _, r in plan.routes):
+        _prepare_client()
+    return code
+
+
+def _prepare_client() -> None:
+    """The catch-alls' relay client: the native one built (or rebuilt when its source, flags or
+    interpreter changed), else the Python relay precompiled; a build that fails is a warning."""
+    from .relay_build import prepare
+
+    client, warnings = prepare()
+    for warning in warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    if client.kind == "native":
+        print(f"relay client: native, {client.path} ({client.why})")
+    else:
+        print(f"relay client: the Python relay, {client.path}")
 
 
 def _beside(agent: AgentName, scope: str, workspace: Path, home: Path) -> list[str]:
@@ -356,6 +373,7 @@ def _plugin(args: argparse.Namespace) -> int:
         return 1
     for path in written:
         print(f"wrote {path}")
+    _prepare_client()
     print(
         f"load it with `claude --plugin-dir {args.out}`, or add it to a plugin marketplace; "
         "then your triohooks hooks answer every Claude Code event"

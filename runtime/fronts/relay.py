@@ -14,10 +14,14 @@ from the agent) and the hook input. The server acknowledges at once (``102 Proce
 answers when the hooks are done.
 
 It imports nothing but built-in modules (``posix``, ``_socket``, ``_stat``; no json, no trio,
-nothing of triohooks), and the command an adoption writes for the user runs this file as a bare
-script (``python -I -S .../triohooks/fronts/relay.py claude``): an interpreter that skips
-``site`` starts in a third of the time. The console script ``triohooks-relay`` runs the same
-code after the usual start-up (the portable form a project-scope install writes).
+nothing of triohooks). Catch-alls run the native client (``relay_client.c``, built at install by
+:mod:`triohooks.fronts.relay_build`), which does this fast path itself and hands everything else
+over to this module, saying what it saw (``--handed``, :data:`HANDED`); where it is not built,
+they start this module precompiled (``python -I -S -c RELAY_BOOT .../triohooks/fronts claude``,
+:data:`triohooks.agents.spec.RELAY_BOOT`): an interpreter that skips ``site`` starts in a third
+of the time, and the bytecode install wrote spares the compile. The console script
+``triohooks-relay`` runs the same code after the usual start-up (what a project-scope catch-all
+runs where the user has no native client).
 
 Liveness and deadlines (docs/agents.md, "The relay protocol"): the request names relay protocol
 :data:`PROTOCOL` in its path; serve acknowledges it at once and then says :data:`BEAT` (an HTTP
@@ -59,9 +63,10 @@ SOCKET_NAME = "serve.sock"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
 STARTED_NAME = "serve.started"
 CONNECT_TIMEOUT_S = 0.5
-#: The relay protocol, named in the request's path (``/<agent>/v2/hook``): v1 and a heartbeat.
+#: The relay protocol, named in the request's path (``/<agent>/v3/hook``): v1, a heartbeat, and
+#: the catch-all's ``--event`` in the query (serve adds it to the hook input: :func:`with_event`).
 #: A serve that does not know it answers 404 without running anything.
-PROTOCOL = "v2"
+PROTOCOL = "v3"
 #: The acknowledgement and each heartbeat, byte for byte: an HTTP/1.1 interim response (27 bytes).
 BEAT = b"HTTP/1.1 102 Processing\r\n\r\n"
 #: serve sends :data:`BEAT` this often while the hooks of a request run.
@@ -149,23 +154,35 @@ def private_socket(directory: str) -> "tuple[str | None, str]":
     return path, why
 
 
-def serve_socket(directory: str) -> "tuple[str | None, str, posix.stat_result | None]":
-    """:func:`private_socket`, and the socket's own ``lstat`` (which serve it is: the key of
-    :func:`remembered_dead`) when it is one to use."""
+def private_dir(directory: str) -> "str | None":
+    """ "" when ``directory`` is a directory of the user's that no one else may write in, whose
+    parent does not let others replace it; None when it is not there; else why not. What the
+    relay socket (:func:`serve_socket`) and the native client's binary
+    (:mod:`triohooks.fronts.relay_build`) are believed for."""
     me = posix.getuid()
     try:
         st = posix.lstat(directory)
     except OSError:
-        return None, "", None
+        return None
     if st.st_mode & _S_IFMT != _S_IFDIR or st.st_uid != me or st.st_mode & 0o022:
-        return None, f"{directory} is not a directory only you can write in", None
+        return f"{directory} is not a directory only you can write in"
     parent = directory.rstrip("/").rpartition("/")[0] or "/"
     try:
         up = posix.stat(parent)
     except OSError:
-        return None, f"{parent} cannot be checked", None
+        return f"{parent} cannot be checked"
     if (up.st_mode & 0o002 and not up.st_mode & 0o1000) or (up.st_mode & 0o020 and up.st_uid != me):
-        return None, f"{parent} lets others replace {directory}", None
+        return f"{parent} lets others replace {directory}"
+    return ""
+
+
+def serve_socket(directory: str) -> "tuple[str | None, str, posix.stat_result | None]":
+    """:func:`private_socket`, and the socket's own ``lstat`` (which serve it is: the key of
+    :func:`remembered_dead`) when it is one to use."""
+    me = posix.getuid()
+    why = private_dir(directory)
+    if why is None or why:
+        return None, why or "", None
     path = directory + "/" + SOCKET_NAME
     try:
         st = posix.lstat(path)
@@ -275,9 +292,21 @@ def _read_head(sock: object, data: bytes, deadline: float, heard: bool) -> "tupl
     return head, rest
 
 
-def ask_server(path: str, agent: str, body: bytes, deadline: float, scope: str = "") -> bytes:
-    """The body of the server's 200 answer. Raises :class:`OSError` (no usable server: the
-    hooks run here), :class:`_Dead` or :class:`_TooLate`."""
+def hook_path(agent: str, scope: str = "", event: str = "") -> str:
+    """The request's path: ``/<agent>/v3/hook``, with the catch-all's scope and event (each
+    when said) as its query, ``?scope=S&event=E`` (docs/agents.md, "The relay protocol")."""
+    query = "&".join(
+        f"{name}={value}" for name, value in (("scope", scope), ("event", event)) if value
+    )
+    return f"/{agent}/{PROTOCOL}/hook" + ("?" + query if query else "")
+
+
+def ask_server(
+    path: str, agent: str, body: bytes, deadline: float, scope: str = "", event: str = ""
+) -> bytes:
+    """The body of the server's 200 answer for the hook input ``body`` (serve adds ``event``
+    to it). Raises :class:`OSError` (no usable server: the hooks run here), :class:`_Dead` or
+    :class:`_TooLate`."""
     import _socket
 
     sock = _socket.socket(_socket.AF_UNIX, _socket.SOCK_STREAM)
@@ -289,7 +318,7 @@ def ask_server(path: str, agent: str, body: bytes, deadline: float, scope: str =
             raise PermissionError(f"{path} is served by uid {uid}, not by you")
         env = _environment_block()
         head = (
-            f"POST /{agent}/{PROTOCOL}/hook{'?scope=' + scope if scope else ''} HTTP/1.1\r\n"
+            f"POST {hook_path(agent, scope, event)} HTTP/1.1\r\n"
             "Host: triohooks\r\n"
             f"Content-Type: application/json\r\n{ENV_LENGTH_HEADER}: {len(env)}\r\n"
             f"Content-Length: {len(env) + len(body)}\r\nConnection: close\r\n\r\n"
@@ -603,17 +632,26 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     return json.dumps(internal_error_answer(agent, str(event), why).output).encode()
 
 
-def _parse(args: "list[str]") -> "tuple[str, float, bool, str, str] | None":
-    """``[--here] AGENT [--event NAME] [--timeout S] [--scope user|project]``: the agent,
-    timeout, whether to run the hooks here, the event the catch-all is for (for an agent whose
-    input does not say), and the scope it was installed at ("": none said)."""
+#: ``--handed WHAT``: what the native client (``relay_client.c``) saw before it handed the event
+#: over to this relay (docs/agents.md, "Which client runs"): a dead serve (``silent:PID``,
+#: ``unacknowledged:PID``, ``older:PID``; recorded here, :func:`remember_dead`, and the hooks
+#: run here), its deadline passed (``late``: the deadline denial), or a reply that is no
+#: answer (``unexpected``: the hooks run here, serve is not asked again).
+HANDED = ("late", "unexpected", *(f"{reason}:" for reason in DEAD_REASONS))
+
+
+def _parse(args: "list[str]") -> "tuple[str, float, bool, str, str, str] | None":
+    """``[--here] AGENT [--event NAME] [--timeout S] [--scope user|project] [--handed WHAT]``:
+    the agent, timeout, whether to run the hooks here, the event the catch-all is for (for an
+    agent whose input does not say), the scope it was installed at ("": none said), and what
+    the native client handed over (:data:`HANDED`; "": it did not)."""
     here = bool(args) and args[0] == "--here"  # run the hooks in this process, no server
     if here:
         args = args[1:]
     if not args or args[0] not in AGENTS:
         return None
     agent, rest = args[0], args[1:]
-    timeout, event, scope = DEFAULT_TIMEOUT_S, "", ""
+    timeout, event, scope, handed = DEFAULT_TIMEOUT_S, "", "", ""
     while rest:
         if len(rest) < 2:
             return None
@@ -628,17 +666,23 @@ def _parse(args: "list[str]") -> "tuple[str, float, bool, str, str] | None":
             event = value
         elif option == "--scope" and value in SCOPES:
             scope = value
+        elif option == "--handed" and (
+            value in HANDED
+            or (value.partition(":")[0] + ":" in HANDED and value.partition(":")[2].isdigit())
+        ):
+            handed = value
         else:
             return None
     if not timeout > 0:
         return None
-    return agent, timeout, here, event, scope
+    return agent, timeout, here, event, scope, handed
 
 
 def with_event(body: bytes, event: str) -> bytes:
     """``body`` (a JSON object) with ``"hook_event_name": event`` as its last member -- which
     wins over one the agent wrote -- without decoding it (no json module on the fast path). A
-    body that is no object is left as it is (then refused as no hook input)."""
+    body that is no object is left as it is (then refused as no hook input). The one splice:
+    serve makes it for the event a request's query names, a relay for the hooks it runs."""
     text = body.rstrip()
     if not text.endswith(b"}"):
         return body
@@ -655,11 +699,10 @@ def main(argv: "list[str] | None" = None) -> int:
     if parsed is None:
         sys.stderr.write(USAGE)
         return 1
-    agent, timeout, here, event, scope = parsed
+    agent, timeout, here, event, scope, handed = parsed
     deadline = started + max(timeout - DEADLINE_MARGIN_S, 0.5)
-    body = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)
-    if event and len(body) <= MAX_INPUT_BYTES:
-        body = with_event(body, event)
+    sent = sys.stdin.buffer.read(MAX_INPUT_BYTES + 1)  # as serve gets it (it adds the event)
+    body = with_event(sent, event) if event and len(sent) <= MAX_INPUT_BYTES else sent
     if _getenv(LOOP_VAR) and not here:
         why = "a hook that triohooks runs started triohooks-relay again (a loop): remove it"
         print(f"triohooks-relay: {why}", file=sys.stderr)
@@ -668,25 +711,27 @@ def main(argv: "list[str] | None" = None) -> int:
     dead = ""  # why serve is dead, when it is: the hooks run here
     if len(body) > MAX_INPUT_BYTES:
         body, here = b"{}", True  # answered fail-closed below, without a server round trip
+    late = handed == "late"
     if not here:
         directory = state_dir()
         path, why, found = serve_socket(directory)
         if why:
             print(f"triohooks-relay: not using the server: {why}", file=sys.stderr)
-        dead = remembered_dead(directory, found) if found is not None else ""
+        dead = remembered_dead(directory, found) if found is not None and not handed else ""
         try:
+            if handed.partition(":")[0] in DEAD_REASONS:  # the native client found it dead
+                pid = int(handed.partition(":")[2])
+                raise _Dead(handed.partition(":")[0], pid or None)
             if path is None or found is None:
                 raise FileNotFoundError()
-            if not dead:
-                out = ask_server(path, agent, body, deadline, scope)
+            if not dead and not handed:
+                out = ask_server(path, agent, sent, deadline, scope, event)
         except _Dead as exc:
             dead = str(exc)
             if found is not None:
                 remember_dead(directory, found, exc.reason, exc.pid)
         except _TooLate:
-            why = f"triohooks serve did not answer within {deadline - started:.0f} s"
-            print(f"triohooks-relay: {why}", file=sys.stderr)
-            return _print_denial(agent, body, why)
+            late = True
         except PermissionError as exc:
             print(f"triohooks-relay: not using the server: {exc}", file=sys.stderr)
         except (FileNotFoundError, ConnectionRefusedError):
@@ -697,6 +742,10 @@ def main(argv: "list[str] | None" = None) -> int:
         if dead:
             print(f"triohooks-relay: {dead}; running the hooks here", file=sys.stderr)
             start_server(directory)  # it takes the socket over from the dead one
+    if late:
+        why = f"triohooks serve did not answer within {deadline - started:.0f} s"
+        print(f"triohooks-relay: {why}", file=sys.stderr)
+        return _print_denial(agent, body, why)
     seconds = deadline - time.monotonic()
     if out is None:
         try:

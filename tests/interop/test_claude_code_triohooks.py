@@ -689,7 +689,9 @@ def test_a_teammate_without_triohooks_is_blocked_with_a_message(
     claude_project.write_hooks(bash_hooks("PreToolUse", "true"))
     with adopted(tri, claude_project.path, transport="relay"):
         fake_api.script(marker_commands(1))
-        env = {**tri.claude_env(), "PATH": "/usr/bin:/bin"}  # triohooks not installed here
+        # triohooks not installed here: no console script, no native client in the state dir
+        (tri.state_dir / "relay").unlink(missing_ok=True)
+        env = {**tri.claude_env(), "PATH": "/usr/bin:/bin"}
         run = run_claude(
             claude_bin,
             claude_project.path,

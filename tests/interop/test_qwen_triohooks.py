@@ -51,7 +51,7 @@ def adopted(tri: Triohooks, project: QwenProject, tmp_path: Path) -> Iterator[Se
         installed = json.loads(project.user_settings.read_text())["hooks"]
         for groups in installed.values():
             (handler,) = [h for g in groups for h in g["hooks"]]
-            assert "relay.py qwen --timeout" in handler["command"], handler
+            assert "/fronts qwen --timeout" in handler["command"], handler
         try:
             yield server
         finally:
