@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from triohooks.agents.adopt import member_spans
+from triohooks.agents.adopt import member_spans, relay_command
 from triohooks.agents.spec import PORTABLE_RELAY, scope_arg
 
 REPO = Path(__file__).resolve().parent.parent
@@ -386,3 +387,48 @@ def test_codex_install_and_uninstall_its_hooks_json(d: Dirs) -> None:
     assert json.loads((d.ws / ".codex" / "triohooks-hooks.json").read_text())["PreToolUse"]
     assert d.cli("codex", "uninstall").returncode == 0
     assert hooks_json.read_text() == original
+
+
+#: Gemini CLI's and Qwen Code's substitution of variables in settings strings when they load
+#: them (their ``resolveEnvVarsInString``): ``$NAME``, ``${NAME}``, ``${NAME:-default}``, one
+#: level, an unset name without a default left as written.
+_SETTINGS_VARIABLE = re.compile(r"\$(?:(\w+)|{([^}]+?)(?::-([^}]*))?})")
+
+
+def _as_gemini_loads_it(command: str, env: dict[str, str]) -> str:
+    def one(m: re.Match[str]) -> str:
+        name = m.group(1) or m.group(2)
+        if name in env:
+            return env[name]
+        return m.group(3) if m.group(3) is not None else m.group(0)
+
+    return _SETTINGS_VARIABLE.sub(one, command)
+
+
+@pytest.mark.parametrize("where", ["TRIOHOOKS_STATE_DIR", "XDG_STATE_HOME", "HOME"])
+def test_the_project_form_finds_the_native_client_as_gemini_and_qwen_load_it(
+    tmp_path: Path, where: str
+) -> None:
+    """The project-scope catch-all runs the user's native client wherever their state dir is,
+    both as written and after Gemini CLI's (and Qwen Code's) substitution in its settings."""
+    home = tmp_path / "home"
+    state = {
+        "TRIOHOOKS_STATE_DIR": tmp_path / "state",
+        "XDG_STATE_HOME": tmp_path / "xdg" / "triohooks",
+        "HOME": home / ".local" / "state" / "triohooks",
+    }[where]
+    state.mkdir(parents=True)
+    client = state / "relay"
+    client.write_text('#!/bin/sh\necho "native $*"\n')
+    client.chmod(0o700)
+    env = {"HOME": str(home), "PATH": "/usr/bin:/bin"}
+    if where == "TRIOHOOKS_STATE_DIR":
+        env[where] = str(state)
+    elif where == "XDG_STATE_HOME":
+        env[where] = str(state.parent)
+    command = relay_command("gemini", "project", 65)
+    for form in (command, _as_gemini_loads_it(command, env)):
+        done = subprocess.run(
+            ["bash", "-c", form], env=env, capture_output=True, text=True, timeout=30, check=False
+        )
+        assert done.stdout == "native gemini --timeout 65 --scope project\n", (form, done.stderr)

@@ -52,10 +52,18 @@ NATIVE_RELAY: Final = "relay"
 #: script from PATH, and when neither is there, a block that says so (exit 2 and the reason on
 #: stderr: a block to every agent) -- never a "command not found" the agent ignores. The
 #: teammate who reads it has no triohooks: it names where to find how to install it.
+#: Written with plain ``$NAME`` expansions only, never ``${NAME:-...}``: Gemini CLI and Qwen Code
+#: substitute ``$NAME`` and ``${NAME:-default}`` in settings strings when they load them, one
+#: level deep, so a nested default would reach the shell cut in two; a plain ``$NAME`` they
+#: replace with the value the shell would have given it.
 PORTABLE_RELAY: Final = (
-    'n="${{TRIOHOOKS_STATE_DIR:-${{XDG_STATE_HOME:-$HOME/.local/state}}/triohooks}}/relay"; '
-    '[ -x "$n" ] || n="$HOME/Library/Application Support/triohooks/relay"; '
-    '[ -x "$n" ] && exec "$n" {agent}{event} --timeout {timeout}{scope}; '
+    'triohooks_client="$TRIOHOOKS_STATE_DIR/relay"; '
+    '[ -n "$TRIOHOOKS_STATE_DIR" ] || triohooks_client="$XDG_STATE_HOME/triohooks/relay"; '
+    '[ -x "$triohooks_client" ] || triohooks_client="$HOME/.local/state/triohooks/relay"; '
+    '[ -x "$triohooks_client" ] || '
+    'triohooks_client="$HOME/Library/Application Support/triohooks/relay"; '
+    '[ -x "$triohooks_client" ] && exec "$triohooks_client" {agent}{event} --timeout '
+    "{timeout}{scope}; "
     "command -v triohooks-relay >/dev/null 2>&1 && exec triohooks-relay {agent}{event} --timeout "
     "{timeout}{scope}; echo 'triohooks-relay is not on PATH: the {agent} hooks of this project "
     "run through triohooks; install triohooks (its docs/getting-started.md, Install) or remove "
