@@ -12,10 +12,10 @@ view (its function-call reply sent -> the request carrying the call's output), m
 - ``b`` the agent's own PreToolUse/BeforeTool hook ``true`` (Codex: reviewed, as ``/hooks``
   records it);
 - ``c`` the same hook adopted by ``triohooks <agent> install --scope user`` (the default
-  transport: this install's relay as a bare script, to the user's running ``serve``);
-- ``d`` adopted at project scope (the portable ``triohooks-relay`` from PATH; not for Qwen
-  Code, which loads a project's hooks only in a folder trusted through its own interactive
-  prompt; Copilot CLI's repository hooks with ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true``).
+  transport: the native relay client install built, to the user's running ``serve``);
+- ``d`` adopted at project scope (the portable catch-all: the native client from the user's
+  state dir; Qwen Code runs a project's hooks with its folder trust off, the default; Copilot
+  CLI's repository hooks with ``GITHUB_COPILOT_PROMPT_MODE_REPO_HOOKS=true``).
 
 The line under the table is what the issue asks for: the default transport's cost against the
 agent's own ``true`` hook, (c) - (b) and (d) - (b), in the same run.
@@ -38,8 +38,8 @@ from tests.interop.test_claude_code_triohooks import Triohooks, serving
 CONFIGS = {
     "a": "no hooks",
     "b": "the agent's own `true` hook",
-    "c": "triohooks default, user scope (relay script, serve running)",
-    "d": "triohooks default, project scope (triohooks-relay, serve running)",
+    "c": "triohooks default, user scope (native client, serve running)",
+    "d": "triohooks default, project scope (native client, serve running)",
 }
 
 
@@ -118,8 +118,6 @@ def _qwen(tmp: Path, name: str, n: int, tri_root: Path) -> list[float | None] | 
     from tests.interop.fake_anthropic import FakeAnthropic
     from tests.interop.qwen import QWEN, SHELL_TOOL, QwenProject, run_qwen, shell_call
 
-    if name == "d":
-        return None
     binary = install_npm_cli(QWEN)
     home, project = tmp / "home", tmp / "project"
     home.mkdir()
@@ -127,13 +125,18 @@ def _qwen(tmp: Path, name: str, n: int, tri_root: Path) -> list[float | None] | 
     with FakeAnthropic(shell_tool=SHELL_TOOL, call_of=shell_call) as fake:
         qwen = QwenProject(project, home)
         hook = {"type": "command", "command": "true"}
+        hooks = {"hooks": {"PreToolUse": [{"hooks": [hook]}]}}
         if name in ("b", "c"):
-            qwen.write_user_settings({"hooks": {"PreToolUse": [{"hooks": [hook]}]}})
+            qwen.write_user_settings(hooks)
+        if name == "d":  # (Qwen Code runs a project's hooks; its folder trust is off by default)
+            (project / ".qwen").mkdir()
+            (project / ".qwen" / "settings.json").write_text(json.dumps(hooks))
         fake.script(["true"] * n)
-        if name == "c":
+        if name in ("c", "d"):
             tri, run = _triohooks(tri_root, home, project)
             with run:
-                tri.cli("qwen", "install", "--scope", "user", "--workspace", str(project))
+                scope = "project" if name == "d" else "user"
+                tri.cli("qwen", "install", "--scope", scope, "--workspace", str(project))
                 run_qwen(binary, qwen, fake, timeout=300, env=tri.claude_env())
         else:
             run_qwen(binary, qwen, fake, timeout=300)

@@ -21,8 +21,8 @@ Configurations ``c``..``d`` write the same kind of settings as ``b`` and hand th
 with ``triohooks claude install`` (project scope) before the session: one ``triohooks serve``
 (started on first use, stopped when the benchmark ends) answers every session's catch-all, an
 ``http`` hook (``c``, ``c2``, ``d``) or the default, the ``triohooks-relay`` command talking to
-it over its unix socket (``c3``: the project-scope form, the console script from PATH; ``c4``:
-the user-scope form, this install's relay as a bare script). ``d``'s adopted hook has an ``if``
+it over its unix socket (``c3``: the project-scope form, ``c4``: the user-scope form; both run
+the native relay client install built, else the Python relay). ``d``'s adopted hook has an ``if``
 rule the calls never match, so it measures the endpoint's own cost without a spawn. The lines
 under the table: the default transport's cost against Claude Code's own ``true`` hook, (c3) -
 (b) and (c4) - (b); (c) - (a) <= (b) - (a) (stretch: <= 2 ms); and (c2) - (a) <= 60 ms with no

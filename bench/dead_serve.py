@@ -1,6 +1,6 @@
-"""What a dead serve costs the agent, per event: ``triohooks-relay claude`` (the user-scope
-form, a bare script) against a ``triohooks serve`` stopped with SIGSTOP (Ctrl-Z: its socket
-still accepts connections, nothing answers).
+"""What a dead serve costs the agent, per event: the user-scope catch-all (the native relay
+client, which hands a dead serve over to the Python relay) against a ``triohooks serve``
+stopped with SIGSTOP (Ctrl-Z: its socket still accepts connections, nothing answers).
 
 Three sessions of ``-n`` events each, every event a new relay process as an agent runs it:
 
@@ -33,6 +33,7 @@ from pathlib import Path
 import psutil
 
 from triohooks.agents.adopt import relay_command
+from triohooks.fronts import relay_build
 from triohooks.fronts.server import SOCKET_FILE
 
 from .relay import install_user_scope
@@ -64,7 +65,13 @@ def _session(
             "tool_input": {"command": "ls"},
         }
     ).encode()
+    # The catch-all as install writes it, with the native client install builds (else the
+    # Python relay, precompiled), in this session's state dir.
+    state.mkdir(mode=0o700)
+    client, _ = relay_build.prepare(str(state))
+    os.environ["TRIOHOOKS_STATE_DIR"] = str(state)  # where relay_command finds the client
     command = ["bash", "-c", relay_command("claude", "user", 600, relay_script=script)]
+    print(f"  ({name}: the {client.kind} relay client)")
     serve = subprocess.Popen(
         [sys.executable, "-m", "triohooks", "serve", "--port", "0", "--no-audit"],
         env=env,

@@ -14,7 +14,7 @@ Setup facts (Qwen Code 0.24.4): it speaks the Messages API with ``--auth-type an
 ``ANTHROPIC_BASE_URL``/``ANTHROPIC_API_KEY``/``ANTHROPIC_MODEL``; its shell tool is
 ``run_shell_command`` (``{"command": ...}``); hooks are Claude Code's (settings ``hooks``, the
 same input and answers) and get ``QWEN_PROJECT_DIR``. A project's ``.qwen/settings.json`` hooks
-load only in a trusted folder; the user's always.
+run too, headless, with its folder trust off (the default; measured with 0.24.4).
 """
 
 from __future__ import annotations
