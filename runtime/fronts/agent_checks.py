@@ -28,7 +28,7 @@ from triohooks.agents.config import (
 )
 from triohooks.agents.convert import hooks_of
 from triohooks.agents.reroute import stale_installs
-from triohooks.agents.spec import TOKEN_VAR, AgentName, adopted_path, levels
+from triohooks.agents.spec import PORTABLE_RELAY, TOKEN_VAR, AgentName, adopted_path, levels
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import held_back_message
 
@@ -95,6 +95,10 @@ def _relay_socket(state: Path) -> DoctorLine:
     return DoctorLine(True, f"serve: answers the relays on {path}")
 
 
+#: What the project form of today runs before its agent's name: the search for the native client.
+_NATIVE_FIRST = PORTABLE_RELAY.partition("{agent}")[0]
+
+
 def _command_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> list[DoctorLine]:
     """What one command catch-all runs: the native client, the Python relay, or (the project
     form) ``triohooks-relay`` from PATH; a problem when none of them is there."""
@@ -102,7 +106,8 @@ def _command_lines(hook: AgentHook, state: Path, environ: Mapping[str, str]) -> 
     where = f"{hook.source} {hook.event}"
     client = relay_build.status(str(state))
     if "command -v triohooks-relay" in hook.command:  # the project form, of any version
-        if hook.command.startswith("n=") and client.kind == "native":
+        # today's form looks for the native client first (an older one went to PATH at once)
+        if hook.command.startswith(_NATIVE_FIRST) and client.kind == "native":
             return [DoctorLine(True, f"{where}: runs the native client {client.path}")]
         found = shutil.which("triohooks-relay", path=environ.get("PATH"))
         if found is None:
