@@ -19,6 +19,7 @@ import shutil
 import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 from typing import Any
 
@@ -635,3 +636,29 @@ def test_without_a_system_compiler_the_ziglang_package_builds_it(
 def test_what_the_python_relay_takes_from_a_native_client(value: str, read: str | None) -> None:
     parsed = relay._parse(["claude", "--timeout", "5", "--handed", value])
     assert (parsed[-1] if parsed is not None else None) == read
+
+
+def test_serve_rebuilds_a_client_an_older_triohooks_built(env: Env) -> None:
+    """An upgrade of triohooks without running install again: the next serve to start brings
+    the native client up to date, in the background, and says so in its log."""
+    if not relay_build.compilers():
+        pytest.skip(NO_COMPILER)
+    env.state.mkdir(mode=0o700)
+    state = str(env.state)
+    assert relay_build.build(state).kind == "native"
+    stamp = env.state / relay_build.STAMP_NAME
+    stamp.write_bytes(stamp.read_bytes().replace(relay_build.digest().encode(), b"0" * 64))
+    assert relay_build.status(state).why.startswith("it was built from another triohooks")
+    proc = _serve_process(env)
+    try:
+        deadline = time.monotonic() + 60
+        while not relay_build.status(state).why.startswith("built with "):
+            assert time.monotonic() < deadline, "serve did not rebuild the client"
+            time.sleep(0.05)
+    finally:
+        proc.terminate()
+        proc.wait(20)
+    # and a serve that starts with the client up to date builds nothing
+    built = relay_build.native_path(state).stat().st_mtime_ns
+    assert relay_build.refresh(state) is None
+    assert relay_build.native_path(state).stat().st_mtime_ns == built

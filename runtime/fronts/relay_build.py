@@ -14,7 +14,8 @@ over to), so an install rebuilds only when one of them changed. A build that fai
 naming the compiler's first error line, never a failed install: the catch-alls then run the
 Python relay (an older binary is removed, so none of another source runs).
 
-:func:`status` says which client the catch-alls run and why (``doctor``).
+:func:`status` says which client the catch-alls run and why (``doctor``); :func:`refresh`, run by
+``serve`` at its start, rebuilds a client an older triohooks built (an upgrade since).
 """
 
 from __future__ import annotations
@@ -225,6 +226,22 @@ def prepare(state: str | None = None) -> tuple[Client, list[str]]:
             "Python relay (docs/agents.md, which client runs)"
         )
     return client, warnings
+
+
+def refresh(state: str | None = None) -> str | None:
+    """What ``serve`` does when it starts: where an install built the client from another
+    triohooks (an upgrade since; its stamp says so), build it again from this one -- so an
+    upgrade does not leave the catch-alls on a client of the old source, or on the Python
+    relay once the protocol changes. What was done, for the log; None when there was nothing
+    to do (no install here, or built from this source -- a build that failed for this source
+    is not tried again at each start)."""
+    directory = state if state is not None else relay.state_dir()
+    stamp = _read_stamp(Path(directory) / STAMP_NAME)
+    if stamp is None or stamp.digest == digest():
+        return None
+    client, warnings = prepare(directory)
+    said = f"the relay client was built from another triohooks; now: {client.kind}, {client.why}"
+    return "; ".join([said, *warnings])
 
 
 def status(state: str | None = None) -> Client:

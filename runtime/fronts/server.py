@@ -1511,6 +1511,7 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
                     flush=True,
                 )
             nursery.start_soon(_on_signals, signals, server, nursery.cancel_scope)
+            nursery.start_soon(_refresh_relay_client)
             try:
                 await server.done.wait()
             finally:
@@ -1518,6 +1519,21 @@ async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> i
             nursery.cancel_scope.cancel()
     print("triohooks serve: stopped", flush=True)
     return 0
+
+
+async def _refresh_relay_client() -> None:
+    """The native relay client rebuilt when an older triohooks built it (:func:`.relay_build.
+    refresh`), in a worker thread while serve answers; said in serve's log. Never fatal: the
+    catch-alls go on with what they have."""
+    from . import relay_build
+
+    try:
+        said = await trio.to_thread.run_sync(relay_build.refresh)
+    except Exception:  # our own bug: logged, serve goes on
+        log.exception("serve: could not bring the relay client up to date")
+        return
+    if said is not None:
+        log.warning("serve: %s", said)
 
 
 def _announce(server: HookServer, token_path: Path) -> Path | None:
