@@ -19,7 +19,6 @@ from pathlib import Path
 
 import pytest
 
-from tests.interop import REPO
 from tests.interop.codex import CodexProject, run_codex, write_codex_config
 from tests.interop.fake_openai import FakeOpenAI, FunctionCall
 from tests.interop.test_claude_code_triohooks import Triohooks
@@ -39,10 +38,9 @@ def patch(path: str) -> str:
 @pytest.fixture
 def outside_dir() -> Iterator[Path]:
     """A directory outside the project and outside /tmp (which writes_outside_workspace lets
-    writes into by default)."""
-    cache = REPO / ".cache"
-    cache.mkdir(exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix="outside-", dir=cache))
+    writes into by default): under /var/tmp, not in the checkout, which may itself be in /tmp
+    (a CI clone)."""
+    path = Path(tempfile.mkdtemp(prefix="triohooks-outside-", dir="/var/tmp")).resolve()
     try:
         yield path
     finally:
