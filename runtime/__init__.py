@@ -16,6 +16,11 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+    from triohooks.actors.guard import GuardUnavailable as GuardUnavailable
+    from triohooks.actors.supervisor import ActorFailed as ActorFailed
+
+    from .agents.runner import AgentPayloadError as AgentPayloadError
+    from .agents.runner import AgentResult as AgentResult
     from .combine.outcome import Outcome as Outcome
     from .combine.outcome import RunRecord as RunRecord
     from .config.events import EVENTS as EVENTS
@@ -42,6 +47,10 @@ if TYPE_CHECKING:
 
 #: Public name -> the internal module that defines it.
 _EXPORTS: dict[str, str] = {
+    "ActorFailed": ".actors.supervisor",
+    "GuardUnavailable": ".actors.guard",
+    "AgentPayloadError": ".agents.runner",
+    "AgentResult": ".agents.runner",
     "AsyncioHookEngine": ".engine.asyncio_engine",
     "HookClient": ".fronts.client",
     "RemoteError": ".fronts.client",
@@ -67,11 +76,15 @@ _EXPORTS: dict[str, str] = {
     "skill_text": ".fronts.selfconfig",
 }
 __all__ = [
+    "ActorFailed",
+    "AgentPayloadError",
+    "AgentResult",
     "AsyncioHookEngine",
     "ConfigError",
     "ConfigProblem",
     "EVENTS",
     "EngineOptions",
+    "GuardUnavailable",
     "Hook",
     "HookEngine",
     "HookClient",

@@ -81,9 +81,10 @@ class HookEngine(Guards):
         ``options`` are :class:`~triohooks.EngineOptions` (workspace, config_dir, extra_configs,
         trust, state_dir, audit, watchdog, drain_timeout_s); ``judge`` judges prompt hooks when
         no built-in judge is configured. Raises :class:`~triohooks.ConfigError` when a config
-        file has errors, ``TypeError`` for an unknown option, and
-        :class:`~triohooks.actors.supervisor.ActorFailed` when an actor crashed more often than
-        its restart budget allows. An exception raised in the ``async with`` body comes out as
+        file has errors, ``TypeError`` for an unknown option,
+        :class:`~triohooks.GuardUnavailable` where no process guard can run (Windows), and
+        :class:`~triohooks.ActorFailed` when an actor crashed more often than its restart budget
+        allows. An exception raised in the ``async with`` body comes out as
         itself, not wrapped in the engine's nurseries' ExceptionGroups.
         """
         settings = Settings(options)
@@ -254,8 +255,8 @@ class HookEngine(Guards):
         The project is the one the agent's variable in ``env`` names (``CLAUDE_PROJECT_DIR``
         ...), else found from the payload's ``cwd`` (docs/agents.md, "Which project"); its
         project-level settings run only once trusted, and held-back hooks are said in the
-        answer. A checkpoint; on cancel the running hooks are killed. Raises
-        :class:`~triohooks.agents.runner.AgentPayloadError` for a body that is no hook input.
+        answer, in a :class:`~triohooks.AgentResult`. A checkpoint; on cancel the running hooks
+        are killed. Raises :class:`~triohooks.AgentPayloadError` for a body that is no hook input.
         ``adopted_only`` runs only the hooks ``triohooks <agent> install`` moved into
         ``triohooks-hooks.json`` (the agent runs the rest itself): for calls from the agent.
         ``env``: the agent session's environment, which the hooks then get instead of this
