@@ -322,3 +322,27 @@ async def test_handshakes_beyond_the_cap_are_cut_off_unread(tmp_path: Path) -> N
                 await client.ping()
             cut = server.refused_handshakes
     assert cut == 1
+
+
+async def test_a_request_that_is_no_handshake_frees_its_slot_with_its_400(tmp_path: Path) -> None:
+    """A plain GET, a PUT, a line of noise: each is answered 400 and closed, and its handshake
+    slot is free at once -- not after the handshake timeout -- so a client repeating them
+    cannot hold the port shut against real websockets and agent requests."""
+    with trio.fail_after(10):
+        async with running(tmp_path, max_connections=2, handshake_timeout_s=60) as server:
+            for request in (
+                b"GET / HTTP/1.1\r\nHost: x\r\n\r\n",
+                b"PUT /x HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n",
+                b"HELLO\r\n\r\n",
+            ):
+                async with await trio.open_tcp_stream(server.host, server.port) as s:
+                    await s.send_all(request)
+                    answer = b""
+                    while chunk := await s.receive_some():
+                        answer += chunk
+                    assert answer.startswith(b"HTTP/1.1 400 "), answer
+            while server.handshakes:  # (within the fail_after: far less than the timeout)
+                await trio.sleep(0.01)
+            async with connect(server.url, TOKEN) as client:
+                await client.ping()
+            assert server.refused_handshakes == 0

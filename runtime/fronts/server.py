@@ -1155,7 +1155,12 @@ class _ServerStream(trio.abc.Stream):
 
     async def aclose(self) -> None:
         """The library's close. A failed connection gets its close frame; the socket stays
-        open for :meth:`finish`. Otherwise the socket is closed."""
+        open for :meth:`finish`. Otherwise the socket is closed. Closed during the handshake
+        (the library refused it: a request that is no websocket handshake, answered 400), the
+        handshake is over too (:attr:`on_gone`): its slot is free at once, not after the
+        handshake timeout."""
+        if self.ws is None:
+            self._gone()
         code = self._failed()
         if code is None:
             await self.stream.aclose()
