@@ -661,6 +661,22 @@ def is_ours(hook: AgentHook) -> bool:
     return catch_all_scope(hook) is not None
 
 
+def catch_alls(agent: AgentName, project: Path | None, home: Path) -> list[AgentHook]:
+    """The catch-alls an install wrote into the agent's settings files, every level (each
+    hook's ``level`` and ``source`` say which file)."""
+    from .convert import hooks_of  # (convert reads this module's parsers)
+
+    found: list[AgentHook] = []
+    for level in levels(agent, project, home):
+        doc = read_json_object(level.path, [])
+        hooks = hooks_of(doc, agent) if doc is not None else None
+        if hooks is None:
+            continue
+        parsed = parse_hooks(agent, level, str(level.path), hooks, [], keep_ours=True)
+        found += [h for h in parsed if is_ours(h)]
+    return found
+
+
 def read_json_object(
     path: Path,
     problems: list[ConfigProblem],

@@ -27,8 +27,7 @@ from triohooks.config.paths import UnreadableFileError, read_regular_file
 
 from . import undo
 from .adopt import AdoptError, Scope, apply, plan_install
-from .config import is_ours, parse_hooks, read_json_object
-from .convert import hooks_of
+from .config import catch_alls
 from .routing import Routing, own_events, stale
 from .spec import AGENTS, SCOPES, SPECS, AgentName, adopted_path, levels
 
@@ -60,6 +59,7 @@ def installs(
         records = undo.read_records(config_dir)
     except undo.RecordsError:
         records = {}
+    ours = catch_alls(agent, project, home)
     found = []
     for level in levels(agent, project, home):
         if level.name not in SCOPES or (level.project and project is None):
@@ -67,19 +67,14 @@ def installs(
         moved = adopted_path(agent, level.path)
         if not moved.exists():
             continue
-        doc = read_json_object(level.path, [])
-        hooks = hooks_of(doc, agent) if doc is not None else None
-        ours = []
-        if isinstance(hooks, dict):
-            parsed = parse_hooks(agent, level, str(level.path), hooks, [], keep_ours=True)
-            ours = [h for h in parsed if is_ours(h)]
-        http = next((h for h in ours if h.type == "http" and h.url), None)
+        mine = [h for h in ours if h.source == str(level.path)]
+        http = next((h for h in mine if h.type == "http" and h.url), None)
         port = urlsplit(http.url).port if http is not None and http.url else None
         found.append(
             Installed(
                 scope="user" if level.name == "user" else "project",
                 settings=level.path,
-                routed=tuple(dict.fromkeys(h.event for h in ours)),
+                routed=tuple(dict.fromkeys(h.event for h in mine)),
                 adopted=_adopted_events(moved),
                 transport="http" if http is not None else "relay",
                 port=port,

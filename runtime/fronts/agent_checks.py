@@ -21,14 +21,11 @@ from pathlib import Path
 
 from triohooks.agents.config import (
     AgentHook,
-    is_ours,
+    catch_alls,
     load_agent_table,
-    parse_hooks,
-    read_json_object,
 )
-from triohooks.agents.convert import hooks_of
 from triohooks.agents.reroute import stale_installs
-from triohooks.agents.spec import PORTABLE_RELAY, TOKEN_VAR, AgentName, adopted_path, levels
+from triohooks.agents.spec import PORTABLE_RELAY, TOKEN_VAR, AgentName, adopted_path
 from triohooks.config.paths import UnreadableFileError, read_regular_file
 from triohooks.config.trust import held_back_message
 
@@ -37,21 +34,6 @@ from .doctor import DoctorLine
 from .serve_file import alive_and_ours, serve_info
 
 _PORT: re.Pattern[str] = re.compile(r"http://127\.0\.0\.1:([0-9]+)/")
-
-
-def catch_alls(agent: AgentName, project: Path | None, home: Path) -> list[AgentHook]:
-    """The catch-alls an install wrote into the agent's settings files, every level."""
-    found: list[AgentHook] = []
-    for level in levels(agent, project, home):
-        doc = read_json_object(level.path, [])
-        if doc is None:
-            continue
-        hooks = hooks_of(doc, agent)
-        if hooks is None:
-            continue
-        parsed = parse_hooks(agent, level, str(level.path), hooks, [], keep_ours=True)
-        found += [h for h in parsed if is_ours(h)]
-    return found
 
 
 def _holds_port(pid: int, port: int) -> bool:

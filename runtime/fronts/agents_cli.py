@@ -18,12 +18,18 @@ from typing import Any, Literal
 import msgspec
 
 from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
-from triohooks.agents.config import AgentTable, catch_all_scope, find_project, load_agent_table
+from triohooks.agents.config import (
+    AgentTable,
+    catch_all_scope,
+    catch_alls,
+    find_project,
+    load_agent_table,
+)
 from triohooks.agents.spec import AGENTS, SCOPES, SPECS, AgentName, home_dir, scope_of_level
 from triohooks.config.paths import global_config_dir, state_dir
 from triohooks.config.trust import TrustRefusedError, record_trust
 
-from .agent_checks import catch_alls, check_agent
+from .agent_checks import check_agent
 from .cli import describe_unseen, print_covered
 
 
