@@ -203,3 +203,13 @@ def test_a_teammates_committed_install_is_said_stale_never_rewritten(
     assert settings.read_bytes() == before
     assert "routing is stale" in checked.stdout and checked.returncode == 1
     del done
+
+
+def test_a_config_that_cannot_be_read_routes_every_event_and_says_so(m: Machine) -> None:
+    """What cannot be read is unknown: an install then routes every event (the safe side),
+    and says why."""
+    (m.config / "hooks.toml").write_text("[[hooks.pre_tool]\nbroken = \n")
+    done = m.cli("claude", "install", "--scope", "user")
+    assert done.returncode == 0, done.stderr
+    assert m.routed() == set(SPECS["claude"].events)
+    assert "every event is routed until it can" in done.stderr
