@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Final
 
-from triohooks.config.model import ConfigError
+from triohooks.config.model import ConfigError, ConfigProblem
 
 from .dispatcher import Dispatcher
 from .loader import Loader
@@ -32,7 +32,12 @@ MAX_PROJECTS: Final = 32
 
 
 class ProjectUnreadable(Exception):
-    """A project's own config has errors: its hooks cannot run (the message says which)."""
+    """A project's own config has errors: its hooks cannot run (the message says the first;
+    ``problems`` holds them all)."""
+
+    def __init__(self, message: str, problems: tuple[ConfigProblem, ...] = ()) -> None:
+        super().__init__(message)
+        self.problems = problems
 
 
 class ProjectDispatchers:
@@ -77,7 +82,7 @@ class ProjectDispatchers:
         try:
             await loader.load_initial()
         except ConfigError as exc:
-            raise ProjectUnreadable(_first(exc.problems)) from None
+            raise ProjectUnreadable(_first(exc.problems), tuple(exc.problems)) from None
         dispatcher = self._make(loader)
         dispatcher.api_hooks = self.main.api_hooks  # the embedder's hooks are the user's own
         if len(self._entries) >= MAX_PROJECTS:

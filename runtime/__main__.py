@@ -4,6 +4,6 @@ from __future__ import annotations
 
 import sys
 
-from .fronts.entry import main
+from .fronts.cli import main
 
 sys.exit(main())

@@ -1,7 +1,5 @@
 """Shared fixtures: every test is checked for leftover processes.
 
-``fire``'s quiet-call cache goes to a directory of the session's, never the user's cache dir.
-
 Each test session exports a unique marker in the environment; hook processes inherit it (both
 dialects pass the user's environment on), so a process that escaped its group with ``setsid``
 and was re-parented away from us is still found by scanning ``/proc`` for the marker.
@@ -9,10 +7,7 @@ and was re-parented away from us is still found by scanning ``/proc`` for the ma
 
 from __future__ import annotations
 
-import atexit
 import os
-import shutil
-import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,10 +18,8 @@ import pytest
 MARKER_VAR = "TRIOHOOKS_TEST_MARKER"
 MARKER = uuid.uuid4().hex
 os.environ[MARKER_VAR] = MARKER
-_CACHE_DIR = tempfile.mkdtemp(prefix="triohooks-test-cache-")
-os.environ["TRIOHOOKS_CACHE_DIR"] = _CACHE_DIR
-atexit.register(shutil.rmtree, _CACHE_DIR, True)
-# A relay that finds no server starts one in the background; the tests that want that say so.
+# A relay or a fire that finds no server starts one in the background; the tests that want
+# that say so.
 os.environ["TRIOHOOKS_NO_AUTOSTART"] = "1"
 
 

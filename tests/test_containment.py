@@ -78,12 +78,11 @@ def test_the_asyncio_engine(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def _cli(tmp_path: Path, *args: str, stdin: str) -> subprocess.CompletedProcess[str]:
-    code = BREAK + "import sys\nfrom triohooks.fronts.entry import main\nsys.exit(main())\n"
+    code = BREAK + "import sys\nfrom triohooks.fronts.cli import main\nsys.exit(main())\n"
     env = {
         **os.environ,
         "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
         "TRIOHOOKS_STATE_DIR": str(tmp_path / "s"),
-        "TRIOHOOKS_FIRE_CACHE": "off",
     }
     return subprocess.run(
         [sys.executable, "-c", code, *args],

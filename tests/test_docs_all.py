@@ -51,6 +51,7 @@ from triohooks.config.events import canonical_event
 from triohooks.config.table import load_table
 from triohooks.engine.hook_engine import HookEngine
 from triohooks.fronts import cli as _cli
+from triohooks.fronts import commands as _commands
 from triohooks.fronts.client import open_websocket
 from triohooks.fronts.server import TOKEN_FILE_NAME, HookServer, ServeSettings, serve
 from triohooks.fronts.wire import (
@@ -316,7 +317,7 @@ def test_invalid_toml_example_prints_the_documented_errors(
     workspace = tmp_path / "ws"
     workspace.mkdir()
     argv = ["validate", "--config-dir", str(config_dir), "--workspace", str(workspace)]
-    assert _cli.cmd_validate(_cli._parser().parse_args(argv)) == _cli.EXIT_USAGE
+    assert _commands.cmd_validate(_cli._parser().parse_args(argv)) == _cli.EXIT_USAGE
     printed = capsys.readouterr().err.replace(str(config_dir), "~/.config/triohooks").splitlines()
     output = _following(fence)
     assert output is not None

@@ -11,7 +11,6 @@ import pytest
 from triohooks.match.ifrules import (
     IfRule,
     IfRuleError,
-    never_applies,
     parse_if_rule,
     rule_applies,
 )
@@ -205,42 +204,6 @@ def test_table_is_large_and_adversarial() -> None:
 def test_shell_rule_calls(tool: str, args: dict[str, object], runs: bool) -> None:
     rule = parse_if_rule("shell(rm)")
     assert rule_applies(rule, tool=tool, args=args, workspace=WS) is runs
-
-
-NEVER_ARGS: list[dict[str, object]] = [
-    {},
-    {"command": "git push origin main"},
-    {"command": ["git", "push"]},
-    {"cmd": "rm -rf /", "script": "git push"},
-    {"path": ".env", "file_path": "/etc/passwd", "url": "https://x"},
-    {"command": {"weird": 1}},
-]
-
-
-@pytest.mark.parametrize(
-    ("rule", "tool", "never"),
-    [
-        ("shell(git push *)", "Read", True),
-        ("shell(git push *)", "write_file", True),
-        ("shell(git push *)", "str_replace_based_edit_tool", True),
-        ("shell(git push *)", "Bash", False),
-        ("shell(git push *)", "mcp__box__run", False),  # unknown: its args may carry a script
-        ("shell(git push *)", "", False),
-        ("Bash", "Read", True),  # a bare tool name
-        ("Bash", "mcp__x__bash", False),
-        ("read(.env)", "Bash", False),  # a path rule reads the arguments
-        ("web(*.example.com)", "Read", False),
-    ],
-)
-def test_never_applies_only_when_no_arguments_could_make_it_apply(
-    rule: str, tool: str, never: bool
-) -> None:
-    parsed = parse_if_rule(rule)
-    assert never_applies(parsed, tool) is never
-    if never:  # then rule_applies is False whatever the call carries
-        assert not any(
-            rule_applies(parsed, tool=tool, args=args, workspace=WS) for args in NEVER_ARGS
-        )
 
 
 # --- paths -------------------------------------------------------------------------------------

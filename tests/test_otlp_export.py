@@ -303,6 +303,7 @@ def cli_env(tmp_path: Path, endpoint: str | None, **extra: str) -> dict[str, str
         "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"),
         "TRIOHOOKS_STATE_DIR": str(tmp_path / "state"),
         "TRIOHOOKS_TEST_MARKER": os.environ.get("TRIOHOOKS_TEST_MARKER", ""),
+        "TRIOHOOKS_NO_AUTOSTART": "1",  # fire with no serve would start one for the next call
     }
     if endpoint is not None:
         env["OTEL_EXPORTER_OTLP_ENDPOINT"] = endpoint

@@ -78,7 +78,7 @@ def test_metadata_has_the_spdx_license_and_the_console_script(built: tuple[Path,
         meta = zf.read(meta_name).decode()
         entry = zf.read(meta_name.replace("METADATA", "entry_points.txt")).decode()
     assert "License-Expression: MIT" in meta
-    assert "triohooks = triohooks.fronts.entry:main" in entry
+    assert "triohooks = triohooks.fronts.cli:main" in entry
 
 
 def test_the_build_warns_about_nothing(built: tuple[Path, str]) -> None:

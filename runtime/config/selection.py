@@ -14,8 +14,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from triohooks.match.ifrules import never_applies, rule_applies
-from triohooks.match.matchers import matcher_fires, toml_match_fires, tool_selected
+from triohooks.match.ifrules import rule_applies
+from triohooks.match.matchers import matcher_fires, toml_match_fires
 
 from .events import EVENTS, EventBase
 from .model import Hook, HookTable
@@ -74,35 +74,6 @@ def passes(hook: Hook, tool: str, args: Mapping[str, Any], workspace: str, cwd: 
     return hook.compiled_if is None or rule_applies(
         hook.compiled_if, tool=tool, args=args, workspace=workspace, cwd=cwd
     )
-
-
-def never_for_tool(hook: Hook, tool: str) -> bool:
-    """Whether ``hook`` cannot run for a call of ``tool`` whatever its arguments (TOML
-    ``match``, an ``if`` rule that cannot concern the tool (:func:`never_applies`), JSON
-    ``tool_name`` / ``tool_name_glob``): earlier hooks' rewrites cannot change that, as they
-    can what the rest of an ``if`` rule or a JSON path reads."""
-    if hook.dialect == "json":
-        m = hook.compiled_matcher
-        return m is not None and not tool_selected(m, tool)
-    if not toml_match_fires(hook.match, tool):
-        return True
-    return hook.compiled_if is not None and never_applies(hook.compiled_if, tool)
-
-
-def nothing_runs_for_tool(table: HookTable, event: str, tool: str) -> bool:
-    """Whether no hook of ``table`` can run for ``event`` whatever the call's arguments and
-    other fields: for a tool event, every hook (and, for ``post_tool``, every
-    ``post_tool_failure`` hook, since the call may carry an error) fails
-    :func:`never_for_tool` for ``tool``; for another event, it has no hooks. Never for
-    ``stop``. A True here implies :func:`nothing_runs` for every such event of the table."""
-    if event == "stop":
-        return False
-    hooks = table.for_event(event)
-    if not EVENTS[event].tool_event:
-        return not hooks
-    if event == "post_tool":
-        hooks = (*hooks, *table.for_event("post_tool_failure"))
-    return all(never_for_tool(h, tool) for h in hooks)
 
 
 def passes_filters(hook: Hook, event: str, fields: Mapping[str, Any], workspace: str) -> bool:

@@ -23,7 +23,7 @@ from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.guard import ProcessGuard, open_guard
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
-from triohooks.actors.projects import ProjectDispatchers
+from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
 from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentResult
@@ -35,7 +35,7 @@ from triohooks.config.events import (
     canonical_event,
     event_from_payload,
 )
-from triohooks.config.model import Hook, HookTable, PythonHandler, PythonHookFunc
+from triohooks.config.model import ConfigError, Hook, HookTable, PythonHandler, PythonHookFunc
 from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
 from triohooks.handlers.judge import Judge, judge_from_env
@@ -62,8 +62,10 @@ class HookEngine(Guards):
         audit: AuditSink | None,
         judge_warning: str | None,
         agents: AgentHooks | None = None,
+        projects: ProjectDispatchers | None = None,
     ) -> None:
         self._agents = agents
+        self._projects = projects
         self._dispatcher = dispatcher
         self._loader = loader
         self._reaper = reaper
@@ -170,7 +172,7 @@ class HookEngine(Guards):
                     extra_configs=settings.extra_configs,
                     trust_override=settings.trust,
                 )
-                engine = cls(dispatcher, loader, reaper, sink, judge_warning)
+                engine = cls(dispatcher, loader, reaper, sink, judge_warning, projects=projects)
                 async with trio.open_nursery() as background:
                     # The post worker's consumer, started on first use; its crash is its own
                     # (contained and restarted there), never an event's.
@@ -290,6 +292,32 @@ class HookEngine(Guards):
             _default_places(data, self._dispatcher.workspace)
             ev = event_from_payload(event, data)
         return await self._dispatcher.dispatch(ev)
+
+    async def _project(self, workspace: str) -> Dispatcher:
+        """The dispatcher of ``workspace`` (this engine's own, or another project's, read on
+        first use). Raises :class:`~runtime.ConfigError` when that project's config has errors."""
+        if self._projects is None:
+            return self._dispatcher
+        real = await trio.to_thread.run_sync(os.path.realpath, workspace)
+        try:
+            return await self._projects.for_project(real)
+        except ProjectUnreadable as exc:
+            raise ConfigError(exc.problems) from None
+
+    async def table_at(self, workspace: str) -> HookTable:
+        """The current hook table of ``workspace``: this engine's own, or another project's
+        (as :meth:`fire_at` runs it). A checkpoint. Raises :class:`~runtime.ConfigError` when
+        its config has errors."""
+        dispatcher = await self._project(workspace)
+        return await dispatcher.loader.current()
+
+    async def fire_at(self, ev: EventBase, *, env: Mapping[str, str] | None = None) -> Outcome:
+        """Fire ``ev`` with the hooks of its own workspace (``ev.workspace``): this engine's, or
+        another project's, as ``triohooks fire --workspace`` would run them (the ``fire``
+        command's requests to serve). ``env``: the environment the hooks get (None: this
+        process's). A checkpoint; on cancel the event's running hooks are killed."""
+        dispatcher = await self._project(ev.workspace or self._dispatcher.workspace)
+        return await dispatcher.dispatch(ev, env=env)
 
     async def _fire_typed(self, event: str, **fields: Any) -> Outcome:
         """The typed helpers' path: fields are known names, so build the Struct directly."""

@@ -21,7 +21,7 @@ import hmac
 import logging
 import re
 from collections.abc import Awaitable, Callable
-from typing import Final
+from typing import Final, TypeVar
 
 import msgspec
 import trio
@@ -32,7 +32,12 @@ from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
 from .relay import BEAT, ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
 
+#: The path name of ``triohooks fire``'s requests (:mod:`.fire`), beside the agents'.
+FIRE: Final = "fire"
+
 log = logging.getLogger("triohooks.serve")
+
+T = TypeVar("T")
 
 #: The paths, by agent: ``v1`` (the http transport, and relays that want no heartbeat) and
 #: the relay protocol (:data:`~.relay.PROTOCOL`, on the relay socket only: heartbeats). An
@@ -40,7 +45,7 @@ log = logging.getLogger("triohooks.serve")
 #: and runs the hooks itself.
 PATH: Final = re.compile(
     rb"/("
-    + b"|".join(a.encode() for a in AGENTS)
+    + b"|".join(a.encode() for a in (*AGENTS, FIRE))
     + rb")/(v1|"
     + PROTOCOL.encode()
     + rb")/hook(?:\?([^ ]*))?"
@@ -51,6 +56,13 @@ PATH: Final = re.compile(
 QUERY_FIELDS: Final = {
     b"scope": re.compile(rb"user|project"),
     b"event": re.compile(rb"[A-Za-z]{1,64}"),
+}
+#: The query of ``triohooks fire``'s path (``/fire/v3/hook``, the relay socket only): the event
+#: as the command was given it, the workspace (percent-encoded), the output format.
+FIRE_QUERY_FIELDS: Final = {
+    b"event": re.compile(rb"[A-Za-z_]{1,64}"),
+    b"workspace": re.compile(rb"/[A-Za-z0-9%._~/-]{0,16383}"),
+    b"format": re.compile(rb"json|human"),
 }
 MAX_HEAD_BYTES: Final = 64 * 1024
 #: An idle keep-alive connection is closed after this long.
@@ -208,9 +220,11 @@ def response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
     return head.encode("latin-1") + body
 
 
-#: ``(agent, hook input, the agent session's environment or None)`` -> the answer.
 #: ``(agent, hook input, the session's environment or None, the calling catch-all's scope)``.
 Handler = Callable[[str, bytes, "dict[str, str] | None", "str | None"], Awaitable[AgentResult]]
+#: ``triohooks fire``'s requests: ``(the query's fields, the payload, the caller's
+#: environment)`` -> the reply (:func:`triohooks.fronts.fire.answer_request`).
+FireHandler = Callable[[dict[str, str], bytes, dict[str, str]], Awaitable[bytes]]
 
 
 class Peer(msgspec.Struct):
@@ -225,6 +239,8 @@ class Peer(msgspec.Struct):
     #: Told why a request was refused (missing or wrong token, unreadable input).
     on_refused: Callable[[str], None] | None = None
     on_answer: Callable[[AgentResult], None] | None = None
+    #: Answers ``triohooks fire`` (the relay socket only).
+    fire: FireHandler | None = None
 
 
 def split_environment(request: Request) -> dict[str, str]:
@@ -305,6 +321,8 @@ def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
     match = PATH.fullmatch(request.target)
     if match is None or (token is not None and match.group(2) != b"v1"):
         return 404, "no such path"  # (an older serve answers the relay protocol so, too)
+    if match.group(1) == FIRE.encode() and (token is not None or match.group(2) == b"v1"):
+        return 404, "no such path"  # fire: the relay protocol on the relay socket only
     if request.method != "POST":
         return 405, "POST only"
     if token is None:
@@ -338,12 +356,15 @@ def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
     return msgspec.json.encode(internal_error_answer(agent, event, why).output)
 
 
-def read_query(query: bytes) -> dict[str, str] | None:
-    """A hook path's query (:data:`QUERY_FIELDS`) by field; None when it says anything else."""
+def read_query(
+    query: bytes, fields: dict[bytes, re.Pattern[bytes]] = QUERY_FIELDS
+) -> dict[str, str] | None:
+    """A hook path's query (``fields``: :data:`QUERY_FIELDS`) by field; None when it says
+    anything else."""
     said: dict[str, str] = {}
     for part in query.split(b"&"):
         name, _, value = part.partition(b"=")
-        form = QUERY_FIELDS.get(name)
+        form = fields.get(name)
         if form is None or name.decode() in said or not form.fullmatch(value):
             return None
         said[name.decode()] = value.decode()
@@ -363,6 +384,8 @@ async def _answer(
     # The relay protocol: heartbeats while the hooks run (the relay socket only: _refusal).
     beating = match.group(2) == PROTOCOL.encode()
     query = match.group(3)
+    if agent == FIRE:
+        return await _answer_fire(conn, request, env, peer, query)
     said = read_query(query) if query is not None else {}
     if said is None:  # not a catch-all we wrote: say so, fail closed
         text = (query or b"")[:64].decode("latin-1")
@@ -379,7 +402,27 @@ async def _answer(
         if peer.on_refused is not None:
             peer.on_refused(f"unreadable hook input: {exc}")
         return 200, _fail_closed(agent, request.body, f"unreadable hook input: {exc}")
-    result: AgentResult | None = None
+    result, failure, gone = await _watched(
+        conn, beating, lambda: handle(agent, request.body, env, scope)
+    )
+    if gone and result is None:
+        return 200, None
+    if result is None:
+        answer = internal_error_answer(agent, payload["hook_event_name"], failure or "cancelled")
+        return 200, msgspec.json.encode(answer.output)
+    if peer.on_answer is not None:
+        peer.on_answer(result)
+    return 200, msgspec.json.encode(result.answer.output)
+
+
+async def _watched(
+    conn: Connection, beating: bool, work: Callable[[], Awaitable[T]]
+) -> tuple[T | None, str | None, bool]:
+    """Run ``work`` for a request while watching its connection: ``(result, failure, gone)``.
+    A disconnect cancels it (the hooks' trees are killed: ``gone``); with ``beating`` (the relay
+    protocol) a heartbeat goes out every :data:`~.relay.HEARTBEAT_S`; our own exception is the
+    ``failure`` (logged), never the connection's end."""
+    result: T | None = None
     failure: str | None = None
     gone = False
     async with trio.open_nursery() as nursery:
@@ -387,9 +430,9 @@ async def _answer(
         async def run() -> None:
             nonlocal result, failure
             try:
-                result = await handle(agent, request.body, env, scope)
+                result = await work()
             except Exception as exc:  # our own fault: fail closed for this event
-                log.exception("%s hook failed", agent)
+                log.exception("hook request failed")
                 failure = repr(exc)
             nursery.cancel_scope.cancel()
 
@@ -423,14 +466,31 @@ async def _answer(
         nursery.start_soon(watch)
         if beating:
             nursery.start_soon(beat)
+    return result, failure, gone
+
+
+async def _answer_fire(
+    conn: Connection,
+    request: Request,
+    env: dict[str, str] | None,
+    peer: Peer,
+    query: bytes | None,
+) -> tuple[int, bytes | None]:
+    """``triohooks fire`` through serve (:mod:`.fire`): 200 with its reply; 400 for a query
+    the command does not send; 500 when our own code failed (the command then opens its own
+    engine, which says what failed)."""
+    said = read_query(query, FIRE_QUERY_FIELDS) if query is not None else None
+    fire = peer.fire
+    if said is None or "workspace" not in said or "event" not in said or env is None:
+        return 400, msgspec.json.encode({"error": "not a fire request"})
+    if fire is None:
+        return 404, msgspec.json.encode({"error": "no such path"})
+    result, failure, gone = await _watched(conn, True, lambda: fire(said, request.body, env))
     if gone and result is None:
         return 200, None
-    if result is None:
-        answer = internal_error_answer(agent, payload["hook_event_name"], failure or "cancelled")
-        return 200, msgspec.json.encode(answer.output)
-    if peer.on_answer is not None:
-        peer.on_answer(result)
-    return 200, msgspec.json.encode(result.answer.output)
+    if not isinstance(result, bytes):
+        return 500, msgspec.json.encode({"error": failure or "cancelled"})
+    return 200, result
 
 
 async def _send(stream: trio.abc.Stream, status: int, body: object, *, keep_alive: bool) -> None:

@@ -30,7 +30,7 @@ from triohooks.config.paths import global_config_dir, state_dir
 from triohooks.config.trust import TrustRefusedError, record_trust
 
 from .agent_checks import check_agent
-from .cli import describe_unseen, print_covered
+from .commands import describe_unseen, print_covered
 
 
 def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:

@@ -292,17 +292,34 @@ def _read_head(sock: object, data: bytes, deadline: float, heard: bool) -> "tupl
     return head, rest
 
 
-def hook_path(agent: str, scope: str = "", event: str = "") -> str:
+def hook_path(agent: str, scope: str = "", event: str = "", more: str = "") -> str:
     """The request's path: ``/<agent>/v3/hook``, with the catch-all's scope and event (each
-    when said) as its query, ``?scope=S&event=E`` (docs/agents.md, "The relay protocol")."""
-    query = "&".join(
-        f"{name}={value}" for name, value in (("scope", scope), ("event", event)) if value
-    )
+    when said) as its query, ``?scope=S&event=E`` (docs/agents.md, "The relay protocol"), then
+    ``more`` (``fire``'s fields, encoded already: :func:`quote_path`)."""
+    said = [f"{name}={value}" for name, value in (("scope", scope), ("event", event)) if value]
+    query = "&".join([*said, more] if more else said)
     return f"/{agent}/{PROTOCOL}/hook" + ("?" + query if query else "")
 
 
+#: Bytes a path keeps as they are in :func:`quote_path` (the rest is ``%XX``).
+_PATH_SAFE = frozenset(b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789/._-~")
+
+
+def quote_path(path: str) -> str:
+    """``path`` percent-encoded for a query (its bytes as the file system has them; serve
+    reads it with ``urllib.parse.unquote_to_bytes``)."""
+    raw = path.encode("utf-8", "surrogateescape")
+    return "".join(chr(b) if b in _PATH_SAFE else f"%{b:02X}" for b in raw)
+
+
 def ask_server(
-    path: str, agent: str, body: bytes, deadline: float, scope: str = "", event: str = ""
+    path: str,
+    agent: str,
+    body: bytes,
+    deadline: float,
+    scope: str = "",
+    event: str = "",
+    more: str = "",
 ) -> bytes:
     """The body of the server's 200 answer for the hook input ``body`` (serve adds ``event``
     to it). Raises :class:`OSError` (no usable server: the hooks run here), :class:`_Dead` or
@@ -318,7 +335,7 @@ def ask_server(
             raise PermissionError(f"{path} is served by uid {uid}, not by you")
         env = _environment_block()
         head = (
-            f"POST {hook_path(agent, scope, event)} HTTP/1.1\r\n"
+            f"POST {hook_path(agent, scope, event, more)} HTTP/1.1\r\n"
             "Host: triohooks\r\n"
             f"Content-Type: application/json\r\n{ENV_LENGTH_HEADER}: {len(env)}\r\n"
             f"Content-Length: {len(env) + len(body)}\r\nConnection: close\r\n\r\n"
@@ -713,35 +730,12 @@ def main(argv: "list[str] | None" = None) -> int:
         body, here = b"{}", True  # answered fail-closed below, without a server round trip
     late = handed == "late"
     if not here:
-        directory = state_dir()
-        path, why, found = serve_socket(directory)
-        if why:
-            print(f"triohooks-relay: not using the server: {why}", file=sys.stderr)
-        dead = remembered_dead(directory, found) if found is not None and not handed else ""
-        try:
-            if handed.partition(":")[0] in DEAD_REASONS:  # the native client found it dead
-                pid = int(handed.partition(":")[2])
-                raise _Dead(handed.partition(":")[0], pid or None)
-            if path is None or found is None:
-                raise FileNotFoundError()
-            if not dead and not handed:
-                out = ask_server(path, agent, sent, deadline, scope, event)
-        except _Dead as exc:
-            dead = str(exc)
-            if found is not None:
-                remember_dead(directory, found, exc.reason, exc.pid)
-        except _TooLate:
-            late = True
-        except PermissionError as exc:
-            print(f"triohooks-relay: not using the server: {exc}", file=sys.stderr)
-        except (FileNotFoundError, ConnectionRefusedError):
-            if not why:
-                start_server(directory)
-        except OSError as exc:
-            print(f"triohooks-relay: server: {exc}; running the hooks here", file=sys.stderr)
+        out, dead, too_late = from_serve(
+            "triohooks-relay", agent, sent, deadline, scope=scope, event=event, handed=handed
+        )
+        late = late or too_late
         if dead:
             print(f"triohooks-relay: {dead}; running the hooks here", file=sys.stderr)
-            start_server(directory)  # it takes the socket over from the dead one
     if late:
         why = f"triohooks serve did not answer within {deadline - started:.0f} s"
         print(f"triohooks-relay: {why}", file=sys.stderr)
@@ -759,6 +753,57 @@ def main(argv: "list[str] | None" = None) -> int:
     sys.stdout.buffer.write(out + b"\n")
     sys.stdout.buffer.flush()
     return 0
+
+
+def from_serve(
+    name: str,
+    agent: str,
+    body: bytes,
+    deadline: float,
+    *,
+    scope: str = "",
+    event: str = "",
+    more: str = "",
+    handed: str = "",
+) -> "tuple[bytes | None, str, bool]":
+    """The user's serve's answer to ``body`` on ``/<agent>/v3/hook`` (:func:`hook_path`), as
+    ``(answer, dead, late)``: ``answer`` None when serve did not give one (then the caller runs
+    the hooks itself); ``dead``, why that serve is dead ("" when it is not: then it is
+    remembered, :func:`remember_dead`, and a new one started); ``late``, whether the deadline
+    passed while serve was still working. No serve at all starts one (:func:`start_server`) for
+    the next call. What it did not use, and why, is said on stderr as ``name: ...``. The one way
+    to ask serve: the relay's and ``triohooks fire``'s (``agent`` ``fire``)."""
+    out: bytes | None = None
+    dead, late = "", False
+    directory = state_dir()
+    path, why, found = serve_socket(directory)
+    if why:
+        print(f"{name}: not using the server: {why}", file=sys.stderr)
+    dead = remembered_dead(directory, found) if found is not None and not handed else ""
+    try:
+        if handed.partition(":")[0] in DEAD_REASONS:  # the native client found it dead
+            pid = int(handed.partition(":")[2])
+            raise _Dead(handed.partition(":")[0], pid or None)
+        if path is None or found is None:
+            raise FileNotFoundError()
+        if not dead and not handed:
+            out = ask_server(path, agent, body, deadline, scope, event, more)
+    except _Dead as exc:
+        dead = str(exc)
+        if found is not None:
+            remember_dead(directory, found, exc.reason, exc.pid)
+    except _TooLate:
+        late = True
+    except PermissionError as exc:
+        print(f"{name}: not using the server: {exc}", file=sys.stderr)
+    except (FileNotFoundError, ConnectionRefusedError):
+        if not why:
+            start_server(directory)
+    except OSError as exc:
+        print(f"{name}: server: {exc}; running the hooks here", file=sys.stderr)
+    if dead:
+        start_server(directory)  # it takes the socket over from the dead one
+    return out, dead, late
 
 
 def _print_denial(agent: str, body: bytes, why: str) -> int:

@@ -591,6 +591,25 @@ class HookServer:
         finally:
             self.last_activity = time.monotonic()
 
+    async def _fire_command(self, said: dict[str, str], body: bytes, env: dict[str, str]) -> bytes:
+        """``triohooks fire`` from the relay socket (:mod:`.fire`): answered here when this
+        serve reads the config as the command would (no ``--config``, ``--config-dir``,
+        ``--trust`` or ``--no-audit`` of its own); else ``elsewhere``."""
+        from .fire import answer_request
+
+        engine = self.settings.engine
+        plain = not (
+            engine.get("config_dir")
+            or engine.get("extra_configs")
+            or engine.get("trust")
+            or engine.get("audit") is False
+        )
+        self.last_activity = time.monotonic()
+        try:
+            return await answer_request(self.engine, said, body, env, own_settings=plain)
+        finally:
+            self.last_activity = time.monotonic()
+
     def _take_http_slot(self) -> bool:
         if self._http_connections >= self.settings.max_connections:
             self._http_report.hit()
@@ -653,7 +672,7 @@ class HookServer:
             await agent_http.serve_connection(
                 stream,
                 b"",
-                peer=agent_http.Peer(token=None, on_refused=self.refused),
+                peer=agent_http.Peer(token=None, on_refused=self.refused, fire=self._fire_command),
                 handle=self._agent_hook,
                 max_body=self.settings.max_message_bytes,
             )
@@ -1616,9 +1635,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
     try:
         return trio.run(_serve_until_signalled, settings, token_path)
     except Exception as exc:
-        from .cli import _expected, describe_failure
+        from .cli import describe_failure, expected_error
 
-        if _expected(exc) is not None:
+        if expected_error(exc) is not None:
             raise  # a config error: the CLI reports it (exit 1)
         # The engine failed (an actor past its restart budget, a bug): every connection was
         # closed, so no agent is left waiting on an answer it will not get.

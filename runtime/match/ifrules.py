@@ -436,18 +436,6 @@ def _rule_names(tool: str) -> tuple[str, ...]:
     return names if canonical is None else (*names, normal(canonical))
 
 
-def never_applies(rule: IfRule, tool: str) -> bool:
-    """True when :func:`rule_applies` is False for a call of ``tool`` whatever its arguments:
-    a ``tool(...)`` rule naming another tool, a shell rule on a file tool (read, write,
-    delete) that is no shell. False whenever the arguments could matter."""
-    if rule.kind == "tool":
-        return rule.pattern not in _rule_names(tool)
-    if rule.kind == "shell":
-        names = _tool_names(tool)
-        return not any(n in SHELL_TOOLS for n in names) and any(n in _FILE_TOOLS for n in names)
-    return False
-
-
 class CallScripts(msgspec.Struct, frozen=True, gc=False):
     """The shell scripts one tool call runs (see :func:`call_scripts`)."""
 
