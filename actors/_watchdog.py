@@ -22,8 +22,10 @@ child (so never a recycled group). It never waits for "any child" while the engi
 It kills -- stopping every victim with SIGSTOP first and rescanning until no new descendant
 shows up, then SIGKILL, so a fork race leaves nothing behind:
 
-- ``x<pid>`` (the engine stopped that hook: timeout, overflow, cancel): its group, its every
-  descendant, and every orphan of a finished run, at once;
+- ``x<pid>`` (the engine stopped that hook: timeout, overflow, cancel): its group at once, its
+  every descendant and every orphan of a finished run in the sweep made as soon as every frame
+  read so far is handled (so a burst of timeouts costs one scan of the process table, not one
+  each);
 - after a hook child exited: orphans of finished runs, at most every ``SWEEP_INTERVAL_S`` (no
   /proc scan at all while it has no child);
 - ``K`` (engine close), and EOF -- a clean close, or the host died, even by SIGKILL, and the
@@ -480,7 +482,10 @@ class Helper:
             if hook is not None:
                 signal_group(int(body), signal.SIGKILL)
                 hook.stopped = True
-            self.sweep()  # what it left, and orphans of finished runs
+            # What it left, and orphans of finished runs: swept once every frame read so far
+            # is handled, so many runs stopped at once (a burst of timeouts) cost one sweep,
+            # not one scan of the process table each.
+            self.sweep_at = time.monotonic()
         elif op == CLOSE:
             self.closing = True
             self.sweep()

@@ -119,6 +119,29 @@ async def test_escapee_dies_at_the_hooks_timeout(name: str, guard_backend: str) 
             await assert_outcome(argv, guard_backend, "timeout", name)
 
 
+async def test_a_burst_of_timeouts_leaves_no_escapee(guard_backend: str) -> None:
+    # 20 hooks at once, each leaving the group without its marker (one sweep serves them all
+    # on the helper; the posix backend finds these from its snapshot of each leader's tree).
+    words, argv = unique_sleep()
+    script = "setsid env -u TRIOHOOKS_RUN {sleep} &\nsetsid env -u TRIOHOOKS_RUN {sleep} &\n"
+    results: list[ProcessResult] = []
+    with killing_survivors(argv), trio.fail_after(30):
+        async with open_guard() as reaper, trio.open_nursery() as nursery:
+
+            async def run() -> None:
+                results.append(await reaper.run(spec(script.format(sleep=words) + "sleep 30", 1.0)))
+
+            for _ in range(20):
+                nursery.start_soon(run)
+            seen = len(await until_running(argv))
+            while len(results) < 20:
+                seen = max(seen, len(running(argv)))
+                await trio.sleep(0.01)
+        assert [r.status for r in results] == ["timeout"] * 20
+        assert seen >= 20  # the escapees ran (the hooks' own sleeps keep them past 1 s)
+        assert await survivors_after(argv) == []
+
+
 @pytest.mark.parametrize("name", PATTERNS)
 async def test_escapee_dies_after_the_hook_exits(
     name: str, tmp_path: Path, guard_backend: str
