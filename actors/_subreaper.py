@@ -26,6 +26,7 @@ import importlib.util
 import logging
 import marshal
 import os
+import signal
 import socket
 import subprocess
 import sys
@@ -44,6 +45,10 @@ SCRIPT: Final = Path(wire.__file__)
 #: The longest the helper may take to answer a request, or to take a message, before it counts
 #: as broken.
 REPLY_TIMEOUT_S: Final = 5.0
+#: While a reply or a write is overdue, how often the helper's state is read: a helper that is
+#: stopped (SIGSTOP, a hook's ``kill -STOP $PPID``, a debugger) is given up at once, not after
+#: ``REPLY_TIMEOUT_S``; a busy one (a big sweep) is waited for.
+STATE_CHECK_S: Final = 0.25
 #: How long the helper may take to start.
 START_TIMEOUT_S: Final = 10.0
 #: How long it gets to clean up and exit once we close the socket.
@@ -226,7 +231,13 @@ class WatchdogHelper:
             self._out_queued = trio.Event()
             while self._out:
                 with trio.move_on_after(REPLY_TIMEOUT_S) as waiting:
-                    await trio.lowlevel.wait_writable(self._fd)
+                    while True:
+                        with trio.move_on_after(STATE_CHECK_S):
+                            await trio.lowlevel.wait_writable(self._fd)
+                            break
+                        if self.is_stopped():
+                            self._broken("the watchdog helper is stopped (SIGSTOP)")
+                            return
                 if waiting.cancelled_caught:
                     self._broken(f"the watchdog helper took no message for {REPLY_TIMEOUT_S:g} s")
                     return
@@ -401,7 +412,11 @@ class WatchdogHelper:
         up. On cancel the reply, when it comes (or if it came), is undone."""
         try:
             with trio.move_on_after(REPLY_TIMEOUT_S) as waiting:
-                await request.done.wait()
+                while not request.done.is_set():
+                    with trio.move_on_after(STATE_CHECK_S):
+                        await request.done.wait()
+                    if not request.done.is_set() and self.is_stopped():
+                        raise self._broken("the watchdog helper is stopped (SIGSTOP)")
         except BaseException:
             if request.done.is_set():
                 self._undo(request)
@@ -440,15 +455,27 @@ class WatchdogHelper:
             self._pending.clear()
             self.lost.set()
 
+    def is_stopped(self) -> bool:
+        """Whether the helper process is stopped (state ``T`` or ``t`` in ``/proc``)."""
+        try:
+            with open(f"/proc/{self.process.pid}/stat", "rb") as stat:
+                state = stat.read().rpartition(b")")[2].split()[0]
+        except (OSError, IndexError):  # gone (it is ours: not reaped until we wait)
+            return False
+        return state in (b"T", b"t")
+
     # -- the end --------------------------------------------------------------------------------
 
     async def stop(self) -> None:
         """Close the socket (the helper kills what is left, removes payload files, exits) and
-        wait for it, bounded; kill it if it hangs. Shielded."""
+        wait for it, bounded; kill it if it hangs. A stopped helper is continued first, so it
+        can. Shielded."""
         with trio.CancelScope(shield=True):
             if self._gone is None:
                 self._gone = "stopped"
             self._close()
+            if self.process.returncode is None and self.is_stopped():
+                self.process.send_signal(signal.SIGCONT)
             with trio.move_on_after(STOP_TIMEOUT_S):
                 await self.process.wait()
             if self.process.returncode is None:
