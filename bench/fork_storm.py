@@ -6,7 +6,8 @@ One engine, one ``pre_tool`` hook whose command forks a tree (``--width`` backgr
 its tree with it) within its timeout + 1 s. Prints the answer times' p50, p90 and max, how many
 missed timeout + 1 s, and the processes left behind (none may be).
 
-    .venv/bin/python -m bench.fork_storm [--events 50] [--width 8] [--timeout 1] [--backend linux|posix]
+    .venv/bin/python -m bench.fork_storm [--events 50] [--width 8] [--timeout 1]
+        [--backend linux|posix]
 """
 
 from __future__ import annotations
