@@ -115,9 +115,14 @@ class HookRuns:
         #: (hook id, outcome) of failures already logged: each cause is logged once.
         self._told: set[tuple[str, str]] = set()
 
-    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
-        """Run ``hook`` through its runner. A checkpoint; on cancel the run is stopped (its
-        process group killed) and ``Cancelled`` propagates, unaudited."""
+    async def run(
+        self, hook: Hook, hook_input: HookInput, *, runners: Runners | None = None
+    ) -> RunResult:
+        """Run ``hook`` through its runner (of ``runners``, else the engine's). A checkpoint;
+        on cancel the run is stopped (its process group killed) and ``Cancelled`` propagates,
+        unaudited. Nothing here is Trio's: the asyncio engine runs its in-process hooks
+        through this on its loop, with its own ``runners``."""
+        chosen = self.runners if runners is None else runners
 
         def summary(result: RunResult) -> RunSummary:
             if result.outcome in FAILED_OUTCOMES:
@@ -131,7 +136,7 @@ class HookRuns:
             )
 
         return await self.observe(
-            lambda: self.runners.run(hook, hook_input),
+            lambda: chosen.run(hook, hook_input),
             summary,
             event=hook_input.event,
             hook_id=hook.id,

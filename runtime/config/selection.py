@@ -1,9 +1,10 @@
 """Which hooks of a table can run for an event: the filters (TOML ``match`` and ``if``, JSON
 matchers) and the "nothing runs" test, as pure functions of a table snapshot.
 
-The dispatcher (:mod:`triohooks.actors.dispatcher`) filters every hook through these, and asks
-:func:`nothing_runs` for its fast path; ``triohooks fire`` asks the same question before it
-starts an engine at all, so both answer alike by construction. This module imports no event
+The pipeline core (:mod:`triohooks.combine.pipeline`, which both engines drive) filters every
+hook through these, and asks :func:`skips` for its fast path; ``triohooks fire`` asks the same
+question (:func:`nothing_runs`) before it starts an engine at all, so both answer alike by
+construction. This module imports no event
 loop, HTTP client or tracer: a one-shot CLI call that runs no hook must not pay for them (the
 shell parser for ``if`` rules loads only when a rule has a script to read). It must not run
 hooks, read files or decide what a reply means.
