@@ -243,3 +243,28 @@ def test_a_crash_of_our_own_code_fails_closed_alike(
     assert "internal error while handling pre_tool: RuntimeError('fold bug')" in (
         asyncio_got[0].reason or ""
     )
+
+
+def test_an_asyncio_hook_that_ignores_its_cancel_cannot_hold_the_event(tmp_path: Path) -> None:
+    """On the loop, a hook's timeout cancels its task and waits a bounded grace for it: a hook
+    that swallows the cancel times out all the same, and the event is answered."""
+    import asyncio
+
+    (tmp_path / "ws").mkdir()
+    swallowed = asyncio.Event()
+
+    async def stubborn(fields: Mapping[str, Any]) -> None:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            swallowed.set()
+        await asyncio.sleep(30)
+
+    async def body() -> None:
+        async with AsyncioHookEngine.open(**options(tmp_path, "asyncio")) as e:
+            e.add_hook("pre_tool", stubborn, timeout_s=0.1)
+            out = await e.pre_tool("bash", {"command": "ls"})
+            assert [r.outcome for r in out.runs] == ["timeout"]
+            assert swallowed.is_set()
+
+    run(body)
