@@ -4,8 +4,9 @@ native or an agent's.
 :class:`HookRuns` wraps the handlers' :class:`~triohooks.handlers.runner.Runners` with what the
 engine sees of a run: the OpenTelemetry span ``hook <event>``, the ``hook_started`` /
 ``hook_finished`` events for listeners, and the audit record of a run that blocks, allows or
-fails (the mapping is :func:`~triohooks.combine.outcome.audit_decision`). The dispatcher calls it
-for synchronous hooks and the post worker for background ones; neither calls the other. An
+fails (the mapping is :func:`~triohooks.combine.outcome.audit_decision`). The pipeline's drivers
+call it for synchronous hooks (the dispatcher in Trio, the asyncio engine on its loop for
+in-process hooks) and the post worker for background ones; neither calls the other. An
 agent dialect's runs (:mod:`triohooks.agents.runner`) go through the same
 :meth:`HookRuns.observe`, so ``watch``, metrics and OTLP export see Claude Code's traffic
 exactly as they see native events.
@@ -53,8 +54,9 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RecordSink(Protocol):
-    """Where :class:`HookRuns` sends audit records: the audit sink, or something that
-    hands them to it (the asyncio engine's runs cross into Trio to submit)."""
+    """Where :class:`HookRuns` sends audit records: the audit sink, whose ``submit`` never
+    waits (the asyncio engine calls it from its loop between Trio's ticks; the channel wakes
+    the guest run)."""
 
     def submit(self, record: AuditRecord) -> bool: ...
 
