@@ -7,9 +7,9 @@ drop accounting with its once-per-episode "falling behind" warning, per-event cr
 and the close protocol (stop intake, drain up to 5 s, kill what still runs, drop and count the
 rest).
 
-Each queued item carries the hooks it is for (chosen and filtered by the dispatcher when the event
-was fired) and the event's JSON bytes, encoded then. The consumer runs those hooks, in order,
-through the same runner interface the dispatcher uses (:class:`HookRunner`, in the engine
+Each queued item carries the hooks it is for (chosen and filtered by the pipeline core when the
+event was fired) and the event's JSON bytes, encoded then. The consumer runs those hooks, in
+order, through the same runner interface the dispatcher uses (:class:`HookRunner`, in the engine
 :class:`~triohooks.actors.runs.HookRuns`); it must not know how a hook runs, and it never calls
 back into the dispatcher. At close, what still runs past the drain deadline is cancelled: the
 hook run in hand kills its own process group (the reaper does, as for any cancelled run), and no

@@ -4,8 +4,9 @@ native or an agent's.
 :class:`HookRuns` wraps the handlers' :class:`~triohooks.handlers.runner.Runners` with what the
 engine sees of a run: the OpenTelemetry span ``hook <event>``, the ``hook_started`` /
 ``hook_finished`` events for listeners, and the audit record of a run that blocks, allows or
-fails (the mapping is :func:`~triohooks.combine.outcome.audit_decision`). The dispatcher calls it
-for synchronous hooks and the post worker for background ones; neither calls the other. An
+fails (the mapping is :func:`~triohooks.combine.outcome.audit_decision`). The pipeline's drivers
+call it for synchronous hooks (the dispatcher in Trio, the asyncio engine on its loop for
+in-process hooks) and the post worker for background ones; neither calls the other. An
 agent dialect's runs (:mod:`triohooks.agents.runner`) go through the same
 :meth:`HookRuns.observe`, so ``watch``, metrics and OTLP export see Claude Code's traffic
 exactly as they see native events.
@@ -53,8 +54,9 @@ class RunSummary(msgspec.Struct, frozen=True, kw_only=True):
 
 
 class RecordSink(Protocol):
-    """Where :class:`HookRuns` sends audit records: the audit sink, or something that
-    hands them to it (the asyncio engine's runs cross into Trio to submit)."""
+    """Where :class:`HookRuns` sends audit records: the audit sink, whose ``submit`` never
+    waits (the asyncio engine calls it from its loop between Trio's ticks; the channel wakes
+    the guest run)."""
 
     def submit(self, record: AuditRecord) -> bool: ...
 
@@ -115,9 +117,14 @@ class HookRuns:
         #: (hook id, outcome) of failures already logged: each cause is logged once.
         self._told: set[tuple[str, str]] = set()
 
-    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
-        """Run ``hook`` through its runner. A checkpoint; on cancel the run is stopped (its
-        process group killed) and ``Cancelled`` propagates, unaudited."""
+    async def run(
+        self, hook: Hook, hook_input: HookInput, *, runners: Runners | None = None
+    ) -> RunResult:
+        """Run ``hook`` through its runner (of ``runners``, else the engine's). A checkpoint;
+        on cancel the run is stopped (its process group killed) and ``Cancelled`` propagates,
+        unaudited. Nothing here is Trio's: the asyncio engine runs its in-process hooks
+        through this on its loop, with its own ``runners``."""
+        chosen = self.runners if runners is None else runners
 
         def summary(result: RunResult) -> RunSummary:
             if result.outcome in FAILED_OUTCOMES:
@@ -131,7 +138,7 @@ class HookRuns:
             )
 
         return await self.observe(
-            lambda: self.runners.run(hook, hook_input),
+            lambda: chosen.run(hook, hook_input),
             summary,
             event=hook_input.event,
             hook_id=hook.id,

@@ -1,5 +1,5 @@
-"""AsyncioHookEngine runs command hooks through the trio engine's own event path (in its guest
-run): the same answers as the trio ``HookEngine`` on the same config, timeouts, closes and
+"""AsyncioHookEngine runs command hooks in its trio guest run, through the pipeline core both
+engines drive: the same answers as the trio ``HookEngine`` on the same config, timeouts, closes and
 escapees handled by the same process guard. Real bash processes; every body under
 ``asyncio.timeout`` (the trio engine's under ``fail_after``).
 """

@@ -80,6 +80,9 @@ class PythonHandler(msgspec.Struct, frozen=True, tag="python"):
     """An async Python callable registered through the engine API."""
 
     func: Any  # PythonHookFunc; typed Any so the Struct stays plain data
+    #: An asyncio engine's hook: the asyncio coroutine function itself, which that engine
+    #: awaits on its loop (``func`` is then its Trio-awaitable wrapper, for the post worker).
+    asyncio_func: Any = None
 
 
 Handler = CommandHandler | ArgsHandler | HttpHandler | PromptHandler | GuardHandler | PythonHandler

@@ -1,11 +1,10 @@
 """Which hooks of a table can run for an event: the filters (TOML ``match`` and ``if``, JSON
 matchers) and the "nothing runs" test, as pure functions of a table snapshot.
 
-The dispatcher (:mod:`triohooks.actors.dispatcher`) filters every hook through these, and asks
-:func:`nothing_runs` for its fast path; ``triohooks fire`` asks the same question before it
-starts an engine at all, so both answer alike by construction. This module imports no event
-loop, HTTP client or tracer: a one-shot CLI call that runs no hook must not pay for them (the
-shell parser for ``if`` rules loads only when a rule has a script to read). It must not run
+The pipeline core (:mod:`triohooks.combine.pipeline`, which both engines drive) filters every
+hook through these, and asks :func:`skips` for its fast path. This module imports no event
+loop, HTTP client or tracer (the shell parser for ``if`` rules loads only when a rule has a
+script to read). It must not run
 hooks, read files or decide what a reply means.
 """
 
@@ -134,15 +133,3 @@ def skips(
         and not any_passes(hooks, event, ev, workspace)
         and not any_passes(extra, "post_tool_failure", ev, workspace)
     )
-
-
-def nothing_runs(
-    table: HookTable, api_hooks: Sequence[Hook], ev: EventBase, workspace: str
-) -> bool:
-    """Whether no hook of ``table`` (or ``api_hooks``) can run for ``ev``: its Outcome is then
-    :func:`~triohooks.combine.outcome.plain_outcome`, with nothing queued or audited."""
-    event = event_name(ev)
-    hooks = hooks_for(table, api_hooks, event)
-    extra = extra_for(table, api_hooks, event, ev)
-    held = held_back(table, event, ev, workspace)
-    return skips(event, ev, hooks, extra, held, workspace)

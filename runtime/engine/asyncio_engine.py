@@ -1,27 +1,30 @@
-"""``AsyncioHookEngine``: the engine for asyncio agents, run as a Trio guest on their loop.
+"""``AsyncioHookEngine``: the engine for asyncio agents, driving the pipeline core on their loop.
 
-Owns the bridge between one asyncio event loop and the Trio engine: one Trio guest run per
-loop (``trio.lowlevel.start_guest_run``), shared by every engine opened on that loop and
-reference-counted — the first ``open`` starts it, the last close stops it and *waits* for it
-to finish, so a Trio run is never abandoned, not even when the closing asyncio task is
-cancelled. Each engine call that may run a hook is a Trio task in the guest run; the awaiting
-asyncio task gets its result. Cancelling that asyncio task cancels the Trio task (the engine
-kills the event's hook process groups) and waits until the Trio task has finished before
-``CancelledError`` goes on.
-In-process hooks and the judge are asyncio coroutine functions and run as asyncio tasks.
+Owns two things. First, the per-event driver on the asyncio side: each event is built,
+planned, stepped, folded and answered on the loop by the pipeline core
+(:mod:`triohooks.combine.pipeline`), the very rules the trio dispatcher drives. An in-process
+asyncio hook runs there as a task on the loop
+(:class:`~triohooks.handlers.python.AsyncioPythonRunner`, observed by the same
+:class:`~triohooks.actors.runs.HookRuns`); an event no hook runs for is
+answered there too. Only what needs Trio crosses into it: a guarded process run (command, JSON
+command, http and prompt hooks, whose judge runs back on the loop) and reading the config again
+when a file changed.
 
-Waking Trio (a *crossing*) costs a round trip through its I/O thread when it is idle. An event
-no hook can run for is answered on the asyncio side without crossing: the dispatcher's own
-test (:meth:`~triohooks.actors.dispatcher.Dispatcher.nothing_runs`, the same function its
-``dispatch`` asks first), run earlier, on its current snapshot, with the same answer and the same
-side effect (see :meth:`AsyncioHookEngine._here`). Every other event is one Trio task running
-the trio engine's own path, so both engines select, run, fold, audit and queue with the same
-code; an in-process asyncio hook in it runs as an asyncio task whose end wakes Trio.
+Second, the bridge for those crossings: one Trio guest run per loop
+(``trio.lowlevel.start_guest_run``), shared by every engine opened on that loop and
+reference-counted: the first ``open`` starts it, the last close stops it and *waits* for it to
+finish, so a Trio run is never abandoned, not even when the closing asyncio task is cancelled.
+A crossing is a Trio task in the guest run whose result the awaiting asyncio task gets;
+cancelling that asyncio task cancels the Trio task (the engine kills the hook's process group)
+and waits until it has finished before ``CancelledError`` goes on. Waking Trio costs a round
+trip through its I/O thread when it is idle, which is why in-process hooks do not cross.
 
 Everything happens on the loop's thread (Trio only waits for I/O on a helper thread), so plain
-objects are shared without locks; asyncio code wakes Trio only through the run's TrioToken.
-It must not hold engine logic (``triohooks.engine.hook_engine`` and the actors do) nor run a second
-Trio run on a loop that has one.
+objects are shared without locks: the engine's table snapshot, API hooks and stop counts are
+read and written here between Trio's ticks; what the answer hands on (audit records, the post
+worker's queue) is put into Trio's channels with their non-blocking calls, which wake the guest
+run. It must not hold a rule of the event path (the core does) nor run a second Trio run on a
+loop that has one.
 """
 
 from __future__ import annotations
@@ -29,23 +32,27 @@ from __future__ import annotations
 import asyncio
 import copy
 import logging
+import time
 import weakref
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
-import msgspec
 import trio
 
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome
-from triohooks.config.events import EVENT_TYPES, EventBase, event_from_payload
+from triohooks.combine.pipeline import EventRun
+from triohooks.config.events import EventBase
 from triohooks.config.model import Hook, HookTable, PythonHandler
 from triohooks.handlers.judge import JudgeReply
+from triohooks.handlers.python import raised_result, reply_result, timed_out_result
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput, Runners
 
 from .guarded import Guards
-from .hook_engine import HookEngine, _args, _default_places
+from .hook_engine import HookEngine, _args
 from .options import EngineOptions
 
 if TYPE_CHECKING:
@@ -60,9 +67,6 @@ P = ParamSpec("P")
 AsyncioHookFunc = Callable[[Mapping[str, Any]], Coroutine[Any, Any, Mapping[str, Any] | str | None]]
 #: The judge of prompt hooks for the asyncio engine: ``(prompt, event_json, model)``.
 AsyncioJudge = Callable[[str, str, str | None], Coroutine[Any, Any, JudgeReply]]
-
-#: How long a cancelled asyncio hook task gets to finish before the Trio side stops waiting.
-HOOK_CANCEL_GRACE_S = 1.0
 
 
 async def _wait_through_cancel(fut: asyncio.Future[Any]) -> bool:
@@ -91,6 +95,41 @@ async def _finish_through_cancel(work: Awaitable[object]) -> bool:
     interrupted = await _wait_through_cancel(job)
     _consume(job)
     return interrupted
+
+
+#: How long a timed-out or cancelled asyncio hook task gets to finish before the run stops
+#: waiting for it (a hook that ignores its cancel cannot hold an event past this).
+HOOK_CANCEL_GRACE_S = 1.0
+
+
+class AsyncioPythonRunner:
+    """Runs an asyncio engine's hook (``handler.asyncio_func``) as a task on the running asyncio
+    loop, under the hook's timeout; on the timeout, or on cancel of the caller, the task is
+    cancelled and waited for up to :data:`HOOK_CANCEL_GRACE_S`."""
+
+    async def run(self, hook: Hook, hook_input: HookInput) -> RunResult:
+        handler = hook.handler
+        assert isinstance(handler, PythonHandler) and handler.asyncio_func is not None
+        start = time.perf_counter()
+        task = asyncio.ensure_future(handler.asyncio_func(hook_input.fields))
+        try:
+            done, _ = await asyncio.wait((task,), timeout=hook.timeout_s)
+        finally:
+            if not task.done():  # timed out, or the caller was cancelled
+                task.cancel()
+                await asyncio.wait((task,), timeout=HOOK_CANCEL_GRACE_S)
+            if task.done() and not task.cancelled():
+                task.exception()  # retrieved: asyncio would log it as never retrieved
+        if not done:
+            return timed_out_result(hook, start)
+        if task.cancelled():  # by the hook itself
+            return raised_result(RuntimeError("the asyncio task was cancelled"), start)
+        exc = task.exception()
+        if isinstance(exc, Exception):
+            return raised_result(exc, start)
+        if exc is not None:  # a BaseException of the hook's own (KeyboardInterrupt ...)
+            raise exc
+        return reply_result(task.result(), start)
 
 
 class _GuestRun:
@@ -280,8 +319,12 @@ class AsyncioHookEngine(Guards):
         self._engine = engine
         self._guest = guest
         self._closed = False
-        #: Read (and, for ``session_end``, told to forget) on this thread by :meth:`_here`.
+        #: The trio driver of the same core: its table, runs and post worker are read (and its
+        #: core's state written) on this thread, between Trio's ticks.
         self._dispatcher = engine._dispatcher
+        #: How this engine's in-process hooks run: on the loop.
+        self._loop_runners = Runners()
+        self._loop_runners.register(PythonHandler, AsyncioPythonRunner())
 
     @classmethod
     @asynccontextmanager
@@ -339,90 +382,62 @@ class AsyncioHookEngine(Guards):
         args_copy, kwargs_copy = copy.deepcopy((args, kwargs))
         return await self._guest.call(lambda: method(*args_copy, **kwargs_copy))
 
-    def _here(self, build: Callable[[], EventBase]) -> Outcome | None:
-        """The Outcome of the event ``build()`` makes when no hook can run for it; None when it
-        has to go to Trio.
-
-        Trio runs on this thread too, only between loop callbacks, so the engine's current
-        snapshot (hook table, API hooks) can be read here as its dispatcher reads it. When the
-        dispatcher's own test (:meth:`~triohooks.actors.dispatcher.Dispatcher.nothing_runs`)
-        says nothing runs, its answer is ``plain_outcome`` and its one side effect is that a
-        ``session_end`` forgets the session's stop state: both done here (by
-        :meth:`~triohooks.actors.dispatcher.Dispatcher.answer_plain`, which dispatch uses too).
-        None also when the engine is closed and when building the event fails (the Trio path
-        raises the error). ``build`` mirrors how :class:`HookEngine` builds the event; the
-        answer's ``args`` are its shallow copy, as the Trio engine's are.
-        """
-        guest = self._guest
-        if self._closed or guest.stopping or guest.finished.done():
-            return None
+    async def _fire(self, build: Callable[[], EventBase]) -> Outcome:
+        """Build the event as :class:`HookEngine` builds it (its errors are raised here) and
+        drive it through the pipeline core on this loop. A checkpoint."""
+        if self._closed:
+            raise RuntimeError("the engine is closed")
+        ev = build()
+        dispatcher = self._dispatcher
+        core = dispatcher.core
         try:
-            ev = build()
-            if not self._dispatcher.nothing_runs(ev):
-                return None
-        except Exception:
-            return None
-        return self._dispatcher.answer_plain(ev)
-
-    def _typed(self, event: str, fields: dict[str, Any]) -> EventBase:
-        """The event :meth:`HookEngine._fire_typed` builds. A TypeError (an unknown keyword,
-        which that engine's general path reads) leaves the event to the Trio path."""
-        _default_places(fields, self._dispatcher.workspace)
-        return EVENT_TYPES[event](**fields)
-
-    def _general(
-        self, event: str, payload: Mapping[str, Any] | EventBase | None, fields: dict[str, Any]
-    ) -> EventBase:
-        """The event :meth:`HookEngine.fire` builds."""
-        if isinstance(payload, EventBase):
-            return msgspec.structs.replace(payload, **fields) if fields else payload
-        data = dict(payload or {})
-        data.update(fields)
-        _default_places(data, self._dispatcher.workspace)
-        return event_from_payload(event, data)
-
-    async def _fire(
-        self,
-        build: Callable[[], EventBase],
-        method: Callable[P, Awaitable[Outcome]],
-        *args: P.args,
-        **kwargs: P.kwargs,
-    ) -> Outcome:
-        """Answer here when nothing can run (a checkpoint still, as the Trio path's is), else
-        run ``method(*args, **kwargs)`` in Trio."""
-        answer = self._here(build)
-        if answer is None:
-            return await self._run(method, *args, **kwargs)
+            loader = dispatcher.loader
+            # A file of the table changed: reading it again is Trio's (in a thread).
+            table = loader.table if loader.is_current() else await self._guest.call(loader.current)
+            run = core.plan(table, ev)
+            outcome = run if isinstance(run, Outcome) else await self._run_event(run)
+        except Exception as exc:
+            outcome = core.failed(ev, exc)
         await asyncio.sleep(0)
-        return answer
+        return outcome
+
+    async def _run_event(self, run: EventRun) -> Outcome:
+        """Drive ``run`` on this loop: an in-process hook as an asyncio task here, every other
+        hook in the guest run (a process run, guarded by Trio's reaper)."""
+        runs = self._dispatcher.runs
+        run.fired(runs)
+        while (step := run.next_step()) is not None:
+            hook, hook_input = step
+            handler = hook.handler
+            if isinstance(handler, PythonHandler) and handler.asyncio_func is not None:
+                result = await runs.run(hook, hook_input, runners=self._loop_runners)
+            else:
+                result = await self._crossing(hook, hook_input)
+            run.add(step, result)
+        return run.finish(runs, self._dispatcher.post_worker)
+
+    def _crossing(self, hook: Hook, hook_input: HookInput) -> Awaitable[RunResult]:
+        runs = self._dispatcher.runs
+        return self._guest.call(lambda: runs.run(hook, hook_input))
 
     async def fire(
         self, event: str, payload: Mapping[str, Any] | EventBase | None = None, /, **fields: Any
     ) -> Outcome:
         """:meth:`HookEngine.fire` as an awaitable. On cancel the event's hooks are killed
         before ``CancelledError`` is raised."""
-        return await self._fire(
-            lambda: self._general(event, payload, fields),
-            self._engine.fire,
-            event,
-            payload,
-            **fields,
-        )
+        return await self._fire(lambda: self._engine._event(event, payload, fields))
 
     async def pre_tool(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
         return await self._fire(
-            lambda: self._typed(
+            lambda: self._engine._typed_event(
                 "pre_tool",
-                {"tool": tool, "args": _args("pre_tool", args), "tool_call_id": tool_call_id}
-                | common,
-            ),
-            self._engine.pre_tool,
-            tool,
-            args,
-            tool_call_id,
-            **common,
+                tool=tool,
+                args=_args("pre_tool", args),
+                tool_call_id=tool_call_id,
+                **common,
+            )
         )
 
     async def post_tool(
@@ -436,81 +451,51 @@ class AsyncioHookEngine(Guards):
     ) -> Outcome:
         """Fire post_tool (and post_tool_failure too when ``error`` is set)."""
         return await self._fire(
-            lambda: self._typed(
+            lambda: self._engine._typed_event(
                 "post_tool",
-                {
-                    "tool": tool,
-                    "args": _args("post_tool", args),
-                    "result": result,
-                    "error": error,
-                    "tool_call_id": tool_call_id,
-                }
-                | common,
-            ),
-            self._engine.post_tool,
-            tool,
-            args,
-            result,
-            error,
-            tool_call_id,
-            **common,
+                tool=tool,
+                args=_args("post_tool", args),
+                result=result,
+                error=error,
+                tool_call_id=tool_call_id,
+                **common,
+            )
         )
 
     async def prompt_submit(self, prompt: str, **common: Any) -> Outcome:
         return await self._fire(
-            lambda: self._typed("prompt_submit", {"prompt": prompt} | common),
-            self._engine.prompt_submit,
-            prompt,
-            **common,
+            lambda: self._engine._typed_event("prompt_submit", prompt=prompt, **common)
         )
 
     async def permission_request(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
     ) -> Outcome:
         return await self._fire(
-            lambda: self._typed(
+            lambda: self._engine._typed_event(
                 "permission_request",
-                {
-                    "tool": tool,
-                    "args": _args("permission_request", args),
-                    "tool_call_id": tool_call_id,
-                }
-                | common,
-            ),
-            self._engine.permission_request,
-            tool,
-            args,
-            tool_call_id,
-            **common,
+                tool=tool,
+                args=_args("permission_request", args),
+                tool_call_id=tool_call_id,
+                **common,
+            )
         )
 
     async def session_start(self, reason: str = "startup", **common: Any) -> Outcome:
         return await self._fire(
-            lambda: self._typed("session_start", {"reason": reason} | common),
-            self._engine.session_start,
-            reason,
-            **common,
+            lambda: self._engine._typed_event("session_start", reason=reason, **common)
         )
 
     async def stop(self, **common: Any) -> Outcome:
-        # Always through Trio: the dispatcher settles the stop-continue state for every stop.
-        return await self._run(self._engine.stop, **common)
+        return await self._fire(lambda: self._engine._typed_event("stop", **common))
 
     async def session_end(self, reason: str = "exit", **common: Any) -> Outcome:
         return await self._fire(
-            lambda: self._typed("session_end", {"reason": reason} | common),
-            self._engine.session_end,
-            reason,
-            **common,
+            lambda: self._engine._typed_event("session_end", reason=reason, **common)
         )
 
     async def notification(self, type: str, message: str, **common: Any) -> Outcome:
         return await self._fire(
-            lambda: self._typed("notification", {"type": type, "message": message} | common),
-            self._engine.notification,
-            type,
-            message,
-            **common,
+            lambda: self._engine._typed_event("notification", type=type, message=message, **common)
         )
 
     async def reload(self) -> RebuildReport:
@@ -527,12 +512,14 @@ class AsyncioHookEngine(Guards):
         match: str | None = None,
         timeout_s: float = 30.0,
     ) -> Hook:
-        """Register an asyncio coroutine function as a hook; it runs as a task on this loop.
+        """Register an asyncio coroutine function as a hook; it runs as a task on this loop,
+        without crossing into Trio (a background one, of an event that runs its hooks in the
+        background, is run by the post worker from Trio, as a task on this loop too).
 
         Same contract as :meth:`HookEngine.add_hook`; on the hook's timeout its task is
-        cancelled.
+        cancelled (and waited for up to a second).
         """
-        handler = PythonHandler(self._guest.on_loop(func))
+        handler = PythonHandler(self._guest.on_loop(func), asyncio_func=func)
         label = name or str(getattr(func, "__qualname__", "python-hook"))
         return self._engine._add_python_hook(event, handler, label, match, timeout_s)
 

@@ -282,16 +282,7 @@ class HookEngine(Guards):
         arguments add fields. A checkpoint. On cancel the event's running hooks are killed.
         Raises :class:`~runtime.UnknownEventError` / :class:`~runtime.PayloadError` for bad input.
         """
-        if isinstance(payload, EventBase):
-            ev = payload
-            if fields:
-                ev = msgspec.structs.replace(ev, **fields)
-        else:
-            data = dict(payload or {})
-            data.update(fields)
-            _default_places(data, self._dispatcher.workspace)
-            ev = event_from_payload(event, data)
-        return await self._dispatcher.dispatch(ev)
+        return await self._dispatcher.dispatch(self._event(event, payload, fields))
 
     async def _project(self, workspace: str) -> Dispatcher:
         """The dispatcher of ``workspace`` (this engine's own, or another project's, read on
@@ -320,13 +311,28 @@ class HookEngine(Guards):
         return await dispatcher.dispatch(ev, env=env)
 
     async def _fire_typed(self, event: str, **fields: Any) -> Outcome:
-        """The typed helpers' path: fields are known names, so build the Struct directly."""
+        """The typed helpers' path."""
+        return await self._dispatcher.dispatch(self._typed_event(event, **fields))
+
+    def _event(
+        self, event: str, payload: Mapping[str, Any] | EventBase | None, fields: dict[str, Any]
+    ) -> EventBase:
+        """The event :meth:`fire` fires (the asyncio engine builds its events here too)."""
+        if isinstance(payload, EventBase):
+            return msgspec.structs.replace(payload, **fields) if fields else payload
+        data = dict(payload or {})
+        data.update(fields)
+        _default_places(data, self._dispatcher.workspace)
+        return event_from_payload(event, data)
+
+    def _typed_event(self, event: str, **fields: Any) -> EventBase:
+        """The event a typed helper fires: its fields are known names, so the Struct is built
+        directly; an unknown keyword goes the general way, which says which."""
         _default_places(fields, self._dispatcher.workspace)
         try:
-            ev = EVENT_TYPES[event](**fields)
-        except TypeError:  # an unknown keyword: let the general path say which
-            return await self.fire(event, fields)
-        return await self._dispatcher.dispatch(ev)
+            return EVENT_TYPES[event](**fields)
+        except TypeError:
+            return self._event(event, fields, {})
 
     async def pre_tool(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any

@@ -35,9 +35,9 @@ import trio
 
 from triohooks.actors.audit import audit_dir
 from triohooks.actors.audit_records import AuditRecord
-from triohooks.actors.dispatcher import is_sync
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome, RunRecord
+from triohooks.combine.pipeline import is_sync
 from triohooks.engine.hook_engine import HookEngine
 
 from . import otel

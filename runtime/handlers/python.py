@@ -1,8 +1,11 @@
 """In-process Python hooks (``engine.add_hook``): an async callable gets the event's fields and
 answers like a TOML-dialect hook's stdout (a reply dict, a string, or None for no opinion).
 
-:class:`PythonRunner` awaits the hook in Trio: the trio engine's hooks, and the asyncio engine's
-through their Trio-awaitable wrapper (which runs the coroutine as a task on the asyncio loop).
+:class:`PythonRunner` awaits the hook in Trio: the trio engine's hooks, and an asyncio engine's
+background ones through their Trio-awaitable wrapper (which runs the coroutine as a task on the
+asyncio loop). The asyncio engine runs its synchronous ones on its loop, with no Trio in between
+(:class:`~triohooks.engine.asyncio_engine.AsyncioPythonRunner`), reading a reply, a raise and a
+timeout with the same functions.
 """
 
 from __future__ import annotations
@@ -21,7 +24,8 @@ from .runner import HookInput
 _encoder: Final = msgspec.json.Encoder()
 
 
-def _raised(exc: Exception, start: float) -> RunResult:
+def raised_result(exc: Exception, start: float) -> RunResult:
+    """The result of a hook that raised ``exc`` (started at ``start``, ``perf_counter``)."""
     return RunResult(
         outcome="error",
         error=f"python hook raised {exc!r}",
@@ -29,7 +33,8 @@ def _raised(exc: Exception, start: float) -> RunResult:
     )
 
 
-def _timed_out(hook: Hook, start: float) -> RunResult:
+def timed_out_result(hook: Hook, start: float) -> RunResult:
+    """The result of a hook still running at its timeout."""
     return RunResult(
         outcome="timeout",
         error=f"timed out after {hook.timeout_s:g} s",
@@ -37,7 +42,8 @@ def _timed_out(hook: Hook, start: float) -> RunResult:
     )
 
 
-def _answered(reply: Any, start: float) -> RunResult:
+def reply_result(reply: Any, start: float) -> RunResult:
+    """The result of a hook that answered ``reply`` (a dict, a string, or None)."""
     ms = (time.perf_counter() - start) * 1000
     if reply is None:
         return RunResult(outcome="ok", duration_ms=ms)
@@ -57,7 +63,7 @@ class PythonRunner:
             try:
                 reply = await handler.func(hook_input.fields)
             except Exception as exc:
-                return _raised(exc, start)
+                return raised_result(exc, start)
         if cs.cancelled_caught:
-            return _timed_out(hook, start)
-        return _answered(reply, start)
+            return timed_out_result(hook, start)
+        return reply_result(reply, start)

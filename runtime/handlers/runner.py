@@ -2,9 +2,10 @@
 
 A runner takes a :class:`~triohooks.config.model.Hook` and the event as that hook should see it
 (:class:`HookInput`) and returns one :class:`~triohooks.handlers.replies.RunResult`, read the way
-the hook's dialect reads it. Callers (the dispatcher for synchronous hooks, the post worker for
-background ones) know nothing of how a command, an HTTP endpoint, a judge or a Python callable
-is run: :meth:`Runners.for_hook` chooses by the hook's dialect and handler type.
+the hook's dialect reads it. Callers (the pipeline's drivers for synchronous hooks: the trio
+dispatcher, the asyncio engine; the post worker for background ones) know nothing of how a
+command, an HTTP endpoint, a judge or a Python callable is run: :meth:`Runners.for_hook`
+chooses by the hook's dialect and handler type.
 
 Runners must not combine results, apply ``fail_closed`` / ``on_error`` (``triohooks.combine``
 does), audit, or start processes themselves (a :class:`~triohooks.handlers.process.Spawner` does).
