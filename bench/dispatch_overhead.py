@@ -4,9 +4,12 @@ Three loops run interleaved in one trio run, each timed per call with ``perf_cou
 
 - floor: ``await trio.lowlevel.checkpoint()`` (the cheapest thing an awaitable fire could do);
 - no match: ``engine.pre_tool`` against a table whose hooks are all for other tools/events;
-- one in-process hook: the same with one Python hook that answers "no opinion".
+- one in-process hook: the same with one Python hook that answers "no opinion";
+- one in-process hook that blocks: an audited answer, returned only once its audit record is
+  written to the day file (docs/design.md §8), batched with whatever else is queued.
 
-Prints p50/p99 in µs for each; the target is <= 20 µs p50 with no match.
+The engine writes its audit log (to a temporary state dir), as ``serve`` does: the first three
+cases write no record. Prints p50/p99 in µs for each; the target is <= 20 µs p50 with no match.
 
     .venv/bin/python -m bench.dispatch_overhead [-n 20000]
 """
@@ -55,11 +58,14 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
         # its content each event, docs/security.md): the steady state an agent runs in.
         await trio.sleep(2.1)
         async with HookEngine.open(
-            workspace=root / "ws", config_dir=root / "g", state_dir=root / "state", audit=False
+            workspace=root / "ws", config_dir=root / "g", state_dir=root / "state", audit=True
         ) as engine:
 
             async def no_opinion(ev: Any) -> None:
                 return None
+
+            async def refuse(ev: Any) -> dict[str, str]:
+                return {"decision": "block", "reason": "bench"}
 
             args = {"command": "ls -la"}
 
@@ -72,11 +78,16 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
             async def one_hook() -> None:
                 await engine.fire("permission_request", tool="bash", args=args, session_id="s")
 
+            async def audited() -> None:
+                await engine.pre_tool("bench_refused", args, session_id="s")
+
             engine.add_hook("permission_request", no_opinion)
+            engine.add_hook("pre_tool", refuse, match="bench_refused")
             runners: dict[str, Callable[[], Awaitable[None]]] = {
                 "floor (checkpoint)": floor,
                 "fire, no hook matches": no_match,
                 "fire, one in-process hook": one_hook,
+                "fire, a block (audited)": audited,
             }
             samples: dict[str, list[int]] = {name: [] for name in runners}
             for _ in range(min(1000, n // 10)):  # warm up

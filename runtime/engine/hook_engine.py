@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from triohooks.actors.audit import AuditSink
-from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.audit_records import AuditRecord, AuditStats
 from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.guard import ProcessGuard, open_guard
 from triohooks.actors.loader import Loader, RebuildReport
@@ -266,9 +266,13 @@ class HookEngine(Guards):
         docs/agents.md, "Two installs of one agent").
         """
         assert self._agents is not None
-        return await self._agents.handle(
-            agent, body, adopted_only=adopted_only, env=env, scope=scope
-        )
+        answer = self._agents.handle(agent, body, adopted_only=adopted_only, env=env, scope=scope)
+        if self._audit is None:
+            return await answer
+        result, unwritten = await self._audit.deliver(answer)
+        if unwritten is not None:
+            result.answer.warnings.append(unwritten)
+        return result
 
     # -- firing -------------------------------------------------------------------------------
     async def fire(
@@ -289,7 +293,7 @@ class HookEngine(Guards):
             data.update(fields)
             _default_places(data, self._dispatcher.workspace)
             ev = event_from_payload(event, data)
-        return await self._dispatcher.dispatch(ev)
+        return await self._answer(ev)
 
     async def _fire_typed(self, event: str, **fields: Any) -> Outcome:
         """The typed helpers' path: fields are known names, so build the Struct directly."""
@@ -298,7 +302,17 @@ class HookEngine(Guards):
             ev = EVENT_TYPES[event](**fields)
         except TypeError:  # an unknown keyword: let the general path say which
             return await self.fire(event, fields)
-        return await self._dispatcher.dispatch(ev)
+        return await self._answer(ev)
+
+    async def _answer(self, ev: EventBase) -> Outcome:
+        """Dispatch ``ev``; the Outcome is returned once its audit records are written (or
+        with a warning that says they are not: docs/design.md §8)."""
+        if self._audit is None:
+            return await self._dispatcher.dispatch(ev)
+        outcome, unwritten = await self._audit.deliver(self._dispatcher.dispatch(ev))
+        if unwritten is not None:
+            outcome.warnings.append(unwritten)
+        return outcome
 
     async def pre_tool(
         self, tool: str, args: Mapping[str, Any], tool_call_id: str | None = None, **common: Any
@@ -434,6 +448,12 @@ class HookEngine(Guards):
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
+
+    @property
+    def audit_stats(self) -> AuditStats | None:
+        """What the audit sink wrote and lost, and torn day-file tails it repaired; None when
+        the engine writes no audit log."""
+        return self._audit.stats() if self._audit is not None else None
 
 
 class _BackgroundRuns:
