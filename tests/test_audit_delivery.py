@@ -9,6 +9,7 @@ hold an answer back: the answer stands, with a warning that says its record is l
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -23,9 +24,11 @@ import pytest
 import trio
 
 from triohooks.actors.audit_records import AuditRecord, audit_file
+from triohooks.engine.asyncio_engine import AsyncioHookEngine
 from triohooks.engine.hook_engine import HookEngine
 from triohooks.fronts.client import connect
 
+from .asyncio_support import run as asyncio_run
 from .serving import claude_http_hook, running_server
 
 TOKEN = "audit-delivery-token-0123456789"
@@ -210,3 +213,26 @@ async def test_an_unwritable_audit_file_delivers_the_answer_and_says_so(
         r.getMessage() for r in caplog.records if "audit records are being lost" in r.getMessage()
     ]
     assert len(said) == 1  # one episode, one line
+
+
+def test_the_asyncio_engine_returns_a_block_once_its_record_is_written(tmp_path: Path) -> None:
+    # Many at once on the loop: each answer, as it arrives, finds its record in the file.
+    _setup(tmp_path)
+    state = tmp_path / "state"
+    found: list[bool] = []
+
+    async def one(engine: AsyncioHookEngine, session: str) -> None:
+        out = await engine.pre_tool("bash", RM, session_id=session)
+        assert out.blocked and out.warnings == []
+        found.append(session in {r.session for r in _records(state)[0]})
+
+    async def body() -> None:
+        async with AsyncioHookEngine.open(
+            workspace=tmp_path / "ws", config_dir=tmp_path / "g", state_dir=state
+        ) as engine:
+            await asyncio.gather(*(one(engine, f"s{i}") for i in range(20)))
+            stats = engine.audit_stats
+            assert stats is not None and (stats.written, stats.lost) == (20, 0)
+
+    asyncio_run(body)
+    assert found == [True] * 20

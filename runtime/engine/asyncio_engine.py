@@ -37,6 +37,7 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 import msgspec
 import trio
 
+from triohooks.actors.audit_records import AuditStats
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome
@@ -555,6 +556,10 @@ class AsyncioHookEngine(Guards):
     @property
     def queue_depth(self) -> int:
         return self._engine.queue_depth
+
+    @property
+    def audit_stats(self) -> AuditStats | None:
+        return self._engine.audit_stats
 
     @property
     def close_report(self) -> WorkerReport | None:
