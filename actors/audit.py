@@ -275,6 +275,9 @@ class AuditSink:
         self.failing = False
         #: Answers delivered before their records were written (past WRITE_WAIT_S).
         self.late = 0
+        #: An answer waited WRITE_WAIT_S in vain and no batch finished since: the writer is
+        #: stuck (a hung disk), so answers do not wait again until it finishes one.
+        self._stuck = False
         self._now = now
         self._files = _DayFiles(self.audit_dir)
         self._send, self._receive = trio.open_memory_channel[_Line](capacity)
@@ -376,16 +379,20 @@ class AuditSink:
             wait.open = False
             _waiting.reset(token)
         if wait.pending:
-            wait._done = trio.Event()
-            with trio.move_on_after(WRITE_WAIT_S):
-                await wait._done.wait()
+            if not self._stuck:
+                wait._done = trio.Event()
+                with trio.move_on_after(WRITE_WAIT_S):
+                    await wait._done.wait()
             if wait.pending:
                 self.late += 1
-                logger.warning(
-                    "an answer's audit record was not written within %.0f s (the audit disk "
-                    "is slow or hung): delivered without it",
-                    WRITE_WAIT_S,
-                )
+                if not self._stuck:
+                    self._stuck = True
+                    logger.warning(
+                        "an answer's audit record was not written within %.0f s (the audit "
+                        "disk is slow or hung): answers go out without waiting for their "
+                        "records, each saying so, until a write finishes",
+                        WRITE_WAIT_S,
+                    )
                 return result, (
                     f"triohooks could not confirm this answer's audit record within "
                     f"{WRITE_WAIT_S:.0f} s (the audit disk is slow or hung); the answer stands"
@@ -454,6 +461,7 @@ class AuditSink:
         try:
             await trio.to_thread.run_sync(self._files.write, batch)
         except OSError as exc:
+            self._stuck = False
             # An expected failure (a full disk, a state dir we may not write): one line, no
             # traceback, once per episode. The file is closed: the next batch opens it again,
             # which repairs a line this write left torn.
@@ -461,6 +469,7 @@ class AuditSink:
             self._lose(batch, f"write failed: {exc}")
             await trio.to_thread.run_sync(self._files_reset)
         else:
+            self._stuck = False
             self.written += len(batch)
             self._recovered()
             for line in batch:

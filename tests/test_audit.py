@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 from opentelemetry import trace
 
 from triohooks.actors.audit import (
@@ -347,10 +348,13 @@ async def test_a_record_of_no_answer_is_not_waited_for(tmp_path: Path) -> None:
 
 
 async def test_a_hung_disk_delays_an_answer_by_the_bound_then_says_so(
-    tmp_path: Path, autojump_clock: trio.abc.Clock
+    tmp_path: Path, mock_clock: trio.testing.MockClock
 ) -> None:
     # The day file is a FIFO whose buffer is full: the writer thread's write(2) blocks until
     # the test drains it, as on a hung disk. The answer comes after WRITE_WAIT_S, saying so.
+    # The clock jumps once the run has been idle for 0.5 s of real time: a write that
+    # finishes (in the worker thread) is never overtaken by a jump.
+    mock_clock.autojump_threshold = 0.5
     audit = tmp_path / "audit"
     audit.mkdir(mode=0o700)
     fifo = audit_file(audit, "2024-03-01")
@@ -376,10 +380,20 @@ async def test_a_hung_disk_delays_an_answer_by_the_bound_then_says_so(
             assert result == "block" and warning is not None
             assert "could not confirm this answer's audit record within 5 s" in warning
             assert waited == pytest.approx(WRITE_WAIT_S, abs=0.5)
-            assert sink.stats().late == 1
+            # While the writer is stuck, answers do not wait for it again (each says so).
+            start = trio.current_time()
+            result, warning = await sink.deliver(blocked())
+            assert warning is not None and "within 5 s" in warning
+            assert trio.current_time() - start < 0.5 and sink.stats().late == 2
             with contextlib.suppress(BlockingIOError):
                 while os.read(keep, 65536):  # the disk answers: the writer goes on
                     pass
+            with trio.fail_after(WRITE_WAIT_S):
+                while sink.stats().written < 2:  # the stuck batch, then the next one
+                    await trio.sleep(0.01)
+            # The writer unstuck, answers wait for their records again.
+            with trio.fail_after(WRITE_WAIT_S - 1):
+                assert await sink.deliver(blocked()) == ("block", None)
             await sink.close()
     finally:
         os.close(keep)
