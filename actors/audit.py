@@ -221,7 +221,9 @@ class _DayFiles:
     def _repair_tail(self, fd: int, path: Path) -> None:
         """End a torn last line (a writer killed mid-write, a write cut short by a full disk):
         without it the next record would be glued onto the fragment and both lost to every
-        reader. The fragment stays, on a line of its own, which readers skip as unreadable."""
+        reader. The fragment stays, on a line of its own, which readers skip as unreadable.
+        Another process appending at that moment costs at most an empty line (each of its
+        batches is one O_APPEND write(2), which ours cannot split)."""
         size = os.fstat(fd).st_size
         if size == 0 or os.pread(fd, 1, size - 1) == b"\n":
             return
