@@ -42,6 +42,23 @@ class AuditRecord(msgspec.Struct, frozen=True, kw_only=True, omit_defaults=True)
     truncated: bool = False
 
 
+class AuditStats(msgspec.Struct, frozen=True, kw_only=True):
+    """What an audit sink wrote and lost since it started (``stats``, docs/protocol.md)."""
+
+    #: Records written to the day files.
+    written: int
+    #: Records not written: the queue full, the sink closed, or a write failed.
+    lost: int
+    #: Episodes of losses (each logged once; one after records were written again is another).
+    failure_episodes: int
+    #: Whether records are being lost now (no record written since the last loss).
+    failing: bool
+    #: Day files found ending in a partial line when opened, and repaired.
+    torn_tails: int
+    #: Answers delivered before their records were written (the disk slower than the wait).
+    late: int
+
+
 def is_failure(record: AuditRecord) -> bool:
     """Whether ``record`` is a failed hook run (what :class:`FailureMemory` keeps): decision
     ``error``, or an error with no decision. A block's reason in ``error`` is not a failure."""

@@ -33,6 +33,8 @@ from triohooks.handlers.outcomes import FAILED_OUTCOMES
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput
 
+from .audit import detach_wait
+
 logger = logging.getLogger("triohooks.post_worker")
 
 #: The queue size of blitz HK-31.
@@ -188,7 +190,9 @@ class PostWorker:
 
     async def _contained(self) -> None:
         """The consumer, restarted after each crash while events wait (each crash consumes
-        the event in hand, so a bug cannot loop on one event)."""
+        the event in hand, so a bug cannot loop on one event). Started from the offering
+        event's task, it inherits that event's context: its records are no answer's."""
+        detach_wait()
         while True:
             try:
                 await self.serve()

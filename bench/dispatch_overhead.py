@@ -6,10 +6,13 @@ Three loops run interleaved in one trio run, each timed per call with ``perf_cou
 - no match: ``engine.pre_tool`` against a table whose hooks are all for other tools/events;
 - one in-process hook: the same with one Python hook that answers "no opinion"; also its
   call - run: each call's time less the run the Outcome reports (``runs[0].duration_ms``, the
-  hook's runner from start to reply), which is what the engine adds around one in-process run.
+  hook's runner from start to reply), which is what the engine adds around one in-process run;
+- one in-process hook that blocks: an audited answer, returned only once its audit record is
+  written to the day file (docs/design.md §8), batched with whatever else is queued.
 
-Prints p50/p99 in µs for each; the targets are <= 20 µs p50 with no match, and <= 40 µs p50
-for the in-process hook's call - run.
+The engine writes its audit log (to a temporary state dir), as ``serve`` does: the first three
+cases write no record. Prints p50/p99 in µs for each; the targets are <= 20 µs p50 with no
+match, and <= 40 µs p50 for the in-process hook's call - run.
 
     .venv/bin/python -m bench.dispatch_overhead [-n 20000]
 """
@@ -58,11 +61,14 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
         # its content each event, docs/security.md): the steady state an agent runs in.
         await trio.sleep(2.1)
         async with HookEngine.open(
-            workspace=root / "ws", config_dir=root / "g", state_dir=root / "state", audit=False
+            workspace=root / "ws", config_dir=root / "g", state_dir=root / "state", audit=True
         ) as engine:
 
             async def no_opinion(ev: Any) -> None:
                 return None
+
+            async def refuse(ev: Any) -> dict[str, str]:
+                return {"decision": "block", "reason": "bench"}
 
             args = {"command": "ls -la"}
 
@@ -80,11 +86,16 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
                 )
                 run_ns.append(round(out.runs[0].duration_ms * 1e6))
 
+            async def audited() -> None:
+                await engine.pre_tool("bench_refused", args, session_id="s")
+
             engine.add_hook("permission_request", no_opinion)
+            engine.add_hook("pre_tool", refuse, match="bench_refused")
             runners: dict[str, Callable[[], Awaitable[None]]] = {
                 "floor (checkpoint)": floor,
                 "fire, no hook matches": no_match,
                 "fire, one in-process hook": one_hook,
+                "fire, a block (audited)": audited,
             }
             samples: dict[str, list[int]] = {name: [] for name in runners}
             for _ in range(min(1000, n // 10)):  # warm up

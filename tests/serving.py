@@ -3,6 +3,7 @@ tests."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -50,3 +51,21 @@ async def handshake(server: HookServer, token: str) -> ConnectionRejected | None
             assert isinstance(rejected, ConnectionRejected)
             found = rejected
     return found
+
+
+async def claude_http_hook(host: str, port: int, token: str, body: bytes) -> Any:
+    """One of Claude Code's http hooks: ``POST /claude/v1/hook`` with the bearer token (and no
+    environment), on a connection of its own; the JSON answer of a 200."""
+    async with await trio.open_tcp_stream(host, port) as stream:
+        head = (
+            f"POST /claude/v1/hook HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {token}"
+            f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
+            "Connection: close\r\n\r\n"
+        ).encode()
+        await stream.send_all(head + body)
+        data = b""
+        while chunk := await stream.receive_some():
+            data += chunk
+    head_bytes, _, rest = data.partition(b"\r\n\r\n")
+    assert head_bytes.startswith(b"HTTP/1.1 200"), data
+    return json.loads(rest)

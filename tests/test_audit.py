@@ -10,7 +10,7 @@ import contextlib
 import json
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -18,6 +18,7 @@ from typing import Any
 import msgspec
 import pytest
 import trio
+import trio.testing
 from opentelemetry import trace
 
 from triohooks.actors.audit import (
@@ -26,11 +27,18 @@ from triohooks.actors.audit import (
     ATTR_EVENT,
     ATTR_HOOK,
     ATTR_OUTCOME,
+    WRITE_WAIT_S,
     AuditSink,
     end_run,
     hook_span,
 )
-from triohooks.actors.audit_records import FAILURES_KEPT, AuditRecord, FailureMemory, audit_file
+from triohooks.actors.audit_records import (
+    FAILURES_KEPT,
+    AuditRecord,
+    FailureMemory,
+    audit_file,
+    read_records,
+)
 from triohooks.actors.post_worker import WorkerReport
 
 FIELDS = [
@@ -258,9 +266,158 @@ async def test_write_failure_is_counted_and_the_sink_goes_on(
             await sink.close()
     assert sink.dropped == 1 and sink.written == 1
     assert any(
-        "audit records are being dropped: write failed" in r.getMessage() for r in caplog.records
+        "audit records are being lost: write failed" in r.getMessage() for r in caplog.records
     )
     assert [r["hook"] for r in lines(tmp_path / "audit" / "audit-2024-03-01.jsonl")] == ["b"]
+
+
+def unwritable(path: Path) -> Callable[[], None]:
+    """Make the day file ``path`` one no record can be written to, through a real fd: as root
+    a /dev/full node (write(2) fails with ENOSPC), else a directory we may not write. Returns
+    what makes the other days' files writable again."""
+    path.parent.mkdir(mode=0o700, exist_ok=True)
+    if os.geteuid() == 0:
+        os.mknod(path, 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+        return lambda: None
+    path.parent.chmod(0o500)
+    return lambda: path.parent.chmod(0o700)
+
+
+async def test_answers_wait_for_their_records_and_losses_are_said_once_per_episode(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # Three days: the first and the third day file cannot be written, the second can. Each
+    # answer is delivered after its record's batch; a lost one says so in its warning.
+    audit = tmp_path / "audit"
+    days = ["2024-03-01", "2024-03-02", "2024-03-03"]
+    sink = AuditSink(tmp_path, now=Clock(datetime(2024, 3, 1, tzinfo=UTC)))
+
+    async def answer(hook: str, day: str) -> str:
+        await trio.lowlevel.checkpoint()
+        assert sink.submit(rec(hook, time=f"{day}T12:00:00Z"))
+        return f"answer {hook}"
+
+    got: list[tuple[str, str | None, list[str]]] = []
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sink.serve)
+            restore = unwritable(audit_file(audit, days[0]))
+            for hook, day in [("a1", days[0]), ("a2", days[0]), ("b", days[1])]:
+                if hook == "b":
+                    restore()
+                result, warning = await sink.deliver(answer(hook, day))
+                present = audit_file(audit, days[1])
+                on_disk = [r["hook"] for r in lines(present)] if present.exists() else []
+                got.append((result, warning, on_disk))
+            assert sink.stats().failing is False
+            restore = unwritable(audit_file(audit, days[2]))
+            result, warning = await sink.deliver(answer("c", days[2]))
+            got.append((result, warning, []))
+            stats = sink.stats()
+            await sink.close()
+            restore()
+    (a1, a2, b, c) = got
+    assert a1[0] == "answer a1" and a1[1] is not None
+    assert "could not write this answer's audit record (write failed:" in a1[1]
+    assert "the answer stands (1 audit record(s) lost so far)" in a1[1]
+    assert a2[1] is not None and "(2 audit record(s) lost so far)" in a2[1]
+    assert b == ("answer b", None, ["b"])  # in the file when its answer was delivered
+    assert c[1] is not None and "(3 audit record(s) lost so far)" in c[1]
+    assert (stats.written, stats.lost, stats.failure_episodes, stats.failing) == (1, 3, 2, True)
+    said = [r.getMessage() for r in caplog.records if r.name == "triohooks.audit"]
+    # One line per episode (not per record), and one when records are written again.
+    assert sum("audit records are being lost" in m for m in said) == 2
+    assert sum("audit records are written again (2 lost so far" in m for m in said) == 1
+
+
+async def test_a_record_of_no_answer_is_not_waited_for(tmp_path: Path) -> None:
+    sink = AuditSink(tmp_path, now=Clock(datetime(2024, 3, 1, tzinfo=UTC)))
+
+    async def nothing() -> int:
+        await trio.lowlevel.checkpoint()
+        return 7
+
+    with trio.fail_after(5):
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sink.serve)
+            assert await sink.deliver(nothing()) == (7, None)
+            # A record submitted after the answer was computed is not that answer's.
+            sink.submit(rec("outside"))
+            await sink.close()
+    assert sink.written == 1
+
+
+async def test_a_hung_disk_delays_an_answer_by_the_bound_then_says_so(
+    tmp_path: Path, mock_clock: trio.testing.MockClock
+) -> None:
+    # The day file is a FIFO whose buffer is full: the writer thread's write(2) blocks until
+    # the test drains it, as on a hung disk. The answer comes after WRITE_WAIT_S, saying so.
+    # The clock jumps once the run has been idle for 0.5 s of real time: a write that
+    # finishes (in the worker thread) is never overtaken by a jump.
+    mock_clock.autojump_threshold = 0.5
+    audit = tmp_path / "audit"
+    audit.mkdir(mode=0o700)
+    fifo = audit_file(audit, "2024-03-01")
+    os.mkfifo(fifo, 0o600)
+    keep = os.open(fifo, os.O_RDWR | os.O_NONBLOCK)
+    try:
+        with contextlib.suppress(BlockingIOError):
+            while True:
+                os.write(keep, b"x" * 65536)
+        sink = AuditSink(tmp_path, now=Clock(datetime(2024, 3, 1, tzinfo=UTC)))
+
+        async def blocked() -> str:
+            sink.submit(rec("late"))
+            await trio.lowlevel.checkpoint()
+            return "block"
+
+        async with trio.open_nursery() as nursery:
+            await nursery.start(sink.serve)
+            start = trio.current_time()
+            with trio.fail_after(WRITE_WAIT_S + 5):
+                result, warning = await sink.deliver(blocked())
+            waited = trio.current_time() - start
+            assert result == "block" and warning is not None
+            assert "could not confirm this answer's audit record within 5 s" in warning
+            assert waited == pytest.approx(WRITE_WAIT_S, abs=0.5)
+            # While the writer is stuck, answers do not wait for it again (each says so).
+            start = trio.current_time()
+            result, warning = await sink.deliver(blocked())
+            assert warning is not None and "within 5 s" in warning
+            assert trio.current_time() - start < 0.5 and sink.stats().late == 2
+            with contextlib.suppress(BlockingIOError):
+                while os.read(keep, 65536):  # the disk answers: the writer goes on
+                    pass
+            with trio.fail_after(WRITE_WAIT_S):
+                while sink.stats().written < 2:  # the stuck batch, then the next one
+                    await trio.sleep(0.01)
+            # The writer unstuck, answers wait for their records again.
+            with trio.fail_after(WRITE_WAIT_S - 1):
+                assert await sink.deliver(blocked()) == ("block", None)
+            await sink.close()
+    finally:
+        os.close(keep)
+
+
+async def test_a_torn_tail_is_ended_at_open_and_counted(tmp_path: Path) -> None:
+    # A writer killed mid-write left half a record; the next record starts on its own line.
+    now = Clock(datetime(2024, 3, 1, tzinfo=UTC))
+    path = audit_file(tmp_path / "audit", "2024-03-01")
+    await run_sink(AuditSink(tmp_path, now=now), [rec("before")])
+    torn = b'{"time":"2024-03-01T00:00:01Z","session":"s1","kind":"ho'
+    with path.open("ab") as f:
+        f.write(torn)
+    sink = AuditSink(tmp_path, now=now)
+    await run_sink(sink, [rec("after")])
+    raw = path.read_bytes().split(b"\n")
+    assert raw[1] == torn and raw[-1] == b""
+    assert [json.loads(raw[0])["hook"], json.loads(raw[2])["hook"]] == ["before", "after"]
+    assert sink.stats().torn_tails == 1
+    assert [r.hook for r in read_records(tmp_path / "audit", now=now)] == ["before", "after"]
+    # A file that ends in a whole line is left as it is.
+    again = AuditSink(tmp_path, now=now)
+    await run_sink(again, [rec("third")])
+    assert again.stats().torn_tails == 0 and len(path.read_bytes().splitlines()) == 4
 
 
 async def test_failure_memory_keeps_the_last_five_and_rebuilds_from_files(

@@ -1,8 +1,11 @@
 from __future__ import annotations
 
 import os
+import stat
+from datetime import UTC, datetime
 from pathlib import Path
 
+from triohooks.actors.audit_records import audit_file
 from triohooks.config.table import load_table
 from triohooks.fronts.cli import main
 from triohooks.fronts.doctor import diagnose
@@ -98,3 +101,30 @@ def test_doctor_reports_untrusted_workspace_and_config_errors(tmp_path: Path) ->
     bad = [line.text for line in lines if not line.ok]
     assert any("pre_tool[0].command: must not be empty" in t for t in bad)
     assert any("held back: they are not trusted yet" in t for t in bad)
+
+
+def test_doctor_says_whether_the_audit_log_can_be_written(
+    tmp_path: Path, capsys, monkeypatch
+) -> None:
+    (tmp_path / "ws").mkdir()
+    write_toml_hooks(tmp_path / "g", '[[hooks.pre_tool]]\ncommand = "true"\n')
+    monkeypatch.setenv("TRIOHOOKS_STATE_DIR", str(tmp_path / "state"))
+    today = audit_file(tmp_path / "state" / "audit", datetime.now(UTC).date())
+    code, text = run_doctor(tmp_path, capsys)  # nothing written yet: it would be created
+    assert code == 0 and f"ok       audit log: {today} can be written" in text
+    today.parent.mkdir(parents=True, mode=0o700)
+    today.write_bytes(b'{"session":"s"}\n{"time":"20')  # a writer killed mid-line
+    code, text = run_doctor(tmp_path, capsys)
+    assert code == 0 and "it ends in a partial line (a write cut short)" in text
+    today.unlink()
+    if os.geteuid() == 0:  # a day file no record can be written to
+        os.mknod(today, 0o600 | stat.S_IFCHR, os.makedev(1, 7))
+        said = f"PROBLEM  audit log: {today} is not a regular file: audit records written"
+    else:
+        today.parent.chmod(0o500)
+        said = f"PROBLEM  audit log: {today} cannot be created"
+    try:
+        code, text = run_doctor(tmp_path, capsys)
+    finally:
+        today.parent.chmod(0o700)
+    assert code == 1 and said in text

@@ -33,6 +33,7 @@ from triohooks.fronts import relay
 from triohooks.fronts.client import connect
 from triohooks.fronts.server import SOCKET_FILE, HookServer, ServeSettings, serve
 
+from . import serving
 from .helpers import write_json_hooks, write_toml_hooks
 from .test_agent_endpoint import autostarted, autostarted_serve
 
@@ -372,21 +373,8 @@ def wait_for_serve(world: World, proc: subprocess.Popen[bytes]) -> dict[str, Any
 
 
 async def claude_http_hook(info: dict[str, Any], body: bytes) -> Any:
-    """One of Claude Code's http hooks: ``POST /claude/v1/hook`` with the bearer token (and no
-    environment)."""
-    async with await trio.open_tcp_stream(info["host"], info["port"]) as stream:
-        head = (
-            f"POST /claude/v1/hook HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {info['token']}"
-            f"\r\nContent-Type: application/json\r\nContent-Length: {len(body)}\r\n"
-            "Connection: close\r\n\r\n"
-        ).encode()
-        await stream.send_all(head + body)
-        data = b""
-        while chunk := await stream.receive_some():
-            data += chunk
-    head_bytes, _, rest = data.partition(b"\r\n\r\n")
-    assert head_bytes.startswith(b"HTTP/1.1 200"), data
-    return json.loads(rest)
+    """One of Claude Code's http hooks to the serve ``info`` describes."""
+    return await serving.claude_http_hook(info["host"], info["port"], info["token"], body)
 
 
 async def test_requests_without_an_environment_get_none_of_the_starting_sessions(

@@ -22,6 +22,7 @@ import pytest
 import trio
 from trio_websocket import CloseReason, wrap_server_stream
 
+from triohooks.actors.audit_records import AuditStats
 from triohooks.fronts.client import connect
 from triohooks.fronts.server import HookServer
 from triohooks.fronts.watch import (
@@ -37,7 +38,7 @@ from triohooks.fronts.watch import (
     percentile,
     watch_stats,
 )
-from triohooks.fronts.wire import EventRecord, Lagged
+from triohooks.fronts.wire import EventRecord, Lagged, StatsReply
 
 from .helpers import write_toml_hooks
 from .serving import running_server
@@ -188,6 +189,34 @@ def test_outcomes_blocked_continued_queued_and_drops() -> None:
     assert "DROPPED: 4 background event(s), 5 hook run(s) not run (close: 3, full: 1)" in text
     assert "the engine closed: the server is stopping" in text
     assert "LAGGED" not in text
+
+
+def test_the_server_line_says_what_the_audit_log_lost() -> None:
+    stats = StreamStats()
+    fine = AuditStats(written=9, lost=0, failure_episodes=0, failing=False, torn_tails=0, late=0)
+    reply = StatsReply(
+        queue_depth=0,
+        dropped=0,
+        falling_behind=0,
+        live_processes=0,
+        connections=1,
+        subscribers=1,
+        fires=9,
+        in_flight=0,
+        events_published=0,
+        events_missed=0,
+        audit=fine,
+    )
+    stats.server_stats(reply)
+    lines = format_stats(stats.snapshot(1.0))
+    assert "audit: 9 record(s) written, 0 lost" in lines
+    failing = msgspec.structs.replace(fine, lost=4, failure_episodes=2, failing=True, torn_tails=1)
+    stats.server_stats(msgspec.structs.replace(reply, audit=failing))
+    text = "\n".join(format_stats(stats.snapshot(2.0)))
+    assert (
+        "AUDIT FAILING (records are lost now; serve's log says why): audit: 9 record(s) "
+        "written, 4 lost in 2 episode(s), 1 torn day-file tail(s) repaired"
+    ) in text
 
 
 def test_lagged_records_are_counted_not_guessed() -> None:
@@ -444,6 +473,8 @@ async def test_stats_of_a_real_server_with_real_hooks(
     # The server's own counts, asked for each interval: both watchers are connected.
     assert live["server"]["connections"] == 2 and live["server"]["subscribers"] == 2
     assert live["server"]["refused_connections"] == 0 and live["server"]["otlp"] is None
+    audit: Any = live["server"]["audit"]  # 3 blocks, 2 errors and a timeout, each written
+    assert audit["written"] >= 6 and (audit["lost"], audit["failing"]) == (0, False)
     assert dropped_by_server == BACKGROUND_FIRES - 257
     assert _row(live, "prompt_submit", "slow")["runs"] == 3
     assert live["dropped"]["reasons"] == {"full": dropped_by_server}

@@ -30,6 +30,7 @@ loop that has one.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import logging
 import time
@@ -40,6 +41,8 @@ from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar, Unpack
 
 import trio
 
+from triohooks.actors.audit import WRITE_WAIT_S, AuditWait, counting, current_wait, within
+from triohooks.actors.audit_records import AuditStats
 from triohooks.actors.loader import RebuildReport
 from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome
@@ -390,14 +393,39 @@ class AsyncioHookEngine(Guards):
         ev = build()
         dispatcher = self._dispatcher
         core = dispatcher.core
-        try:
-            loader = dispatcher.loader
-            # A file of the table changed: reading it again is Trio's (in a thread).
-            table = loader.table if loader.is_current() else await self._guest.call(loader.current)
-            run = core.plan(table, ev)
-            outcome = run if isinstance(run, Outcome) else await self._run_event(run)
-        except Exception as exc:
-            outcome = core.failed(ev, exc)
+        sink = self._engine._audit
+        # The event's audit records count against its answer, wherever they are submitted
+        # (here, or in a crossing: _crossing), as HookEngine's answer waits for its own.
+        wait = AuditWait() if sink is not None else None
+        with counting(wait):
+            try:
+                loader = dispatcher.loader
+                # A file of the table changed: reading it again is Trio's (in a thread).
+                table = (
+                    loader.table if loader.is_current() else await self._guest.call(loader.current)
+                )
+                run = core.plan(table, ev)
+                outcome = run if isinstance(run, Outcome) else await self._run_event(run)
+            except Exception as exc:
+                outcome = core.failed(ev, exc)
+        if sink is not None and wait is not None:
+            # Returned once its records are written (the writer, in the guest run on this
+            # thread, wakes this task): the sink's rule, this loop's wait.
+            wait.open = False
+            if sink.worth_waiting(wait):
+                done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+
+                def wake() -> None:
+                    if not done.done():
+                        done.set_result(None)
+
+                wait.on_done = wake
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(WRITE_WAIT_S):
+                        await done
+            unwritten = sink.verdict(wait)
+            if unwritten is not None:
+                outcome.warnings.append(unwritten)
         await asyncio.sleep(0)
         return outcome
 
@@ -418,7 +446,8 @@ class AsyncioHookEngine(Guards):
 
     def _crossing(self, hook: Hook, hook_input: HookInput) -> Awaitable[RunResult]:
         runs = self._dispatcher.runs
-        return self._guest.call(lambda: runs.run(hook, hook_input))
+        wait = current_wait()  # this event's answer: its records count there, in Trio too
+        return self._guest.call(lambda: within(wait, runs.run(hook, hook_input)))
 
     async def fire(
         self, event: str, payload: Mapping[str, Any] | EventBase | None = None, /, **fields: Any
@@ -542,6 +571,10 @@ class AsyncioHookEngine(Guards):
     @property
     def queue_depth(self) -> int:
         return self._engine.queue_depth
+
+    @property
+    def audit_stats(self) -> AuditStats | None:
+        return self._engine.audit_stats
 
     @property
     def close_report(self) -> WorkerReport | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Unpack
 
@@ -18,7 +18,7 @@ import msgspec
 import trio
 
 from triohooks.actors.audit import AuditSink
-from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.audit_records import AuditRecord, AuditStats
 from triohooks.actors.dispatcher import Dispatcher
 from triohooks.actors.guard import ProcessGuard, open_guard
 from triohooks.actors.loader import Loader, RebuildReport
@@ -268,9 +268,13 @@ class HookEngine(Guards):
         docs/agents.md, "Two installs of one agent").
         """
         assert self._agents is not None
-        return await self._agents.handle(
-            agent, body, adopted_only=adopted_only, env=env, scope=scope
-        )
+        answer = self._agents.handle(agent, body, adopted_only=adopted_only, env=env, scope=scope)
+        if self._audit is None:
+            return await answer
+        result, unwritten = await self._audit.deliver(answer)
+        if unwritten is not None:
+            result.answer.warnings.append(unwritten)
+        return result
 
     # -- firing -------------------------------------------------------------------------------
     async def fire(
@@ -282,7 +286,7 @@ class HookEngine(Guards):
         arguments add fields. A checkpoint. On cancel the event's running hooks are killed.
         Raises :class:`~runtime.UnknownEventError` / :class:`~runtime.PayloadError` for bad input.
         """
-        return await self._dispatcher.dispatch(self._event(event, payload, fields))
+        return await self._answer(self._dispatcher.dispatch(self._event(event, payload, fields)))
 
     async def _project(self, workspace: str) -> Dispatcher:
         """The dispatcher of ``workspace`` (this engine's own, or another project's, read on
@@ -308,11 +312,21 @@ class HookEngine(Guards):
         command's requests to serve). ``env``: the environment the hooks get (None: this
         process's). A checkpoint; on cancel the event's running hooks are killed."""
         dispatcher = await self._project(ev.workspace or self._dispatcher.workspace)
-        return await dispatcher.dispatch(ev, env=env)
+        return await self._answer(dispatcher.dispatch(ev, env=env))
 
     async def _fire_typed(self, event: str, **fields: Any) -> Outcome:
         """The typed helpers' path."""
-        return await self._dispatcher.dispatch(self._typed_event(event, **fields))
+        return await self._answer(self._dispatcher.dispatch(self._typed_event(event, **fields)))
+
+    async def _answer(self, dispatch: Coroutine[Any, Any, Outcome]) -> Outcome:
+        """The Outcome of ``dispatch``, returned once its audit records are written (or with a
+        warning that says they are not: docs/design.md §8)."""
+        if self._audit is None:
+            return await dispatch
+        outcome, unwritten = await self._audit.deliver(dispatch)
+        if unwritten is not None:
+            outcome.warnings.append(unwritten)
+        return outcome
 
     def _event(
         self, event: str, payload: Mapping[str, Any] | EventBase | None, fields: dict[str, Any]
@@ -468,6 +482,12 @@ class HookEngine(Guards):
     @property
     def queue_depth(self) -> int:
         return self._dispatcher.post_worker.depth
+
+    @property
+    def audit_stats(self) -> AuditStats | None:
+        """What the audit sink wrote and lost, and torn day-file tails it repaired; None when
+        the engine writes no audit log."""
+        return self._audit.stats() if self._audit is not None else None
 
 
 class _BackgroundRuns:

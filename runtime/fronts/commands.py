@@ -276,12 +276,14 @@ def _when(stamp: float) -> str:
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:
+    from datetime import UTC, datetime
+
     from triohooks.actors.guard import GuardUnavailable, backend, describe
     from triohooks.agents.config import find_project
     from triohooks.agents.spec import AGENTS, home_dir
 
     from .agent_checks import check_agent
-    from .doctor import DoctorLine, diagnose
+    from .doctor import DoctorLine, audit_log, diagnose
 
     table = _load(args)
     lines = diagnose(table)
@@ -298,6 +300,7 @@ def cmd_doctor(args: argparse.Namespace) -> int:
         lines += check_agent(
             agent, project=project, home=home, config_dir=config_dir, state=state_dir()
         )
+    lines.append(audit_log(state_dir() / "audit", datetime.now(UTC).date()))
     problems = [line for line in lines if not line.ok]
     for line in lines:
         print(("ok       " if line.ok else "PROBLEM  ") + line.text)

@@ -5,14 +5,17 @@ Owns the static checks: everything a command or args hook runs, as trust reads t
 source) -- each program named by path or a script an interpreter runs is there and
 executable, each program run by name resolves on PATH or is a shell builtin, keyword or a
 function the hook's own scripts define; http and prompt hooks are listed with their url /
-model; the workspace's trust state; config problems. Pure reading: it must not run any hook.
+model; the workspace's trust state; config problems; whether today's audit file can be
+written. Pure reading: it must not run any hook or write a file.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import stat
 from collections.abc import Iterator
+from datetime import date
 from pathlib import Path
 from typing import Final
 
@@ -179,3 +182,48 @@ def diagnose(table: HookTable) -> list[DoctorLine]:
     elif trust is not None and trust.state == "trusted":
         lines.append(DoctorLine(True, "workspace hooks are trusted"))
     return lines
+
+
+def audit_log(directory: Path, today: date) -> DoctorLine:
+    """Whether today's audit file in ``directory`` can be written (docs/design.md §8): a
+    record that cannot be written is lost, and each answer whose record it is says so. A file
+    ending in a partial line is said (the next write ends it). Reads only."""
+    from triohooks.actors.audit_records import audit_file  # (``validate`` imports this module)
+
+    path = audit_file(directory, today)
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        st = None
+    except OSError as exc:
+        return DoctorLine(False, f"audit log: {path} cannot be read: {exc.strerror}")
+    if st is None:
+        where = directory
+        while not where.exists() and where != where.parent:
+            where = where.parent
+        if not where.is_dir() or not os.access(where, os.W_OK | os.X_OK):
+            return DoctorLine(
+                False,
+                f"audit log: {path} cannot be created ({where} is no directory we may "
+                "write): audit records would be lost",
+            )
+        return DoctorLine(True, f"audit log: {path} can be written")
+    if not stat.S_ISREG(st.st_mode):
+        return DoctorLine(
+            False, f"audit log: {path} is not a regular file: audit records written there are lost"
+        )
+    if not os.access(path, os.W_OK):
+        return DoctorLine(
+            False, f"audit log: {path} cannot be written (its mode): audit records would be lost"
+        )
+    if st.st_size:
+        with path.open("rb") as f:
+            f.seek(st.st_size - 1)
+            torn = f.read(1) != b"\n"
+        if torn:
+            return DoctorLine(
+                True,
+                f"audit log: {path} can be written; it ends in a partial line (a write cut "
+                "short), which the next record's write ends",
+            )
+    return DoctorLine(True, f"audit log: {path} can be written")

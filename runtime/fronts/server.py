@@ -458,6 +458,7 @@ class HookServer:
             refused_connections=self.refused_full + self.refused_handshakes + self.refused_fds,
             refused_out_of_fds=self.refused_fds,
             otlp=self._otlp_counts(),
+            audit=self.engine.audit_stats,
         )
 
     def _otlp_counts(self) -> dict[str, dict[str, int]] | None:

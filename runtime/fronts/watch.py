@@ -28,6 +28,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Final, TextIO, TypeVar
 
+import msgspec
 import trio
 from trio_websocket import CloseReason, ConnectionClosed, ConnectionRejected
 
@@ -399,6 +400,7 @@ class StreamStats:
             "queue_depth": reply.queue_depth,
             "live_processes": reply.live_processes,
             "otlp": reply.otlp,
+            "audit": msgspec.to_builtins(reply.audit) if reply.audit is not None else None,
         }
 
     def snapshot(self, now: float, wall: float | None = None) -> dict[str, Any]:
@@ -496,6 +498,18 @@ def format_stats(snap: dict[str, Any]) -> list[str]:
                 f"OTLP {signal}: {n['exported']}/{n['produced']} exported, {n['dropped']} "
                 f"dropped, {n['queued']} queued"
             )
+        audit = server.get("audit")
+        if audit is not None:
+            line = f"audit: {audit['written']} record(s) written, {audit['lost']} lost"
+            if audit["lost"]:
+                line += f" in {audit['failure_episodes']} episode(s)"
+            if audit["torn_tails"]:
+                line += f", {audit['torn_tails']} torn day-file tail(s) repaired"
+            if audit["late"]:
+                line += f", {audit['late']} answer(s) delivered before their record was written"
+            if audit["failing"]:
+                line = f"AUDIT FAILING (records are lost now; serve's log says why): {line}"
+            lines.append(line)
     if snap["engine_closed"]:
         lines.append("the engine closed: the server is stopping, no more hooks will run")
     head = (

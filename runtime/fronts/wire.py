@@ -12,6 +12,7 @@ from typing import Any, Final, Literal
 
 import msgspec
 
+from triohooks.actors.audit_records import AuditStats
 from triohooks.combine.outcome import Outcome
 
 #: Largest client frame the server reads by default (``ServeSettings.max_message_bytes``,
@@ -128,6 +129,11 @@ class StatsReply(_Msg, tag="stats", frozen=True, kw_only=True):
     #: OTLP export (docs/observability.md) per signal (``spans``, ``logs``): ``produced``,
     #: ``exported``, ``dropped``, ``queued``; None when the server exports nothing.
     otlp: dict[str, dict[str, int]] | None = None
+    #: The audit log (docs/design.md §8): records ``written`` and ``lost``, loss
+    #: ``failure_episodes`` and whether one lasts (``failing``), day files whose torn last line
+    #: was repaired (``torn_tails``), answers delivered before their record was written
+    #: (``late``); None when the server writes no audit log.
+    audit: AuditStats | None = None
 
 
 class Lagged(_Msg, tag="lagged", frozen=True, kw_only=True):
