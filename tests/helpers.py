@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import psutil
+import trio
 
 #: ``python -m triohooks``: the real command line.
 CLI_MODULE = ("-m", "triohooks")
@@ -114,6 +115,15 @@ def running(argv: list[str]) -> list[psutil.Process]:
         if proc.info["cmdline"] == argv and proc.info["status"] != psutil.STATUS_ZOMBIE:
             found.append(proc)
     return found
+
+
+async def survivors_after(argv: list[str], seconds: float = 2.0) -> list[psutil.Process]:
+    """Whatever still runs ``argv`` once ``seconds`` have passed; returns as soon as none does
+    (the state is polled, never slept on)."""
+    with trio.move_on_after(seconds):
+        while running(argv):
+            await trio.sleep(0.02)
+    return running(argv)
 
 
 def triohooks_cli(

@@ -10,7 +10,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-import psutil
 import pytest
 import trio
 
@@ -18,6 +17,8 @@ from triohooks import HookEngine
 from triohooks.agents.config import compile_matcher, load_agent_table, translate_if
 from triohooks.agents.runner import AgentPayloadError
 from triohooks.handlers.process import ProcessResult
+
+from .helpers import survivors_after
 
 pytestmark = pytest.mark.slow
 
@@ -264,8 +265,7 @@ async def test_a_background_grandchild_does_not_hold_the_answer_nor_survive(s: S
         start = trio.current_time()
         await ask(s, s.bash("ls"))
         assert trio.current_time() - start < 2.0
-    await trio.sleep(0.3)
-    alive = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
+    alive = await survivors_after(["sleep", marker])
     for p in alive:
         p.kill()
     assert alive == []
@@ -305,8 +305,7 @@ async def test_an_async_hook_past_the_close_drain_is_killed_and_counted(s: Setup
     report = e.close_report
     assert report is not None
     assert (report.offered, report.ran, report.dropped_at_close, report.killed) == (2, 0, 2, 1)
-    await trio.sleep(0.2)
-    alive = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == ["sleep", marker]]
+    alive = await survivors_after(["sleep", marker])
     for p in alive:
         p.kill()
     assert alive == []

@@ -23,7 +23,7 @@ import psutil
 import pytest
 import trio
 
-from tests.helpers import running, unique_sleep
+from tests.helpers import running, survivors_after, unique_sleep
 from triohooks.actors.guard import open_guard
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
@@ -70,14 +70,6 @@ async def until_running(argv: list[str]) -> list[psutil.Process]:
     while not (found := running(argv)):
         await trio.sleep(0.01)
     return found
-
-
-async def survivors_after(argv: list[str], seconds: float = DEADLINE_S) -> list[psutil.Process]:
-    """Whatever still runs ``argv`` once ``seconds`` have passed (returns as soon as none)."""
-    with trio.move_on_after(seconds):
-        while running(argv):
-            await trio.sleep(0.02)
-    return running(argv)
 
 
 @contextmanager
