@@ -20,7 +20,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Event, Request, TextMessage
 
 from triohooks.fronts.client import connect, open_websocket
-from triohooks.fronts.server import LIBRARY_SLACK, HookServer
+from triohooks.fronts.server import HookServer
 from triohooks.fronts.wire import (
     MAX_DEPTH,
     ErrorReply,
@@ -251,14 +251,16 @@ async def test_oversize_message_is_closed_1009_and_memory_stays_bounded(tmp_path
             grown = me.memory_info().rss - before
             # A trio-websocket client sending one message over the cap sees the close frame.
             async with open_websocket(server.url, AUTH) as ws:
-                await ws.send_message("x" * (limit + LIBRARY_SLACK + 1))
+                await ws.send_message("x" * (limit + 1))
+                too_big = decode_server(await ws.get_message())
                 with pytest.raises(ConnectionClosed) as closed:
                     await ws.get_message()
             async with connect(server.url, TOKEN) as other:
                 await other.ping()
     assert codes == [1009] * clients
+    assert isinstance(too_big, ErrorReply) and too_big.error.code == "too_big"
     assert closed.value.reason is not None and closed.value.reason.code == 1009
-    # Each connection buffered at most limit + LIBRARY_SLACK characters (128 KiB here), not
+    # Each connection buffered at most the limit and one read (64 KiB each here), not
     # 900 kB: 50 x 900 kB would be 45 MB.
     assert grown < 20_000_000, grown
 

@@ -7,12 +7,13 @@ HTTP 200 with the agent's JSON output (``{}``: no opinion) -- a block is a deny 
 never a status code (an agent reads any non-2xx as a non-blocking error and goes on). An
 internal error answers 200 with the fail-closed answer of that event.
 
-Owns: reading requests off a TCP stream that turned out not to be a websocket handshake (a
-request line, at most ``MAX_HEAD_BYTES`` of headers, a ``Content-Length`` or chunked body of
-at most the server's message limit), the bearer-token check, keep-alive, cancelling the
-hooks when the client goes away mid-request (their process trees are killed), and on the relay
-socket the acknowledgement and heartbeats of the relay protocol (docs/agents.md, "The relay
-protocol"). Must not know any agent's rules (:mod:`triohooks.agents` does).
+Owns: answering the requests of one connection whose first request is a ``POST`` (read and
+answered through :class:`~.serve_protocol.HttpConnection`: h11, a body of at most the
+server's message limit), the bearer-token check, keep-alive, cancelling the hooks when the
+client goes away mid-request (their process trees are killed), and on the relay socket the
+acknowledgement and heartbeats of the relay protocol (docs/agents.md, "The relay protocol").
+Must not parse HTTP itself (:mod:`.serve_protocol` does) nor know any agent's rules
+(:mod:`triohooks.agents` does).
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
-from .relay import BEAT, ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
+from .relay import ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
+from .serve_protocol import CLOSED, HttpConnection, HttpError, HttpRequest, error_response
 
 log = logging.getLogger("triohooks.serve")
 
@@ -52,42 +54,9 @@ QUERY_FIELDS: Final = {
     b"scope": re.compile(rb"user|project"),
     b"event": re.compile(rb"[A-Za-z]{1,64}"),
 }
-MAX_HEAD_BYTES: Final = 64 * 1024
-#: An idle keep-alive connection is closed after this long.
+#: An idle keep-alive connection is closed after this long; a request begun must be whole by
+#: then (else 400).
 IDLE_TIMEOUT_S: Final = 60.0
-#: A request's head must arrive within this long of its first byte, its body within this long.
-READ_TIMEOUT_S: Final = 30.0
-#: Before a TCP connection's first request is authenticated, its head (token included) must
-#: arrive within this long: a client that says nothing useful does not hold a slot.
-PRE_AUTH_TIMEOUT_S: Final = 2.0
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Request(msgspec.Struct):
-    method: str
-    target: bytes
-    headers: dict[str, str]
-    keep_alive: bool
-    body: bytes = b""
-
-
-_REASONS: Final = {
-    102: "Processing",
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    411: "Length Required",
-    413: "Content Too Large",
-    431: "Request Header Fields Too Large",
-    503: "Service Unavailable",
-}
 #: A heartbeat write that has not gone out in this long: the client is not reading (the
 #: connection is given up; a half-written one would garble the answer after it).
 BEAT_WRITE_TIMEOUT_S: Final = 5.0
@@ -95,117 +64,26 @@ BEAT_WRITE_TIMEOUT_S: Final = 5.0
 _EVENT_NAME: Final = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,64})"')
 
 
-def looks_like_agent_request(head: bytes) -> bool:
-    """Whether the first bytes of a connection are a plain HTTP ``POST`` (answered here: our
-    hook paths, or 404); a websocket handshake is a ``GET`` and goes to the websocket layer."""
-    return head.startswith(b"POST ")
-
-
-class Connection:
-    """Reads requests off a stream, with what was already read pushed back in front."""
-
-    def __init__(self, stream: trio.abc.Stream, buffered: bytes, max_body: int) -> None:
-        self.stream = stream
-        self.buffer = bytearray(buffered)
-        self.max_body = max_body
-        self.eof = False
-
-    async def _fill(self) -> None:
-        data = await self.stream.receive_some(65536)
-        if not data:
-            self.eof = True
-            raise HttpError(400, "the client closed the connection mid-request")
-        self.buffer += data
-
-    async def _until(self, marker: bytes, limit: int, status: int) -> bytes:
-        while True:
-            at = self.buffer.find(marker)
-            if at >= 0:
-                out = bytes(self.buffer[:at])
-                del self.buffer[: at + len(marker)]
-                return out
-            if len(self.buffer) > limit:
-                raise HttpError(status, "request head too large")
-            await self._fill()
-
-    async def _exactly(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            await self._fill()
-        out = bytes(self.buffer[:n])
-        del self.buffer[:n]
-        return out
-
-    async def next_head(self, timeout_s: float) -> Request | None:
-        """The next request's line and headers (within ``timeout_s`` of its first byte), or
-        None when the client closed an idle connection. Raises :class:`HttpError`,
-        ``trio.TooSlowError``."""
-        if not self.buffer:
-            with trio.move_on_after(IDLE_TIMEOUT_S):
-                data = await self.stream.receive_some(65536)
-                if not data:
-                    return None
-                self.buffer += data
-            if not self.buffer:
-                return None  # idle too long
-        with trio.fail_after(timeout_s):
-            head = await self._until(b"\r\n\r\n", MAX_HEAD_BYTES, 431)
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise HttpError(400, "not an HTTP/1.x request line")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise HttpError(400, "malformed header line")
-            headers[name.strip().lower()] = value.strip()
-        keep = headers.get("connection", "").lower() != "close" and parts[2] == "HTTP/1.1"
-        return Request(parts[0], parts[1].encode("latin-1"), headers, keep)
-
-    async def read_body(self, request: Request, timeout_s: float) -> None:
-        """Read the request's body (within ``timeout_s``) into ``request.body``."""
-        with trio.fail_after(timeout_s):
-            request.body = await self._body(request.headers)
-
-    async def _body(self, headers: dict[str, str]) -> bytes:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            out = bytearray()
-            while True:
-                size_line = await self._until(b"\r\n", 1024, 400)
-                try:
-                    size = int(size_line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    raise HttpError(400, "bad chunk size") from None
-                if size == 0:
-                    await self._until(b"\r\n", MAX_HEAD_BYTES, 431)  # (no trailers kept)
-                    return bytes(out)
-                if len(out) + size > self.max_body:
-                    raise HttpError(413, f"body over {self.max_body} bytes")
-                out += await self._exactly(size)
-                await self._exactly(2)
-        length = headers.get("content-length")
-        if length is None:
-            return b""
-        if not length.isdigit():
-            raise HttpError(400, "bad Content-Length")
-        if int(length) > self.max_body:
-            raise HttpError(413, f"body over {self.max_body} bytes")
-        return await self._exactly(int(length))
+async def read_request(stream: trio.abc.Stream, http: HttpConnection) -> HttpRequest | None:
+    """The next whole request on ``stream``, or None when the client closed the connection
+    between requests. Raises :class:`HttpError` for one that cannot be read. No timeout of
+    its own (the caller's)."""
+    while True:
+        got = http.next_request()
+        if isinstance(got, HttpRequest):
+            return got
+        if got == CLOSED:
+            return None
+        try:
+            data = await stream.receive_some(65536)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        http.receive(bytes(data))
 
 
 async def reply_busy(stream: trio.abc.Stream) -> None:
     """Over the connection limit: 503 (the agent goes on; the relay runs the hooks itself)."""
-    await _send(stream, 503, {"error": "too many connections"}, keep_alive=False)
-
-
-def response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
-    )
-    return head.encode("latin-1") + body
+    await _send(stream, error_response(503, b'{"error":"too many connections"}'))
 
 
 #: ``(agent, hook input, the agent session's environment or None)`` -> the answer.
@@ -227,11 +105,11 @@ class Peer(msgspec.Struct):
     on_answer: Callable[[AgentResult], None] | None = None
 
 
-def split_environment(request: Request) -> dict[str, str]:
+def split_environment(request: HttpRequest) -> dict[str, str]:
     """The relay's request body: the session's environment (``NAME=VALUE`` entries joined by
     NUL, its length in :data:`ENV_LENGTH_HEADER`), then the hook input; ``request.body`` keeps
     the hook input only."""
-    size = request.headers.get(ENV_LENGTH_HEADER.lower(), "")
+    size = (request.header(ENV_LENGTH_HEADER.lower().encode()) or b"").strip()
     if not size.isdigit() or int(size) > len(request.body):
         raise HttpError(400, f"a relay request needs a valid {ENV_LENGTH_HEADER}")
     block, request.body = request.body[: int(size)], request.body[int(size) :]
@@ -244,63 +122,68 @@ def split_environment(request: Request) -> dict[str, str]:
 
 
 async def serve_connection(
-    stream: trio.abc.Stream, buffered: bytes, *, peer: Peer, handle: Handler, max_body: int
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    *,
+    peer: Peer,
+    handle: Handler,
+    first: HttpRequest | None = None,
 ) -> None:
-    """Answer requests on one connection until the client closes it (or an error).
+    """Answer requests on one connection (``first``: its first request, already read) until
+    the client closes it, or one is refused or cannot be read (answered, then returns).
 
-    With a token (the TCP endpoint): the first request's head must arrive within
-    :data:`PRE_AUTH_TIMEOUT_S` and carry the token; a request without it is answered with the
-    fail-closed answer of its event (HTTP 200: the agent reads it as a deny, not as a failed
-    hook it may ignore), told to ``on_refused`` and the connection closed. Without a token (the
-    relay socket): each request is acknowledged (``102``) as soon as it is read and, on the
-    relay protocol's path (``/<agent>/v3/hook``), sent a heartbeat (another ``102``) every
-    :data:`~.relay.HEARTBEAT_S` until its answer."""
-    conn = Connection(stream, buffered, max_body)
+    With a token (the TCP endpoint): the first request must carry the token; a request
+    without it is answered with the fail-closed answer of its event (HTTP 200: the agent reads
+    it as a deny, not as a failed hook it may ignore), told to ``on_refused`` and the
+    connection closed. Without a token (the relay socket): each request is acknowledged
+    (``102``) as soon as it is read and, on the relay protocol's path (``/<agent>/v3/hook``),
+    sent a heartbeat (another ``102``) every :data:`~.relay.HEARTBEAT_S` until its answer. An
+    idle connection, or a request not whole, after :data:`IDLE_TIMEOUT_S` is closed (the
+    latter answered 400)."""
     authenticated = peer.token is None
+    request = first
     while True:
         try:
-            request = await conn.next_head(READ_TIMEOUT_S if authenticated else PRE_AUTH_TIMEOUT_S)
             if request is None:
-                return
-            refusal = _refusal(request, peer.token)
-            if refusal is None and not authenticated:
-                authenticated = True
-                if peer.on_authenticated is not None and not peer.on_authenticated():
-                    await reply_busy(stream)
+                with trio.move_on_after(IDLE_TIMEOUT_S):
+                    request = await read_request(stream, http)
+                if request is None:
+                    if http.mid_request:
+                        raise HttpError(400, "request not received in time")
                     return
-            # A refused request's body is read only to name its event in the answer.
-            await conn.read_body(request, READ_TIMEOUT_S if authenticated else PRE_AUTH_TIMEOUT_S)
+            refusal = _refusal(request, peer.token)
+            env = split_environment(request) if refusal is None and peer.token is None else None
         except HttpError as exc:
-            if not conn.eof:
-                await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
+            if not exc.eof:
+                await _send(stream, error_response(exc.status, _error_body(str(exc))))
             return
-        except trio.TooSlowError:
-            if peer.on_refused is not None and not authenticated:
-                peer.on_refused("the request did not arrive in time")
-            await _send(stream, 400, {"error": "request not received in time"}, keep_alive=False)
-            return
+        if refusal is None and not authenticated:
+            authenticated = True
+            if peer.on_authenticated is not None and not peer.on_authenticated():
+                await reply_busy(stream)
+                return
         if refusal is not None:
             if peer.on_refused is not None:
                 peer.on_refused(refusal[1])
-            await _send_raw(stream, response(*_refused(request, refusal), keep_alive=False))
+            status, body = _refused(request, refusal)
+            await _send(stream, http.respond(status, body, keep_alive=False))
             return
-        env: dict[str, str] | None = None
-        if peer.token is None:
-            try:
-                env = split_environment(request)
-            except HttpError as exc:
-                await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
-                return
-            await _send_raw(stream, BEAT)  # acknowledged: the relay knows serve has it
-        status, body = await _answer(conn, request, env, handle, peer)
-        if body is None:
+        if env is not None:
+            await _send(stream, http.interim())  # acknowledged: the relay knows serve has it
+        status, answer = await _answer(stream, http, request, env, handle, peer)
+        if answer is None:
             return  # the client went away; its hooks were cancelled
-        await _send_raw(stream, response(status, body, keep_alive=request.keep_alive))
+        await _send(stream, http.respond(status, answer, keep_alive=request.keep_alive))
         if not request.keep_alive:
             return
+        request = None
 
 
-def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
+def _error_body(why: str) -> bytes:
+    return msgspec.json.encode({"error": why})
+
+
+def _refusal(request: HttpRequest, token: bytes | None) -> tuple[int, str] | None:
     """Why the request is not answered by running hooks (status, reason), or None."""
     match = PATH.fullmatch(request.target)
     if match is None or (token is not None and match.group(2) != b"v1"):
@@ -309,7 +192,10 @@ def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
         return 405, "POST only"
     if token is None:
         return None
-    given = request.headers.get("authorization", "")
+    try:
+        given = (request.header(b"authorization") or b"").decode("latin-1")
+    except HttpError as exc:  # two of them: whichever a reader took, refused
+        return 401, str(exc)
     scheme, _, value = given.partition(" ")
     if scheme.lower() != "bearer" or not value.strip():
         return 401, f"no bearer token (is {TOKEN_VAR} set in the agent's environment?)"
@@ -318,7 +204,7 @@ def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
     return None
 
 
-def _refused(request: Request, refusal: tuple[int, str]) -> tuple[int, bytes]:
+def _refused(request: HttpRequest, refusal: tuple[int, str]) -> tuple[int, bytes]:
     """A refused hook request's answer: for a hook path, HTTP 200 with the event's fail-closed
     answer saying why (an agent goes on after any other status); else the status."""
     status, why = refusal
@@ -351,8 +237,9 @@ def read_query(query: bytes) -> dict[str, str] | None:
 
 
 async def _answer(
-    conn: Connection,
-    request: Request,
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    request: HttpRequest,
     env: dict[str, str] | None,
     handle: Handler,
     peer: Peer,
@@ -395,12 +282,15 @@ async def _answer(
 
         async def watch() -> None:
             nonlocal gone
-            data = await conn.stream.receive_some(65536)
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
             if not data:
                 gone = True  # a disconnect cancels the hooks (their trees are killed)
                 nursery.cancel_scope.cancel()
             else:
-                conn.buffer += data  # a pipelined next request: keep it
+                http.receive(bytes(data))  # a pipelined next request: kept for later
                 await trio.sleep_forever()
 
         async def beat() -> None:
@@ -411,7 +301,7 @@ async def _answer(
                 # answer being ready (half of one would garble the answer after it).
                 with trio.CancelScope(shield=True), trio.move_on_after(BEAT_WRITE_TIMEOUT_S):
                     try:
-                        await conn.stream.send_all(BEAT)
+                        await stream.send_all(http.interim())
                         continue
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         pass
@@ -433,11 +323,7 @@ async def _answer(
     return 200, msgspec.json.encode(result.answer.output)
 
 
-async def _send(stream: trio.abc.Stream, status: int, body: object, *, keep_alive: bool) -> None:
-    await _send_raw(stream, response(status, msgspec.json.encode(body), keep_alive=keep_alive))
-
-
-async def _send_raw(stream: trio.abc.Stream, data: bytes) -> None:
+async def _send(stream: trio.abc.Stream, data: bytes) -> None:
     try:
         await stream.send_all(data)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
