@@ -484,20 +484,19 @@ class HookServer:
             return
         self._handshaking += 1
         http = HttpConnection(self.settings.max_message_bytes)
-        request: HttpRequest | None = None
+        request: HttpRequest | HttpError | None = None
         try:
             with trio.move_on_after(self.settings.handshake_timeout_s):
                 request = await agent_http.read_request(stream, http)
         except HttpError as exc:
-            if not exc.eof:
-                await _send(stream, error_response(exc.status, _error_body(exc)))
-                await _linger(stream, ANSWER_LINGER_S)
-            return
+            request = exc
         finally:
-            self._handshaking -= 1
-        if request is None:
+            self._handshaking -= 1  # (before any answer: the slot is free at once)
+        if request is None or (isinstance(request, HttpError) and request.eof):
             return  # the client left, or did not say it all in time
-        if request.method == "POST":
+        if isinstance(request, HttpError):
+            await _send(stream, error_response(request.status, _error_body(request)))
+        elif request.method == "POST":
             await self._serve_agent_http(stream, http, request)
         elif request.method == "GET":
             await self._serve_websocket(stream, http, request)
