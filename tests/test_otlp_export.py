@@ -1057,20 +1057,25 @@ def relay_as_soon_as_serve_listens(
     )
 
 
+@pytest.mark.parametrize("announced", [True, False], ids=["after-listening-line", "at-once"])
 def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
-    tmp_path: Path, receiver: Receiver
+    tmp_path: Path, receiver: Receiver, announced: bool
 ) -> None:
     """An agent's hooks, adopted and reached through the relay, are ordinary traffic: the
     same span, audit log record and metrics a native event gets (an operator exporting from
-    serve used to see none of them)."""
+    serve used to see none of them). ``at-once``: the relay asks the moment serve's socket is
+    there, before serve says it listens -- as a relay that started serve does (issue 38: the
+    export was set up after serve listened, and the first requests had no span nor log
+    record, "sent 0/0")."""
     env, body = adopted_claude_guard(tmp_path, receiver)
-    with serving(tmp_path, env) as (proc, _):
+    with serving(tmp_path, env, announced=announced) as (proc, _):
         relay = relay_as_soon_as_serve_listens(tmp_path, env, body, proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=TIMEOUT_S)
     answer = json.loads(relay.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny", relay.stderr
     assert proc.returncode == 0, err
+    assert "triohooks serve: OTLP export: sent 1/1 spans" in err, err
     ((resource, span),) = receiver.got.spans
     assert span.name == "hook pre_tool" and resource["triohooks.front"] == "serve"
     got = attrs(span.attributes)
@@ -1083,25 +1088,3 @@ def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
     assert sum_points(events[-1:], triohooks__event="pre_tool") == 1
     assert sum_points(receiver.metric("triohooks.blocks")[-1:], triohooks__event="pre_tool") == 1
     assert CONTENT not in all_strings(span)
-
-
-def test_the_first_relay_request_after_serve_starts_is_exported(
-    tmp_path: Path, receiver: Receiver
-) -> None:
-    """Regression (issue 38): serve set its OTLP export up after it listened, so the first
-    requests -- a relay that starts serve asks it as soon as its socket is there -- produced
-    no span and no log record ("sent 0/0")."""
-    env, body = adopted_claude_guard(tmp_path, receiver)
-    with serving(tmp_path, env, announced=False) as (proc, _):
-        relay = relay_as_soon_as_serve_listens(tmp_path, env, body, proc)
-        proc.send_signal(signal.SIGTERM)
-        _, err = proc.communicate(timeout=TIMEOUT_S)
-    answer = json.loads(relay.stdout)["hookSpecificOutput"]
-    assert answer["permissionDecision"] == "deny", relay.stderr
-    assert proc.returncode == 0, err
-    assert "triohooks serve: OTLP export: sent 1/1 spans" in err, err
-    ((_, span),) = receiver.got.spans
-    assert span.name == "hook pre_tool"
-    assert attrs(span.attributes)["gen_ai.conversation.id"] == "claude-sess"
-    decisions = [log_view(r) for _, r in receiver.got.logs if "worker" not in str(r)]
-    assert [v["triohooks.audit.decision"] for v in decisions] == ["block"]
