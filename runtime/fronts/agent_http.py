@@ -32,7 +32,14 @@ from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_paylo
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
 from .relay import ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
-from .serve_protocol import CLOSED, HttpConnection, HttpError, HttpRequest, error_response
+from .serve_protocol import (
+    CLOSED,
+    HttpConnection,
+    HttpError,
+    HttpRequest,
+    error_body,
+    error_response,
+)
 
 log = logging.getLogger("triohooks.serve")
 
@@ -57,6 +64,9 @@ QUERY_FIELDS: Final = {
 #: An idle keep-alive connection is closed after this long; a request begun must be whole by
 #: then (else 400).
 IDLE_TIMEOUT_S: Final = 60.0
+#: After an answer to a request that was not read whole, how long what the client still sends
+#: is read and dropped (so it reads the answer, not a reset) before the socket closes.
+LINGER_S: Final = 1.0
 #: A heartbeat write that has not gone out in this long: the client is not reading (the
 #: connection is given up; a half-written one would garble the answer after it).
 BEAT_WRITE_TIMEOUT_S: Final = 5.0
@@ -83,7 +93,7 @@ async def read_request(stream: trio.abc.Stream, http: HttpConnection) -> HttpReq
 
 async def reply_busy(stream: trio.abc.Stream) -> None:
     """Over the connection limit: 503 (the agent goes on; the relay runs the hooks itself)."""
-    await _send(stream, error_response(503, b'{"error":"too many connections"}'))
+    await send(stream, error_response(503, error_body("too many connections")))
 
 
 #: ``(agent, hook input, the agent session's environment or None)`` -> the answer.
@@ -153,9 +163,9 @@ async def serve_connection(
                     return
             refusal = _refusal(request, peer.token)
             env = split_environment(request) if refusal is None and peer.token is None else None
-        except HttpError as exc:
-            if not exc.eof:
-                await _send(stream, error_response(exc.status, _error_body(str(exc))))
+        except HttpError as exc:  # (what is left of the request is unread: lingered on)
+            if not exc.eof and await send(stream, error_response(exc.status, error_body(exc))):
+                await linger(stream, LINGER_S)
             return
         if refusal is None and not authenticated:
             authenticated = True
@@ -166,21 +176,17 @@ async def serve_connection(
             if peer.on_refused is not None:
                 peer.on_refused(refusal[1])
             status, body = _refused(request, refusal)
-            await _send(stream, http.respond(status, body, keep_alive=False))
+            await send(stream, http.respond(status, body, keep_alive=False))
             return
         if env is not None:
-            await _send(stream, http.interim())  # acknowledged: the relay knows serve has it
+            await send(stream, http.interim())  # acknowledged: the relay knows serve has it
         status, answer = await _answer(stream, http, request, env, handle, peer)
         if answer is None:
             return  # the client went away; its hooks were cancelled
-        await _send(stream, http.respond(status, answer, keep_alive=request.keep_alive))
+        await send(stream, http.respond(status, answer, keep_alive=request.keep_alive))
         if not request.keep_alive:
             return
         request = None
-
-
-def _error_body(why: str) -> bytes:
-    return msgspec.json.encode({"error": why})
 
 
 def _refusal(request: HttpRequest, token: bytes | None) -> tuple[int, str] | None:
@@ -210,7 +216,7 @@ def _refused(request: HttpRequest, refusal: tuple[int, str]) -> tuple[int, bytes
     status, why = refusal
     match = PATH.fullmatch(request.target)
     if status != 401 or match is None:
-        return status, msgspec.json.encode({"error": why})
+        return status, error_body(why)
     answer = _fail_closed(match.group(1).decode(), request.body, f"refused: {why}")
     return 200, answer
 
@@ -323,8 +329,24 @@ async def _answer(
     return 200, msgspec.json.encode(result.answer.output)
 
 
-async def _send(stream: trio.abc.Stream, data: bytes) -> None:
+async def send(stream: trio.abc.Stream, data: bytes) -> bool:
+    """Write ``data``; False when the connection is gone."""
     try:
         await stream.send_all(data)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+        return False
+    return True
+
+
+async def linger(stream: trio.abc.Stream, seconds: float) -> None:
+    """The end of a connection after an answer: our side shut (FIN), and what the client
+    still sends read and dropped until it closes, for at most ``seconds`` (closing on unread
+    data would reset the connection, and the client might lose the answer)."""
+    with trio.move_on_after(seconds):
+        try:
+            if isinstance(stream, trio.abc.HalfCloseableStream):
+                await stream.send_eof()
+            while await stream.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass

@@ -221,42 +221,42 @@ def dead_relay_socket() -> tuple[str, str] | None:
 
 
 async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> int:
-    # The OTLP export (when OTEL_* say so) before serve listens: a relay finds the socket as
-    # soon as it is there, and its request's span must not be lost.
-    telemetry = await otel.start_serving("serve")
-    try:
-        await _serve_and_announce(settings, token_path, telemetry)
-    finally:
-        await otel.close_serving(telemetry, "serve")
+    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
+        # The OTLP export (when OTEL_* say so) before serve listens: a relay finds the socket
+        # as soon as it is there, and its request's span must not be lost.
+        telemetry = await otel.start_serving("serve")
+        try:
+            await _serve_and_announce(settings, token_path, telemetry, signals)
+        finally:
+            await otel.close_serving(telemetry, "serve")
     print("triohooks serve: stopped", flush=True)
     return 0
 
 
 async def _serve_and_announce(
-    settings: ServeSettings, token_path: Path, telemetry: otel.Telemetry | None
+    settings: ServeSettings, token_path: Path, telemetry: otel.Telemetry | None, signals: Any
 ) -> None:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            server: HookServer = await nursery.start(partial(serve, settings, telemetry=telemetry))
-            announced = _announce(server, token_path)  # (before saying so: watch finds it)
-            if server.port:
-                print(f"triohooks serve: listening on {server.url}", flush=True)
-            else:
-                print("triohooks serve: no TCP port: serving the relay socket only", flush=True)
-            print(f"triohooks serve: token in {token_path}", flush=True)
-            if not is_loopback(settings.host):
-                print(
-                    "triohooks serve: warning: listening beyond loopback without TLS",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            nursery.start_soon(_on_signals, signals, server, nursery.cancel_scope)
-            nursery.start_soon(_refresh_relay_client)
-            try:
-                await server.done.wait()
-            finally:
-                _withdraw(announced)
-            nursery.cancel_scope.cancel()
+    async with trio.open_nursery() as nursery:
+        server: HookServer = await nursery.start(partial(serve, settings, telemetry=telemetry))
+        announced = _announce(server, token_path)  # (before saying so: watch finds it)
+        if server.port:
+            print(f"triohooks serve: listening on {server.url}", flush=True)
+        else:
+            print("triohooks serve: no TCP port: serving the relay socket only", flush=True)
+        print(f"triohooks serve: token in {token_path}", flush=True)
+        if not is_loopback(settings.host):
+            print(
+                "triohooks serve: warning: listening beyond loopback without TLS",
+                file=sys.stderr,
+                flush=True,
+            )
+        nursery.start_soon(_on_signals, signals, server, nursery.cancel_scope)
+        nursery.start_soon(_refresh_relay_client)
+        try:
+            await server.done.wait()
+        finally:
+            _withdraw(announced)
+        nursery.cancel_scope.cancel()
 
 
 async def _refresh_relay_client() -> None:

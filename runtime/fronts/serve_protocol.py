@@ -17,6 +17,7 @@ It must not import trio, nor do I/O, nor decide what a request is answered (the 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from http import HTTPStatus
 from typing import Final
 from urllib.parse import parse_qs, urlsplit
 
@@ -38,19 +39,6 @@ from .wire import CLOSE_TOO_BIG, WireError, encode
 
 #: A request's line and headers, at most (431 beyond).
 MAX_HEAD_BYTES: Final = 64 * 1024
-_REASONS: Final = {
-    101: b"Switching Protocols",
-    102: b"Processing",
-    200: b"OK",
-    400: b"Bad Request",
-    401: b"Unauthorized",
-    404: b"Not Found",
-    405: b"Method Not Allowed",
-    413: b"Content Too Large",
-    431: b"Request Header Fields Too Large",
-    501: b"Not Implemented",
-    503: b"Service Unavailable",
-}
 JSON: Final = b"application/json"
 TEXT: Final = b"text/plain"
 
@@ -94,6 +82,9 @@ def _framing_conflict(head: bytes) -> str | None:
     """What is wrong with the body framing of a request head, as sent (h11 takes one of two
     ``Content-Length`` headers with the same value, and lets ``Transfer-Encoding`` win over
     ``Content-Length``); None when nothing is."""
+    low = head.lower()
+    if low.count(b"content-length") + low.count(b"transfer-encoding") < 2 and b"," not in low:
+        return None  # (the usual request: one framing header, one value)
     lengths = encodings = 0
     for line in head.split(b"\n")[1:]:
         name, sep, value = line.partition(b":")
@@ -109,6 +100,10 @@ def _framing_conflict(head: bytes) -> str | None:
     if lengths and encodings:
         return "both Content-Length and Transfer-Encoding"
     return None
+
+
+class _Interim:
+    data: bytes | None = None
 
 
 class HttpConnection:
@@ -191,7 +186,7 @@ class HttpConnection:
         stays open for the next one)."""
         response = h11.Response(
             status_code=status,
-            reason=_REASONS.get(status, b"Error"),
+            reason=_reason(status),
             headers=_headers(body, keep_alive, type_, ()),
         )
         return b"".join(
@@ -203,10 +198,17 @@ class HttpConnection:
         )
 
     def interim(self) -> bytes:
-        """``HTTP/1.1 102 Processing``: the relay protocol's acknowledgement and heartbeat."""
-        return self._h11.send(
-            h11.InformationalResponse(status_code=102, headers=[], reason=_REASONS[102])
-        )
+        """``HTTP/1.1 102 Processing``: the relay protocol's acknowledgement and heartbeat.
+        The same bytes each time, and h11's state is the same after: made once."""
+        if _Interim.data is None:
+            _Interim.data = self._h11.send(
+                h11.InformationalResponse(status_code=102, headers=[], reason=_reason(102))
+            )
+        return _Interim.data
+
+
+def _reason(status: int) -> bytes:
+    return HTTPStatus(status).phrase.encode()
 
 
 def _headers(
@@ -218,6 +220,11 @@ def _headers(
         (b"Connection", b"keep-alive" if keep_alive else b"close"),
         *extra,
     ]
+
+
+def error_body(why: object) -> bytes:
+    """An error answer's JSON body: ``{"error": why}``."""
+    return msgspec.json.encode({"error": str(why)})
 
 
 def error_response(
@@ -232,7 +239,7 @@ def error_response(
     h = h11.Connection(h11.SERVER)  # a server may answer before it has read a request
     response = h11.Response(
         status_code=status,
-        reason=_REASONS.get(status, b"Error"),
+        reason=_reason(status),
         headers=_headers(body, False, type_, headers),
     )
     return h.send(response) + h.send(h11.Data(data=body)) + h.send(h11.EndOfMessage())

@@ -55,12 +55,15 @@ from triohooks.config.events import PayloadError, UnknownEventError, canonical_e
 from triohooks.engine.hook_engine import HookEngine
 
 from . import agent_http, relay
+from .agent_http import linger as _linger
+from .agent_http import send as _send
 from .serve_protocol import (
     TEXT,
     HttpConnection,
     HttpError,
     HttpRequest,
     WebSocket,
+    error_body,
     error_response,
     presented_token,
 )
@@ -112,10 +115,6 @@ HIGH_WATER: Final = 64 * 1024
 #: After a close frame for bad input (1002, 1007, 1009), how long the client gets to answer
 #: it before the connection is closed anyway.
 FAIL_LINGER_S: Final = 1.0
-#: After an answer that ends a connection, how long what the client still sends is read and
-#: dropped (so it reads the answer, not a reset) before the socket closes; its slot is free
-#: meanwhile.
-ANSWER_LINGER_S: Final = 1.0
 #: File descriptors the process needs besides its connections' (engine, hook pipes, workers).
 FD_HEADROOM: Final = 256
 #: accept() errors that mean the process or the system is out of something; trio's own
@@ -243,28 +242,6 @@ def _open_reserve_fd() -> int | None:
         return os.open(os.devnull, os.O_RDONLY | os.O_CLOEXEC)
     except OSError:
         return None
-
-
-async def _send(stream: trio.abc.Stream, data: bytes) -> bool:
-    """Write ``data``; False when the connection is gone."""
-    try:
-        await stream.send_all(data)
-    except (trio.BrokenResourceError, trio.ClosedResourceError):
-        return False
-    return True
-
-
-async def _linger(stream: trio.abc.HalfCloseableStream, seconds: float) -> None:
-    """The end of a connection after an answer: our side shut (FIN), and what the client
-    still sends read and dropped until it closes, for at most ``seconds`` (closing on unread
-    data would reset the connection, and the client might lose the answer)."""
-    with trio.move_on_after(seconds):
-        try:
-            await stream.send_eof()
-            while await stream.receive_some(65536):
-                pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
 
 
 class HookServer:
@@ -494,16 +471,16 @@ class HookServer:
             self._handshaking -= 1  # (before any answer: the slot is free at once)
         if request is None or (isinstance(request, HttpError) and request.eof):
             return  # the client left, or did not say it all in time
-        if isinstance(request, HttpError):
-            await _send(stream, error_response(request.status, _error_body(request)))
+        if isinstance(request, HttpError):  # (unread bytes may follow: lingered on)
+            if await _send(stream, error_response(request.status, error_body(request))):
+                await _linger(stream, agent_http.LINGER_S)
         elif request.method == "POST":
             await self._serve_agent_http(stream, http, request)
         elif request.method == "GET":
             await self._serve_websocket(stream, http, request)
         else:
             why = "a websocket handshake (GET) or an agent hook request (POST) only"
-            await _send(stream, error_response(400, _error_body(why)))
-        await _linger(stream, ANSWER_LINGER_S)
+            await _send(stream, error_response(400, error_body(why)))
 
     async def _agent_hook(
         self, agent: str, body: bytes, env: dict[str, str] | None, scope: str | None
@@ -558,7 +535,6 @@ class HookServer:
             return
         if not self._take_http_slot():
             await agent_http.reply_busy(stream)
-            await _linger(stream, ANSWER_LINGER_S)
             return
         try:
             await agent_http.serve_connection(
@@ -569,7 +545,6 @@ class HookServer:
             )
         finally:
             self._http_connections -= 1
-        await _linger(stream, ANSWER_LINGER_S)
 
     async def _serve_websocket(
         self, stream: trio.SocketStream, http: HttpConnection, request: HttpRequest
@@ -580,7 +555,7 @@ class HookServer:
             ws = WebSocket(request, self.settings.max_message_bytes)
             given = presented_token(request)
         except HttpError as exc:
-            await _send(stream, error_response(exc.status, _error_body(exc)))
+            await _send(stream, error_response(exc.status, error_body(exc)))
             return
         if given is None or not hmac.compare_digest(given.encode(), self._token):
             self.rejected += 1
@@ -608,6 +583,8 @@ class HookServer:
                     self._connections.discard(conn)
         finally:
             self._slots.release()
+        if not ws.closed:  # cut off (bad input unanswered, a stalled client): unread bytes
+            await _linger(stream, FAIL_LINGER_S)
 
     # -- accepting ----------------------------------------------------------------------------
     async def accept_loop(
@@ -683,7 +660,7 @@ class HookServer:
         """HTTP 503 on a connection whose request was not read."""
         try:
             if await _send(stream, _OUT_OF_FDS_REPLY):
-                await _linger(stream, ANSWER_LINGER_S)
+                await _linger(stream, agent_http.LINGER_S)
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -1106,10 +1083,6 @@ async def serve(
         await server._close_connections()
         connections.cancel_scope.cancel()
     server.done.set()
-
-
-def _error_body(why: object) -> bytes:
-    return msgspec.json.encode({"error": str(why)})
 
 
 _RETRY: Final = [(b"Retry-After", b"1")]
