@@ -53,7 +53,8 @@ from triohooks.engine.hook_engine import HookEngine
 from triohooks.fronts import cli as _cli
 from triohooks.fronts import commands as _commands
 from triohooks.fronts.client import open_websocket
-from triohooks.fronts.server import TOKEN_FILE_NAME, HookServer, ServeSettings, serve
+from triohooks.fronts.serve_cli import TOKEN_FILE_NAME
+from triohooks.fronts.server import HookServer, ServeSettings, serve
 from triohooks.fronts.wire import (
     CLIENT_TYPES,
     EVENT_KINDS,

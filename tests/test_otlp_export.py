@@ -514,7 +514,11 @@ TOKEN = "otlp-test-token-0123456789abcdef"
 
 
 @contextmanager
-def serving(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[subprocess.Popen[str], str]]:
+def serving(
+    tmp_path: Path, env: dict[str, str], *, announced: bool = True
+) -> Iterator[tuple[subprocess.Popen[str], str]]:
+    """``triohooks serve`` as a child process, and its URL once it said it listens (with
+    ``announced``; else at once, and no URL)."""
     (tmp_path / "ws").mkdir(exist_ok=True)
     token_file = tmp_path / "token"
     token_file.write_text(TOKEN + "\n")
@@ -525,6 +529,9 @@ def serving(tmp_path: Path, env: dict[str, str]) -> Iterator[tuple[subprocess.Po
     )
     try:
         assert proc.stdout is not None
+        if not announced:
+            yield proc, ""
+            return
         first = proc.stdout.readline()
         assert first.startswith("triohooks serve: listening on ws://127.0.0.1:"), first
         yield proc, first.split()[-1]
@@ -998,12 +1005,9 @@ async def test_the_audit_sink_hands_its_redacted_records_to_exporters(tmp_path: 
     assert sink.submit(record) is False and len(seen) == 1  # closed: neither written nor exported
 
 
-def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
-    tmp_path: Path, receiver: Receiver
-) -> None:
-    """An agent's hooks, adopted and reached through the relay, are ordinary traffic: the
-    same span, audit log record and metrics a native event gets (an operator exporting from
-    serve used to see none of them)."""
+def adopted_claude_guard(tmp_path: Path, receiver: Receiver) -> tuple[dict[str, str], str]:
+    """A user-scope Claude Code install whose adopted PreToolUse hook denies, reached
+    through the relay: serve's environment, and a hook input it denies."""
     home = tmp_path / "home"
     (home / ".claude").mkdir(parents=True)
     guard = {"PreToolUse": [{"hooks": [{"type": "command", "command": "echo no >&2; exit 2"}]}]}
@@ -1031,25 +1035,48 @@ def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
             "tool_input": {"command": CONTENT},
         }
     )
-    with serving(tmp_path, env) as (proc, _):
-        deadline = time.monotonic() + TIMEOUT_S
-        while not (tmp_path / "state" / "serve.sock").exists():
-            assert time.monotonic() < deadline
-            time.sleep(0.05)
-        relay = subprocess.run(
-            [sys.executable, "-I", "-S", str(RELAY), "claude"],
-            input=body,
-            capture_output=True,
-            text=True,
-            env={**env, "TRIOHOOKS_NO_AUTOSTART": "1"},
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+    return env, body
+
+
+def relay_as_soon_as_serve_listens(
+    tmp_path: Path, env: dict[str, str], body: str, proc: subprocess.Popen[str]
+) -> subprocess.CompletedProcess[str]:
+    """The relay run the moment serve's socket appears (as a relay that started serve finds
+    it), then serve stopped (SIGTERM: its export flushed)."""
+    deadline = time.monotonic() + TIMEOUT_S
+    while not (tmp_path / "state" / "serve.sock").exists():
+        assert time.monotonic() < deadline and proc.poll() is None
+        time.sleep(0.001)
+    return subprocess.run(
+        [sys.executable, "-I", "-S", str(RELAY), "claude"],
+        input=body,
+        capture_output=True,
+        text=True,
+        env={**env, "TRIOHOOKS_NO_AUTOSTART": "1"},
+        timeout=TIMEOUT_S,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("announced", [True, False], ids=["after-listening-line", "at-once"])
+def test_serve_exports_claude_code_traffic_as_it_exports_native_events(
+    tmp_path: Path, receiver: Receiver, announced: bool
+) -> None:
+    """An agent's hooks, adopted and reached through the relay, are ordinary traffic: the
+    same span, audit log record and metrics a native event gets (an operator exporting from
+    serve used to see none of them). ``at-once``: the relay asks the moment serve's socket is
+    there, before serve says it listens -- as a relay that started serve does (issue 38: the
+    export was set up after serve listened, and the first requests had no span nor log
+    record, "sent 0/0")."""
+    env, body = adopted_claude_guard(tmp_path, receiver)
+    with serving(tmp_path, env, announced=announced) as (proc, _):
+        relay = relay_as_soon_as_serve_listens(tmp_path, env, body, proc)
         proc.send_signal(signal.SIGTERM)
         _, err = proc.communicate(timeout=TIMEOUT_S)
     answer = json.loads(relay.stdout)["hookSpecificOutput"]
     assert answer["permissionDecision"] == "deny", relay.stderr
     assert proc.returncode == 0, err
+    assert "triohooks serve: OTLP export: sent 1/1 spans" in err, err
     ((resource, span),) = receiver.got.spans
     assert span.name == "hook pre_tool" and resource["triohooks.front"] == "serve"
     got = attrs(span.attributes)

@@ -29,6 +29,7 @@ import trio.testing
 from triohooks.agents.merge import AgentAnswer
 from triohooks.agents.runner import AgentResult
 from triohooks.fronts import agent_http, relay
+from triohooks.fronts.serve_protocol import HttpConnection
 from triohooks.fronts.server import SOCKET_FILE
 
 from .test_agent_endpoint import (
@@ -52,7 +53,8 @@ HOOK_INPUT = json.dumps(
 def _request(version: str, body: bytes = HOOK_INPUT, token: str | None = None) -> bytes:
     auth = f"Authorization: Bearer {token}\r\n" if token else ""
     return (
-        f"POST /claude/{version}/hook HTTP/1.1\r\n{auth}{relay.ENV_LENGTH_HEADER}: 0\r\n"
+        f"POST /claude/{version}/hook HTTP/1.1\r\nHost: x\r\n{auth}"
+        f"{relay.ENV_LENGTH_HEADER}: 0\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     ).encode() + body
 
@@ -73,7 +75,7 @@ async def _exchange(
 
     async def serve_it() -> None:
         peer = agent_http.Peer(token=token)
-        await agent_http.serve_connection(server, b"", peer=peer, handle=handle, max_body=1 << 20)
+        await agent_http.serve_connection(server, HttpConnection(1 << 20), peer=peer, handle=handle)
         await server.aclose()
 
     chunks: list[tuple[float, bytes]] = []
@@ -121,10 +123,9 @@ async def test_a_relay_that_stops_reading_is_given_up_and_its_hooks_cancelled(
             serving = partial(
                 agent_http.serve_connection,
                 server,
-                b"",
+                HttpConnection(1 << 20),
                 peer=agent_http.Peer(token=None),
                 handle=handle,
-                max_body=1 << 20,
             )
             nursery.start_soon(serving)
             assert await client.receive_some() == BEAT  # the acknowledgement; then no reading
@@ -166,7 +167,7 @@ async def test_serve_adds_the_event_the_query_names_to_the_hook_input(
 
     body = b'{"toolName": "bash"}'
     request = (
-        f"POST /copilot/{relay.PROTOCOL}/hook?scope=user&event=preToolUse HTTP/1.1\r\n"
+        f"POST /copilot/{relay.PROTOCOL}/hook?scope=user&event=preToolUse HTTP/1.1\r\nHost: x\r\n"
         f"{relay.ENV_LENGTH_HEADER}: 0\r\nContent-Length: {len(body)}\r\n"
         "Connection: close\r\n\r\n"
     ).encode() + body
@@ -175,8 +176,8 @@ async def test_serve_adds_the_event_the_query_names_to_the_hook_input(
             peer = agent_http.Peer(token=None)
             nursery.start_soon(
                 partial(
-                    agent_http.serve_connection, server, b"", peer=peer, handle=handle,
-                    max_body=1 << 20,
+                    agent_http.serve_connection, server, HttpConnection(1 << 20), peer=peer,
+                    handle=handle,
                 )
             )  # fmt: skip
             await client.send_all(request)

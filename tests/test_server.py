@@ -25,7 +25,8 @@ from trio_websocket import (
 )
 
 from triohooks.fronts.client import HookClient, RemoteError, connect, open_websocket
-from triohooks.fronts.server import HookServer, add_serve_command, cmd_serve
+from triohooks.fronts.serve_cli import add_serve_command, cmd_serve
+from triohooks.fronts.server import HookServer
 from triohooks.fronts.wire import (
     MAX_FRAME_BYTES,
     ErrorReply,
@@ -419,7 +420,7 @@ def test_non_loopback_bind_is_refused_without_allow_remote(
 def test_generated_token_is_private_under_the_state_dir(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from triohooks.fronts.server import settings_from_args
+    from triohooks.fronts.serve_cli import settings_from_args
 
     monkeypatch.setenv("TRIOHOOKS_STATE_DIR", str(tmp_path / "state"))
     settings, path = settings_from_args(_args("--workspace", str(tmp_path)))

@@ -4,6 +4,7 @@ TCP stream (wsproto only for the handshake and for reading the server's frames).
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 from collections.abc import AsyncIterator
@@ -20,7 +21,7 @@ from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Event, Request, TextMessage
 
 from triohooks.fronts.client import connect, open_websocket
-from triohooks.fronts.server import LIBRARY_SLACK, HookServer
+from triohooks.fronts.server import HookServer
 from triohooks.fronts.wire import (
     MAX_DEPTH,
     ErrorReply,
@@ -251,14 +252,16 @@ async def test_oversize_message_is_closed_1009_and_memory_stays_bounded(tmp_path
             grown = me.memory_info().rss - before
             # A trio-websocket client sending one message over the cap sees the close frame.
             async with open_websocket(server.url, AUTH) as ws:
-                await ws.send_message("x" * (limit + LIBRARY_SLACK + 1))
+                await ws.send_message("x" * (limit + 1))
+                too_big = decode_server(await ws.get_message())
                 with pytest.raises(ConnectionClosed) as closed:
                     await ws.get_message()
             async with connect(server.url, TOKEN) as other:
                 await other.ping()
     assert codes == [1009] * clients
+    assert isinstance(too_big, ErrorReply) and too_big.error.code == "too_big"
     assert closed.value.reason is not None and closed.value.reason.code == 1009
-    # Each connection buffered at most limit + LIBRARY_SLACK characters (128 KiB here), not
+    # Each connection buffered at most the limit and one read (64 KiB each here), not
     # 900 kB: 50 x 900 kB would be 45 MB.
     assert grown < 20_000_000, grown
 
@@ -303,7 +306,12 @@ async def test_after_a_refusal_a_connection_below_the_cap_works(tmp_path: Path) 
     assert again is not None and again.status_code == 503
 
 
-async def test_handshakes_beyond_the_cap_are_cut_off_unread(tmp_path: Path) -> None:
+async def test_a_new_connection_evicts_the_oldest_that_sent_no_whole_request(
+    tmp_path: Path,
+) -> None:
+    # Slots full of connections that never finish their first request (a slowloris): each new
+    # connection closes the oldest of them unread, so a real client still gets in -- the port
+    # is never shut (an agent's http transport would read that as "go on").
     with trio.fail_after(15):
         async with running(tmp_path, max_connections=2, handshake_timeout_s=30) as server:
             async with (
@@ -311,15 +319,17 @@ async def test_handshakes_beyond_the_cap_are_cut_off_unread(tmp_path: Path) -> N
                 await trio.open_tcp_stream(server.host, server.port) as s2,
             ):
                 await s1.send_all(b"GET / HTTP/1.1\r\n")  # two slow handshakes
-                await s2.send_all(b"GET / HTTP/1.1\r\n")
+                while server.handshakes < 1:
+                    await trio.sleep(0.01)
+                await s2.send_all(b"POST /claude/v1/hook HTTP/1.1\r\n")
                 while server.handshakes < 2:
                     await trio.sleep(0.01)
-                async with await trio.open_tcp_stream(server.host, server.port) as third:
-                    assert await third.receive_some() == b""  # closed at once, nothing read
-            while server.handshakes:
-                await trio.sleep(0.01)
-            async with connect(server.url, TOKEN) as client:
-                await client.ping()
+                async with connect(server.url, TOKEN) as client:  # evicts s1, the oldest
+                    await client.ping()
+                assert await s1.receive_some() == b""  # closed, nothing answered
+                assert server.handshakes == 1  # s2 still sending; a free slot: no eviction
+                async with connect(server.url, TOKEN) as again:
+                    await again.ping()
             cut = server.refused_handshakes
     assert cut == 1
 
@@ -346,3 +356,122 @@ async def test_a_request_that_is_no_handshake_frees_its_slot_with_its_400(tmp_pa
             async with connect(server.url, TOKEN) as client:
                 await client.ping()
             assert server.refused_handshakes == 0
+
+
+# -- request framing and slots ------------------------------------------------------------------
+async def _exchange(server: HookServer, request: bytes) -> bytes:
+    """Send ``request`` on a new TCP connection and read until the server closes its side;
+    the connection is left open from ours meanwhile."""
+    async with await trio.open_tcp_stream(server.host, server.port) as stream:
+        await stream.send_all(request)
+        answer = b""
+        while chunk := await stream.receive_some():
+            answer += chunk
+        return answer
+
+
+def _post(headers: str, body: bytes = b"{}") -> bytes:
+    return (
+        f"POST /claude/v1/hook HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {TOKEN}\r\n{headers}"
+        "\r\n"
+    ).encode() + body
+
+
+@pytest.mark.parametrize(
+    ("headers", "why"),
+    [
+        (
+            "Content-Length: 2\r\nTransfer-Encoding: chunked\r\n",
+            "both Content-Length and Transfer-Encoding",
+        ),
+        ("Transfer-Encoding: chunked\r\nContent-Length: 2\r\n", "both Content-Length and"),
+        ("Content-Length: 2\r\nContent-Length: 2\r\n", "more than one Content-Length"),
+        ("Content-Length: 2\r\nContent-Length: 5\r\n", "Content-Length"),
+        ("Content-Length: 2, 2\r\n", "more than one Content-Length"),
+    ],
+)
+async def test_a_request_whose_body_framing_is_ambiguous_is_refused_400(
+    tmp_path: Path, headers: str, why: str
+) -> None:
+    """Two readers could cut such a request in two different places (a smuggled request):
+    it is refused, saying why, never read one way or the other; its slot is free at once."""
+    with trio.fail_after(10):
+        async with running(tmp_path, max_connections=1) as server:
+            answer = await _exchange(server, _post(headers, b"2\r\n{}\r\n0\r\n\r\n"))
+            assert server.handshakes == 0
+            ok = await _exchange(server, _post("Content-Length: 2\r\nConnection: close\r\n"))
+    head, _, body = answer.partition(b"\r\n\r\n")
+    assert head.startswith(b"HTTP/1.1 400 "), answer
+    assert why in msgspec.json.decode(body)["error"]
+    assert ok.startswith(b"HTTP/1.1 200 OK\r\n"), ok
+
+
+async def test_an_answered_or_refused_request_frees_its_slot_at_once(tmp_path: Path) -> None:
+    """With one slot of each kind: a refused handshake (401), a refused agent request (no
+    token: a deny), an answered one, and a 400 each leave their client holding the connection
+    open; the next websocket and agent request still get in, far before any timeout."""
+    refused_post = _post("Content-Length: 2\r\n").replace(TOKEN.encode(), b"wrong")
+    answered_post = _post("Content-Length: 2\r\nConnection: close\r\n")
+    with trio.fail_after(10):
+        async with (
+            running(tmp_path, max_connections=1, handshake_timeout_s=60) as server,
+            trio.open_nursery() as holders,
+        ):
+            rejected = await handshake(server, "wrong")
+            for request in (refused_post, answered_post, b"PUT / HTTP/1.1\r\nHost: x\r\n\r\n"):
+                stream = await trio.open_tcp_stream(server.host, server.port)
+                await stream.send_all(request)
+                answer = b""
+                while chunk := await stream.receive_some():  # to the server's FIN
+                    answer += chunk
+                assert answer.startswith((b"HTTP/1.1 200 ", b"HTTP/1.1 400 ")), answer
+                holders.start_soon(stream.aclose)  # (held open until then)
+            assert (server.handshakes, server.slots_in_use) == (0, 0)
+            async with connect(server.url, TOKEN) as client:
+                await client.ping()
+            assert (await _exchange(server, answered_post)).startswith(b"HTTP/1.1 200 OK")
+    assert rejected is not None and rejected.status_code == 401
+
+
+async def test_an_oversized_message_closes_the_connection_within_2_s(tmp_path: Path) -> None:
+    """Whether the client answers the close frame or not, and whether it is still sending:
+    the ``too_big`` error, close 1009, and the server's end of the connection, all within
+    2 s of the message crossing the limit."""
+    limit = 64 * 1024
+    crossing = client_frame(TEXT, b"x" * (limit + 1))
+    piece = client_frame(CONTINUATION, b"y" * 1024, fin=False)
+
+    async def never_answers(server: HookServer, keep_sending: bool) -> list[Event | None]:
+        async with raw_client(server) as client, trio.open_nursery() as nursery:
+
+            async def send_more() -> None:
+                with contextlib.suppress(trio.BrokenResourceError):
+                    await client.stream.send_all(client_frame(TEXT, b"z", fin=False))
+                    while True:
+                        await client.stream.send_all(piece)
+                        await trio.sleep(0.01)
+
+            await client.stream.send_all(crossing if not keep_sending else crossing[:-1])
+            if keep_sending:
+                await client.stream.send_all(crossing[-1:])
+                nursery.start_soon(send_more)
+            seen: list[Event | None] = []
+            with trio.fail_after(2):
+                while (event := await client.next_event()) is not None:
+                    seen.append(event)
+            nursery.cancel_scope.cancel()
+            return [*seen, None]
+
+    with trio.fail_after(15):
+        async with running(tmp_path, max_message_bytes=limit) as server:
+            quiet = await never_answers(server, keep_sending=False)
+            busy = await never_answers(server, keep_sending=True)
+            async with connect(server.url, TOKEN) as other:
+                await other.ping()
+    for seen in (quiet, busy):
+        error, close, end = seen
+        assert isinstance(error, TextMessage)
+        reply = decode_server(error.data)
+        assert isinstance(reply, ErrorReply) and reply.error.code == "too_big"
+        assert isinstance(close, CloseConnection) and close.code == 1009
+        assert end is None

@@ -7,12 +7,13 @@ HTTP 200 with the agent's JSON output (``{}``: no opinion) -- a block is a deny 
 never a status code (an agent reads any non-2xx as a non-blocking error and goes on). An
 internal error answers 200 with the fail-closed answer of that event.
 
-Owns: reading requests off a TCP stream that turned out not to be a websocket handshake (a
-request line, at most ``MAX_HEAD_BYTES`` of headers, a ``Content-Length`` or chunked body of
-at most the server's message limit), the bearer-token check, keep-alive, cancelling the
-hooks when the client goes away mid-request (their process trees are killed), and on the relay
-socket the acknowledgement and heartbeats of the relay protocol (docs/agents.md, "The relay
-protocol"). Must not know any agent's rules (:mod:`triohooks.agents` does).
+Owns: answering the requests of one connection whose first request is a ``POST`` (read and
+answered through :class:`~.serve_protocol.HttpConnection`: h11, a body of at most the
+server's message limit), the bearer-token check, keep-alive, cancelling the hooks when the
+client goes away mid-request (their process trees are killed), and on the relay socket the
+acknowledgement and heartbeats of the relay protocol (docs/agents.md, "The relay protocol").
+Must not parse HTTP itself (:mod:`.serve_protocol` does) nor know any agent's rules
+(:mod:`triohooks.agents` does).
 """
 
 from __future__ import annotations
@@ -30,7 +31,15 @@ from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
-from .relay import BEAT, ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
+from .relay import ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
+from .serve_protocol import (
+    CLOSED,
+    HttpConnection,
+    HttpError,
+    HttpRequest,
+    error_body,
+    error_response,
+)
 
 #: The path name of ``triohooks fire``'s requests (:mod:`.fire`), beside the agents'.
 FIRE: Final = "fire"
@@ -64,42 +73,12 @@ FIRE_QUERY_FIELDS: Final = {
     b"workspace": re.compile(rb"/[A-Za-z0-9%._~/-]{0,16383}"),
     b"format": re.compile(rb"json|human"),
 }
-MAX_HEAD_BYTES: Final = 64 * 1024
-#: An idle keep-alive connection is closed after this long.
+#: An idle keep-alive connection is closed after this long; a request begun must be whole by
+#: then (else 400).
 IDLE_TIMEOUT_S: Final = 60.0
-#: A request's head must arrive within this long of its first byte, its body within this long.
-READ_TIMEOUT_S: Final = 30.0
-#: Before a TCP connection's first request is authenticated, its head (token included) must
-#: arrive within this long: a client that says nothing useful does not hold a slot.
-PRE_AUTH_TIMEOUT_S: Final = 2.0
-
-
-class HttpError(Exception):
-    def __init__(self, status: int, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-
-
-class Request(msgspec.Struct):
-    method: str
-    target: bytes
-    headers: dict[str, str]
-    keep_alive: bool
-    body: bytes = b""
-
-
-_REASONS: Final = {
-    102: "Processing",
-    200: "OK",
-    400: "Bad Request",
-    401: "Unauthorized",
-    404: "Not Found",
-    405: "Method Not Allowed",
-    411: "Length Required",
-    413: "Content Too Large",
-    431: "Request Header Fields Too Large",
-    503: "Service Unavailable",
-}
+#: After an answer to a request that was not read whole, how long what the client still sends
+#: is read and dropped (so it reads the answer, not a reset) before the socket closes.
+LINGER_S: Final = 1.0
 #: A heartbeat write that has not gone out in this long: the client is not reading (the
 #: connection is given up; a half-written one would garble the answer after it).
 BEAT_WRITE_TIMEOUT_S: Final = 5.0
@@ -107,117 +86,26 @@ BEAT_WRITE_TIMEOUT_S: Final = 5.0
 _EVENT_NAME: Final = re.compile(rb'"hook_event_name"\s*:\s*"([A-Za-z]{1,64})"')
 
 
-def looks_like_agent_request(head: bytes) -> bool:
-    """Whether the first bytes of a connection are a plain HTTP ``POST`` (answered here: our
-    hook paths, or 404); a websocket handshake is a ``GET`` and goes to the websocket layer."""
-    return head.startswith(b"POST ")
-
-
-class Connection:
-    """Reads requests off a stream, with what was already read pushed back in front."""
-
-    def __init__(self, stream: trio.abc.Stream, buffered: bytes, max_body: int) -> None:
-        self.stream = stream
-        self.buffer = bytearray(buffered)
-        self.max_body = max_body
-        self.eof = False
-
-    async def _fill(self) -> None:
-        data = await self.stream.receive_some(65536)
-        if not data:
-            self.eof = True
-            raise HttpError(400, "the client closed the connection mid-request")
-        self.buffer += data
-
-    async def _until(self, marker: bytes, limit: int, status: int) -> bytes:
-        while True:
-            at = self.buffer.find(marker)
-            if at >= 0:
-                out = bytes(self.buffer[:at])
-                del self.buffer[: at + len(marker)]
-                return out
-            if len(self.buffer) > limit:
-                raise HttpError(status, "request head too large")
-            await self._fill()
-
-    async def _exactly(self, n: int) -> bytes:
-        while len(self.buffer) < n:
-            await self._fill()
-        out = bytes(self.buffer[:n])
-        del self.buffer[:n]
-        return out
-
-    async def next_head(self, timeout_s: float) -> Request | None:
-        """The next request's line and headers (within ``timeout_s`` of its first byte), or
-        None when the client closed an idle connection. Raises :class:`HttpError`,
-        ``trio.TooSlowError``."""
-        if not self.buffer:
-            with trio.move_on_after(IDLE_TIMEOUT_S):
-                data = await self.stream.receive_some(65536)
-                if not data:
-                    return None
-                self.buffer += data
-            if not self.buffer:
-                return None  # idle too long
-        with trio.fail_after(timeout_s):
-            head = await self._until(b"\r\n\r\n", MAX_HEAD_BYTES, 431)
-        lines = head.decode("latin-1").split("\r\n")
-        parts = lines[0].split(" ")
-        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-            raise HttpError(400, "not an HTTP/1.x request line")
-        headers: dict[str, str] = {}
-        for line in lines[1:]:
-            name, sep, value = line.partition(":")
-            if not sep:
-                raise HttpError(400, "malformed header line")
-            headers[name.strip().lower()] = value.strip()
-        keep = headers.get("connection", "").lower() != "close" and parts[2] == "HTTP/1.1"
-        return Request(parts[0], parts[1].encode("latin-1"), headers, keep)
-
-    async def read_body(self, request: Request, timeout_s: float) -> None:
-        """Read the request's body (within ``timeout_s``) into ``request.body``."""
-        with trio.fail_after(timeout_s):
-            request.body = await self._body(request.headers)
-
-    async def _body(self, headers: dict[str, str]) -> bytes:
-        if "chunked" in headers.get("transfer-encoding", "").lower():
-            out = bytearray()
-            while True:
-                size_line = await self._until(b"\r\n", 1024, 400)
-                try:
-                    size = int(size_line.split(b";")[0].strip(), 16)
-                except ValueError:
-                    raise HttpError(400, "bad chunk size") from None
-                if size == 0:
-                    await self._until(b"\r\n", MAX_HEAD_BYTES, 431)  # (no trailers kept)
-                    return bytes(out)
-                if len(out) + size > self.max_body:
-                    raise HttpError(413, f"body over {self.max_body} bytes")
-                out += await self._exactly(size)
-                await self._exactly(2)
-        length = headers.get("content-length")
-        if length is None:
-            return b""
-        if not length.isdigit():
-            raise HttpError(400, "bad Content-Length")
-        if int(length) > self.max_body:
-            raise HttpError(413, f"body over {self.max_body} bytes")
-        return await self._exactly(int(length))
+async def read_request(stream: trio.abc.Stream, http: HttpConnection) -> HttpRequest | None:
+    """The next whole request on ``stream``, or None when the client closed the connection
+    between requests. Raises :class:`HttpError` for one that cannot be read. No timeout of
+    its own (the caller's)."""
+    while True:
+        got = http.next_request()
+        if isinstance(got, HttpRequest):
+            return got
+        if got == CLOSED:
+            return None
+        try:
+            data = await stream.receive_some(65536)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            data = b""
+        http.receive(bytes(data))
 
 
 async def reply_busy(stream: trio.abc.Stream) -> None:
     """Over the connection limit: 503 (the agent goes on; the relay runs the hooks itself)."""
-    await _send(stream, 503, {"error": "too many connections"}, keep_alive=False)
-
-
-def response(status: int, body: bytes, *, keep_alive: bool) -> bytes:
-    head = (
-        f"HTTP/1.1 {status} {_REASONS.get(status, 'Error')}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(body)}\r\n"
-        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
-    )
-    return head.encode("latin-1") + body
+    await send(stream, error_response(503, error_body("too many connections")))
 
 
 #: ``(agent, hook input, the session's environment or None, the calling catch-all's scope)``.
@@ -243,11 +131,11 @@ class Peer(msgspec.Struct):
     fire: FireHandler | None = None
 
 
-def split_environment(request: Request) -> dict[str, str]:
+def split_environment(request: HttpRequest) -> dict[str, str]:
     """The relay's request body: the session's environment (``NAME=VALUE`` entries joined by
     NUL, its length in :data:`ENV_LENGTH_HEADER`), then the hook input; ``request.body`` keeps
     the hook input only."""
-    size = request.headers.get(ENV_LENGTH_HEADER.lower(), "")
+    size = (request.header(ENV_LENGTH_HEADER.lower().encode()) or b"").strip()
     if not size.isdigit() or int(size) > len(request.body):
         raise HttpError(400, f"a relay request needs a valid {ENV_LENGTH_HEADER}")
     block, request.body = request.body[: int(size)], request.body[int(size) :]
@@ -260,63 +148,64 @@ def split_environment(request: Request) -> dict[str, str]:
 
 
 async def serve_connection(
-    stream: trio.abc.Stream, buffered: bytes, *, peer: Peer, handle: Handler, max_body: int
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    *,
+    peer: Peer,
+    handle: Handler,
+    first: HttpRequest | None = None,
 ) -> None:
-    """Answer requests on one connection until the client closes it (or an error).
+    """Answer requests on one connection (``first``: its first request, already read) until
+    the client closes it, or one is refused or cannot be read (answered, then returns).
 
-    With a token (the TCP endpoint): the first request's head must arrive within
-    :data:`PRE_AUTH_TIMEOUT_S` and carry the token; a request without it is answered with the
-    fail-closed answer of its event (HTTP 200: the agent reads it as a deny, not as a failed
-    hook it may ignore), told to ``on_refused`` and the connection closed. Without a token (the
-    relay socket): each request is acknowledged (``102``) as soon as it is read and, on the
-    relay protocol's path (``/<agent>/v3/hook``), sent a heartbeat (another ``102``) every
-    :data:`~.relay.HEARTBEAT_S` until its answer."""
-    conn = Connection(stream, buffered, max_body)
+    With a token (the TCP endpoint): the first request must carry the token; a request
+    without it is answered with the fail-closed answer of its event (HTTP 200: the agent reads
+    it as a deny, not as a failed hook it may ignore), told to ``on_refused`` and the
+    connection closed. Without a token (the relay socket): each request is acknowledged
+    (``102``) as soon as it is read and, on the relay protocol's path (``/<agent>/v3/hook``),
+    sent a heartbeat (another ``102``) every :data:`~.relay.HEARTBEAT_S` until its answer. An
+    idle connection, or a request not whole, after :data:`IDLE_TIMEOUT_S` is closed (the
+    latter answered 400)."""
     authenticated = peer.token is None
+    request = first
     while True:
         try:
-            request = await conn.next_head(READ_TIMEOUT_S if authenticated else PRE_AUTH_TIMEOUT_S)
             if request is None:
-                return
-            refusal = _refusal(request, peer.token)
-            if refusal is None and not authenticated:
-                authenticated = True
-                if peer.on_authenticated is not None and not peer.on_authenticated():
-                    await reply_busy(stream)
+                with trio.move_on_after(IDLE_TIMEOUT_S):
+                    request = await read_request(stream, http)
+                if request is None:
+                    if http.mid_request:
+                        raise HttpError(400, "request not received in time")
                     return
-            # A refused request's body is read only to name its event in the answer.
-            await conn.read_body(request, READ_TIMEOUT_S if authenticated else PRE_AUTH_TIMEOUT_S)
-        except HttpError as exc:
-            if not conn.eof:
-                await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
+            refusal = _refusal(request, peer.token)
+            env = split_environment(request) if refusal is None and peer.token is None else None
+        except HttpError as exc:  # (what is left of the request is unread: lingered on)
+            if not exc.eof and await send(stream, error_response(exc.status, error_body(exc))):
+                await linger(stream, LINGER_S)
             return
-        except trio.TooSlowError:
-            if peer.on_refused is not None and not authenticated:
-                peer.on_refused("the request did not arrive in time")
-            await _send(stream, 400, {"error": "request not received in time"}, keep_alive=False)
-            return
+        if refusal is None and not authenticated:
+            authenticated = True
+            if peer.on_authenticated is not None and not peer.on_authenticated():
+                await reply_busy(stream)
+                return
         if refusal is not None:
             if peer.on_refused is not None:
                 peer.on_refused(refusal[1])
-            await _send_raw(stream, response(*_refused(request, refusal), keep_alive=False))
+            status, body = _refused(request, refusal)
+            await send(stream, http.respond(status, body, keep_alive=False))
             return
-        env: dict[str, str] | None = None
-        if peer.token is None:
-            try:
-                env = split_environment(request)
-            except HttpError as exc:
-                await _send(stream, exc.status, {"error": str(exc)}, keep_alive=False)
-                return
-            await _send_raw(stream, BEAT)  # acknowledged: the relay knows serve has it
-        status, body = await _answer(conn, request, env, handle, peer)
-        if body is None:
+        if env is not None:
+            await send(stream, http.interim())  # acknowledged: the relay knows serve has it
+        status, answer = await _answer(stream, http, request, env, handle, peer)
+        if answer is None:
             return  # the client went away; its hooks were cancelled
-        await _send_raw(stream, response(status, body, keep_alive=request.keep_alive))
+        await send(stream, http.respond(status, answer, keep_alive=request.keep_alive))
         if not request.keep_alive:
             return
+        request = None
 
 
-def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
+def _refusal(request: HttpRequest, token: bytes | None) -> tuple[int, str] | None:
     """Why the request is not answered by running hooks (status, reason), or None."""
     match = PATH.fullmatch(request.target)
     if match is None or (token is not None and match.group(2) != b"v1"):
@@ -327,7 +216,10 @@ def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
         return 405, "POST only"
     if token is None:
         return None
-    given = request.headers.get("authorization", "")
+    try:
+        given = (request.header(b"authorization") or b"").decode("latin-1")
+    except HttpError as exc:  # two of them: whichever a reader took, refused
+        return 401, str(exc)
     scheme, _, value = given.partition(" ")
     if scheme.lower() != "bearer" or not value.strip():
         return 401, f"no bearer token (is {TOKEN_VAR} set in the agent's environment?)"
@@ -336,13 +228,13 @@ def _refusal(request: Request, token: bytes | None) -> tuple[int, str] | None:
     return None
 
 
-def _refused(request: Request, refusal: tuple[int, str]) -> tuple[int, bytes]:
+def _refused(request: HttpRequest, refusal: tuple[int, str]) -> tuple[int, bytes]:
     """A refused hook request's answer: for a hook path, HTTP 200 with the event's fail-closed
     answer saying why (an agent goes on after any other status); else the status."""
     status, why = refusal
     match = PATH.fullmatch(request.target)
     if status != 401 or match is None:
-        return status, msgspec.json.encode({"error": why})
+        return status, error_body(why)
     answer = _fail_closed(match.group(1).decode(), request.body, f"refused: {why}")
     return 200, answer
 
@@ -372,8 +264,9 @@ def read_query(
 
 
 async def _answer(
-    conn: Connection,
-    request: Request,
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    request: HttpRequest,
     env: dict[str, str] | None,
     handle: Handler,
     peer: Peer,
@@ -385,7 +278,7 @@ async def _answer(
     beating = match.group(2) == PROTOCOL.encode()
     query = match.group(3)
     if agent == FIRE:
-        return await _answer_fire(conn, request, env, peer, query)
+        return await _answer_fire(stream, http, request, env, peer, query)
     said = read_query(query) if query is not None else {}
     if said is None:  # not a catch-all we wrote: say so, fail closed
         text = (query or b"")[:64].decode("latin-1")
@@ -403,7 +296,7 @@ async def _answer(
             peer.on_refused(f"unreadable hook input: {exc}")
         return 200, _fail_closed(agent, request.body, f"unreadable hook input: {exc}")
     result, failure, gone = await _watched(
-        conn, beating, lambda: handle(agent, request.body, env, scope)
+        stream, http, beating, lambda: handle(agent, request.body, env, scope)
     )
     if gone and result is None:
         return 200, None
@@ -416,7 +309,10 @@ async def _answer(
 
 
 async def _watched(
-    conn: Connection, beating: bool, work: Callable[[], Awaitable[T]]
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    beating: bool,
+    work: Callable[[], Awaitable[T]],
 ) -> tuple[T | None, str | None, bool]:
     """Run ``work`` for a request while watching its connection: ``(result, failure, gone)``.
     A disconnect cancels it (the hooks' trees are killed: ``gone``); with ``beating`` (the relay
@@ -438,12 +334,15 @@ async def _watched(
 
         async def watch() -> None:
             nonlocal gone
-            data = await conn.stream.receive_some(65536)
+            try:
+                data = await stream.receive_some(65536)
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
             if not data:
                 gone = True  # a disconnect cancels the hooks (their trees are killed)
                 nursery.cancel_scope.cancel()
             else:
-                conn.buffer += data  # a pipelined next request: keep it
+                http.receive(bytes(data))  # a pipelined next request: kept for later
                 await trio.sleep_forever()
 
         async def beat() -> None:
@@ -454,7 +353,7 @@ async def _watched(
                 # answer being ready (half of one would garble the answer after it).
                 with trio.CancelScope(shield=True), trio.move_on_after(BEAT_WRITE_TIMEOUT_S):
                     try:
-                        await conn.stream.send_all(BEAT)
+                        await stream.send_all(http.interim())
                         continue
                     except (trio.BrokenResourceError, trio.ClosedResourceError):
                         pass
@@ -470,8 +369,9 @@ async def _watched(
 
 
 async def _answer_fire(
-    conn: Connection,
-    request: Request,
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    request: HttpRequest,
     env: dict[str, str] | None,
     peer: Peer,
     query: bytes | None,
@@ -482,23 +382,37 @@ async def _answer_fire(
     said = read_query(query, FIRE_QUERY_FIELDS) if query is not None else None
     fire = peer.fire
     if said is None or "workspace" not in said or "event" not in said or env is None:
-        return 400, msgspec.json.encode({"error": "not a fire request"})
+        return 400, error_body("not a fire request")
     if fire is None:
-        return 404, msgspec.json.encode({"error": "no such path"})
-    result, failure, gone = await _watched(conn, True, lambda: fire(said, request.body, env))
+        return 404, error_body("no such path")
+    result, failure, gone = await _watched(
+        stream, http, True, lambda: fire(said, request.body, env)
+    )
     if gone and result is None:
         return 200, None
     if not isinstance(result, bytes):
-        return 500, msgspec.json.encode({"error": failure or "cancelled"})
+        return 500, error_body(failure or "cancelled")
     return 200, result
 
 
-async def _send(stream: trio.abc.Stream, status: int, body: object, *, keep_alive: bool) -> None:
-    await _send_raw(stream, response(status, msgspec.json.encode(body), keep_alive=keep_alive))
-
-
-async def _send_raw(stream: trio.abc.Stream, data: bytes) -> None:
+async def send(stream: trio.abc.Stream, data: bytes) -> bool:
+    """Write ``data``; False when the connection is gone."""
     try:
         await stream.send_all(data)
     except (trio.BrokenResourceError, trio.ClosedResourceError):
-        pass
+        return False
+    return True
+
+
+async def linger(stream: trio.abc.Stream, seconds: float) -> None:
+    """The end of a connection after an answer: our side shut (FIN), and what the client
+    still sends read and dropped until it closes, for at most ``seconds`` (closing on unread
+    data would reset the connection, and the client might lose the answer)."""
+    with trio.move_on_after(seconds):
+        try:
+            if isinstance(stream, trio.abc.HalfCloseableStream):
+                await stream.send_eof()
+            while await stream.receive_some(65536):
+                pass
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass

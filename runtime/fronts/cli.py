@@ -171,7 +171,7 @@ def _config_arg(p: argparse.ArgumentParser) -> None:
 _PLUGINS: dict[str, tuple[str, str, str]] = {
     "hooks": (".selfconfig_cli", "add_hooks_command", "cmd_hooks"),
     "demo": (".demo", "add_demo_command", "cmd_demo"),
-    "serve": (".server", "add_serve_command", "cmd_serve"),
+    "serve": (".serve_cli", "add_serve_command", "cmd_serve"),
     "watch": (".watch", "add_watch_command", "cmd_watch"),
     "claude": (".agents_cli", "add_claude_command", "cmd_agent"),
     "gemini": (".agents_cli", "add_gemini_command", "cmd_agent"),

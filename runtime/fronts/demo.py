@@ -41,7 +41,8 @@ from triohooks.combine.pipeline import is_sync
 from triohooks.engine.hook_engine import HookEngine
 
 from . import otel
-from .server import DEFAULT_HOST, HookServer, ServeError, ServeSettings, _load_token, serve
+from .serve_cli import ServeError, load_token
+from .server import DEFAULT_HOST, HookServer, ServeSettings, serve
 
 SESSION = "demo-session"
 PROMPT_ID = "prompt-1"
@@ -553,7 +554,7 @@ def _demo_token(token_file: Path | None, root: Path) -> tuple[str, Path]:
     never into the user's state dir (the demo leaves the user's files alone)."""
     if token_file is not None:
         try:
-            return _load_token(token_file)
+            return load_token(token_file)
         except ServeError as exc:
             from .cli import CliError
 

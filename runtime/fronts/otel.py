@@ -695,29 +695,23 @@ def close_fire(telemetry: Telemetry | None) -> None:
         log.debug("closing the OTLP export failed", exc_info=True)
 
 
-async def export_while_serving(
-    engine: _Engine,
-    front: str = "serve",
-    *,
-    task_status: trio.TaskStatus[Telemetry | None] = trio.TASK_STATUS_IGNORED,
-) -> None:
-    """``serve``'s export as a task: start (in a thread: the SDK's imports take a moment),
-    watch ``engine``, and when cancelled close (bounded, shielded) and print the summary line
-    on stderr. ``await nursery.start(export_while_serving, server.engine)``; a no-op task
-    when export is off."""
+async def start_serving(front: str = "serve") -> Telemetry | None:
+    """:func:`start` for a long-running front, in a thread (the SDK's imports take a moment);
+    call it before the front listens, then hand the Telemetry to :func:`~.server.serve` (which
+    watches its engine). None when export is off, or could not be set up (a warning says
+    why: the export must never stop the service). A checkpoint."""
     try:
-        telemetry = await trio.to_thread.run_sync(start, front)
-        if telemetry is not None:
-            telemetry.watch(engine)
-    except Exception as exc:  # the export must never stop the service
+        return await trio.to_thread.run_sync(start, front)
+    except Exception as exc:
         log.warning("OTLP export not set up: %s: %s", type(exc).__name__, exc)
-        telemetry = None
-    task_status.started(telemetry)
+        return None
+
+
+async def close_serving(telemetry: Telemetry | None, front: str = "serve") -> None:
+    """Close :func:`start_serving`'s export (bounded, shielded, in a thread) and print the
+    summary line on stderr; nothing when it is None."""
     if telemetry is None:
         return
-    try:
-        await trio.sleep_forever()
-    finally:
-        with trio.CancelScope(shield=True):
-            await trio.to_thread.run_sync(telemetry.close)
-        print(f"triohooks {front}: {telemetry.summary()}", file=sys.stderr, flush=True)
+    with trio.CancelScope(shield=True):
+        await trio.to_thread.run_sync(telemetry.close)
+    print(f"triohooks {front}: {telemetry.summary()}", file=sys.stderr, flush=True)

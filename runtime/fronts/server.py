@@ -1,85 +1,74 @@
-"""``triohooks serve``: one engine behind one websocket endpoint (docs/protocol.md).
+"""``triohooks serve``'s server: one engine behind one TCP port and the relay socket, on trio.
 
-Owns the service around a :class:`~triohooks.engine.hook_engine.HookEngine`: the listener (loopback
-unless ``--allow-remote``), bearer-token auth at the handshake (HTTP 401 before any message is read,
-constant-time compare), one task per connection reading frames, fires run concurrently per
-connection (at most ``max_in_flight``, then the reader waits), the event stream (engine listener
--> :class:`~triohooks.actors.broadcast.Broadcaster` -> a record's frame written straight to each
-subscriber's socket that has room, else queued in its ring for its sender task, so a stalled
-client loses its oldest records and is told ``lagged`` while nobody else waits), and the
-graceful shutdown: stop accepting, finish in-flight fires, close the engine (which drains the
-post queue for up to 5 s), let subscribers flush, close every socket with 1000, exit 0. And
-the limits on what clients can make it hold: at most ``max_connections`` websockets
-(one more authenticated handshake gets HTTP 503) and as many handshakes in progress, messages of
-at most ``max_message_bytes`` (1009 beyond), and a close frame with 1002 / 1007 / 1009 when the
-websocket layer fails a connection (see :class:`_ServerStream`). And the process's own limits:
-the soft file descriptor limit raised to what ``max_connections`` needs, a connection past the
-descriptors answered HTTP 503 on one kept in reserve, every limit logged once when hit
-(:class:`_LimitReport`).
+Drives the protocols of :mod:`.serve_protocol` (h11 requests, wsproto frames) over trio
+streams; owns the service around a :class:`~triohooks.engine.hook_engine.HookEngine`: the
+listeners, what each connection may hold, the bearer-token check of a websocket handshake
+(HTTP 401 before any message is read, constant-time compare), one task reading each websocket,
+one writing it (every frame queued in the connection's protocol and written by that task, so
+writes never interleave and a burst goes out in one write), fires run concurrently per
+connection (at most ``max_in_flight``, then the reader waits), the event stream (engine
+listener -> :class:`~triohooks.actors.broadcast.Broadcaster` -> a record's frame queued
+straight away while the connection's queue is short, else kept in its ring for its sender
+task, so a stalled client loses its oldest records and is told ``lagged`` while nobody else
+waits), and the graceful shutdown: stop accepting, finish in-flight fires, close the engine
+(which drains the post queue for up to 5 s), let subscribers flush, close every websocket
+with 1000, exit 0.
 
-The agents' requests (:mod:`.agent_http`) come two ways: ``POST /<agent>/v1/hook`` on the same
-TCP port (the http transport: a token, a pre-auth pool of :data:`PRE_AUTH_SLOTS` with a 2 s
-deadline, every refusal answered with the event's deny, counted and logged), and the relay
-socket ``serve.sock`` in the private state dir (the default: one serve per user holds it,
-under ``serve.lock``, or takes it over from one the relays recorded dead; the peer's uid is
-checked; each request carries the agent session's environment, is acknowledged at once and,
-on the relay protocol's path, kept alive by heartbeats). ``--idle-exit`` shuts an
-auto-started serve down.
+The limits on what clients can make it hold: at most ``max_connections`` websockets (one more
+authenticated handshake gets HTTP 503) and as many TCP connections whose first request is not
+yet read (``handshake_timeout_s`` to send it whole; beyond that many a new one closes the
+oldest unread); a connection's slot is freed as soon as its request is answered or refused; messages
+of at most ``max_message_bytes`` (``too_big`` and close 1009 beyond, the connection closed
+within :data:`FAIL_LINGER_S`); the soft file descriptor limit raised to what
+``max_connections`` needs, a connection past the descriptors answered HTTP 503 on one kept in
+reserve, every limit logged once when hit (:class:`_LimitReport`).
 
-It must not contain decision logic or run hooks (the engine does), nor define message shapes
-(``_wire`` does). A failure in one connection is contained and logged; the server goes on.
+The agents' requests (:mod:`.agent_http`) come two ways: ``POST /<agent>/v1/hook`` on the TCP
+port (the http transport: a token, every refusal answered with the event's deny, counted and
+logged), and the relay socket ``serve.sock`` in the private state dir (one serve per user
+holds it, under ``serve.lock``, or takes it over from one the relays recorded dead; the
+peer's uid is checked). ``idle_exit_s`` shuts an auto-started serve down.
+
+It must not parse HTTP or websocket frames (:mod:`.serve_protocol` does), contain decision
+logic or run hooks (the engine does), define message shapes (``wire`` does), or hold the
+command line (:mod:`.serve_cli`). A failure in one connection is contained and logged.
 """
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import errno
 import hmac
-import ipaddress
 import logging
 import os
 import resource
-import secrets
-import signal
 import stat
-import sys
 import time
 from collections.abc import Awaitable, Callable, Mapping
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Final
-from urllib.parse import parse_qs, urlsplit
 
 import msgspec
 import trio
-from trio_websocket import (
-    ConnectionClosed,
-    WebSocketConnection,
-    WebSocketRequest,
-    wrap_server_stream,
-)
-from wsproto import ConnectionType
-from wsproto.connection import Connection as FrameWriter
-from wsproto.events import CloseConnection
 
 from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
 from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
-from triohooks.config.paths import (
-    UnreadableFileError,
-    private_dir,
-    read_regular_file,
-    state_dir,
-    write_file_atomic,
-)
 from triohooks.engine.hook_engine import HookEngine
 
-from . import agent_http, otel, relay
-from .agent_http import looks_like_agent_request
-from .serve_file import SERVE_FILE
+from . import agent_http, relay
+from .agent_http import linger as _linger
+from .agent_http import send as _send
+from .serve_protocol import (
+    TEXT,
+    HttpConnection,
+    HttpError,
+    HttpRequest,
+    WebSocket,
+    error_body,
+    error_response,
+    presented_token,
+)
 from .wire import (
-    CLOSE_INVALID_DATA,
     CLOSE_NORMAL,
-    CLOSE_PROTOCOL_ERROR,
     CLOSE_TOO_BIG,
     EVENT_KINDS,
     MAX_FRAME_BYTES,
@@ -108,37 +97,24 @@ from .wire import Lagged as LaggedMsg
 if TYPE_CHECKING:
     from triohooks.combine.outcome import Outcome
 
+    from .otel import Telemetry
+
 log = logging.getLogger("triohooks.server")
 
 DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
-#: In the state dir while serve listens: its address, token file and pid (for ``watch``).
-#: ``serve``'s exit status when the engine itself failed (an actor past its restart budget).
-EXIT_ENGINE_FAILED: Final = 3
-TOKEN_FILE_NAME: Final = "serve-token"
-#: trio-websocket's own cap is ``max_message_bytes`` plus this (in characters; it also bounds
-#: what an unfinished fragmented message may buffer). A message over ``max_message_bytes`` but
-#: within it gets a ``too_big`` error frame and close 1009 from us; beyond it the library closes
-#: 1009 as soon as it is crossed, without reading the rest.
-LIBRARY_SLACK: Final = 64 * 1024
 DEFAULT_MAX_CONNECTIONS: Final = 256
-#: TCP agent-hook connections whose first request is not yet authenticated, at most; one more
-#: evicts the oldest (so a client that holds connections without a token cannot lock others
-#: out of the authenticated ones, which have ``max_connections`` of their own).
-PRE_AUTH_SLOTS: Final = 64
-#: The relay socket's name in the state dir, and the lock its owner holds.
+#: The relay socket's name in the state dir.
 SOCKET_FILE: Final = "serve.sock"
-LOCK_FILE: Final = "serve.lock"
-#: Close codes with which the websocket layer fails a connection for bad input from the client
-#: (wsproto's parse errors, trio-websocket's size cap). The client may still be sending.
-_FAIL_CODES: Final = frozenset({CLOSE_PROTOCOL_ERROR, CLOSE_INVALID_DATA, CLOSE_TOO_BIG})
-_FAIL_REASONS: Final = {
-    CLOSE_PROTOCOL_ERROR: "websocket protocol error",
-    CLOSE_INVALID_DATA: "text frame is not valid UTF-8",
-}
 _RESERVED_DATA_KEYS: Final = frozenset({"event"})
-#: Event frames written at once by a subscriber's sender (see ``_Connection.send_frames``).
+#: Event frames queued at once by a subscriber's sender (see ``_Connection._send_events``).
 SEND_BATCH: Final = 128
+#: Bytes queued on a websocket past which writers wait (fires) or records stay in the
+#: subscriber's ring (the stream), until the socket takes some.
+HIGH_WATER: Final = 64 * 1024
+#: After a close frame for bad input (1002, 1007, 1009), how long the client gets to answer
+#: it before the connection is closed anyway.
+FAIL_LINGER_S: Final = 1.0
 #: File descriptors the process needs besides its connections' (engine, hook pipes, workers).
 FD_HEADROOM: Final = 256
 #: accept() errors that mean the process or the system is out of something; trio's own
@@ -149,15 +125,11 @@ _ACCEPT_CAPACITY_ERRNOS: Final = frozenset(
 _ACCEPT_RETRY_S: Final = 0.1
 #: A limit that keeps being hit is logged again at most this often (with the count since).
 LIMIT_REPORT_EVERY_S: Final = 60.0
-#: How long a connection refused for want of file descriptors gets to read the 503.
-_REFUSE_LINGER_S: Final = 1.0
-_OUT_OF_FDS_BODY: Final = b"server is out of file descriptors; try again later\n"
-_OUT_OF_FDS_REPLY: Final = b"".join(
-    (
-        b"HTTP/1.1 503 Service Unavailable\r\nRetry-After: 1\r\nContent-Type: text/plain\r\n",
-        b"Content-Length: %d\r\nConnection: close\r\n\r\n" % len(_OUT_OF_FDS_BODY),
-        _OUT_OF_FDS_BODY,
-    )
+_OUT_OF_FDS_REPLY: Final = error_response(
+    503,
+    b"server is out of file descriptors; try again later\n",
+    type_=TEXT,
+    headers=[(b"Retry-After", b"1")],
 )
 
 
@@ -176,11 +148,15 @@ class ServeSettings(msgspec.Struct, frozen=True, kw_only=True):
     fire_grace_s: float = 30.0
     #: At shutdown, each connection gets this long to flush its stream and close cleanly.
     close_timeout_s: float = 2.0
+    #: A TCP connection's first request (a websocket handshake, an agent hook request) must
+    #: be whole within this long.
     handshake_timeout_s: float = 10.0
     #: Open websockets at once; one more authenticated handshake is answered HTTP 503. As many
-    #: handshakes again may be in progress; beyond that a new TCP connection is closed unread.
+    #: TCP connections again may be reading their first request; beyond that a new one is
+    #: closed unread.
     max_connections: int = DEFAULT_MAX_CONNECTIONS
-    #: Largest client message (UTF-8 bytes); also bounds what a connection buffers for one.
+    #: Largest client message (UTF-8 bytes) and agent request body; also bounds what a
+    #: connection buffers for one.
     max_message_bytes: int = MAX_FRAME_BYTES
     #: The unix socket relays talk to (``serve.sock`` in the private state dir), or None.
     agent_socket: str | None = None
@@ -197,17 +173,6 @@ class _Record(msgspec.Struct, frozen=True):
     kind: str
     event: str | None
     body: str
-
-
-def _text_frame(payload: bytes) -> bytes:
-    """One unmasked, final websocket text frame (RFC 6455 5.2; the server negotiates no
-    extension, so this is what wsproto would write)."""
-    n = len(payload)
-    if n < 126:
-        return bytes((0x81, n)) + payload
-    if n < 1 << 16:
-        return b"\x81\x7e" + n.to_bytes(2, "big") + payload
-    return b"\x81\x7f" + n.to_bytes(8, "big") + payload
 
 
 class _LimitReport:
@@ -231,7 +196,7 @@ class _LimitReport:
 
 def fds_needed(max_connections: int) -> int:
     """File descriptors ``serve`` may hold at ``max_connections``: one per open websocket and
-    one per handshake in progress (as many again), plus :data:`FD_HEADROOM`."""
+    one per connection reading its first request (as many again), plus :data:`FD_HEADROOM`."""
     return 2 * max_connections + FD_HEADROOM
 
 
@@ -279,25 +244,6 @@ def _open_reserve_fd() -> int | None:
         return None
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
-def _presented_token(request: WebSocketRequest) -> str | None:
-    for name, value in request.headers:
-        if name.lower() == b"authorization":
-            scheme, _, credential = value.decode("latin-1").partition(" ")
-            if scheme.lower() == "bearer":
-                return credential.strip()
-    tokens = parse_qs(urlsplit(request.path).query).get("token")
-    return tokens[0] if tokens else None
-
-
 class HookServer:
     """The running service: auth, connections, fires, the event hub, the numbers.
 
@@ -326,31 +272,31 @@ class HookServer:
         self.falling_behind = 0
         self.rejected = 0
         #: Handshakes answered 503 at the connection cap, and TCP connections closed unread
-        #: because too many handshakes were in progress.
+        #: because newer ones came while too many were sending their first request.
         self.refused_full = 0
         self.refused_handshakes = 0
         #: Connections answered HTTP 503 (unread) because the process had no descriptor left.
         self.refused_fds = 0
-        #: The OTLP export of this server (set by ``cmd_serve`` when ``OTEL_*`` turn it on).
-        self.telemetry: otel.Telemetry | None = None
+        #: The OTLP export of this server (:func:`serve`'s ``telemetry``), for the stats.
+        self.telemetry: Telemetry | None = None
         self._cap_report = _LimitReport(self._cap_message)
         self._handshake_report = _LimitReport(self._handshake_message)
         self._http_report = _LimitReport(self._http_message)
         self._fd_report = _LimitReport(self._fd_message)
         self._reserve_fd: int | None = None
         self._slots = trio.CapacityLimiter(settings.max_connections)
-        self._handshaking = 0
+        #: TCP connections still sending their first request, oldest first: their read's
+        #: cancel scope (a new connection past ``max_connections`` evicts the oldest).
+        self._handshakes: dict[int, trio.CancelScope] = {}
+        self._handshake_no = 0
         #: Connections serving agent hook requests (``POST /claude/v1/hook`` ..., TCP ones once
         #: authenticated, and the relay socket's).
         self._http_connections = 0
-        #: TCP agent-hook connections not yet authenticated, oldest first (see PRE_AUTH_SLOTS).
-        self._preauth: dict[int, trio.CancelScope] = {}
         self._last_refusal = ""
-        #: Agent-hook requests refused (no or wrong token, unreadable input, not in time) and
-        #: relay connections from another user.
+        #: Agent-hook requests refused (no or wrong token, unreadable input) and relay
+        #: connections from another user.
         self.refused_requests = 0
         self._refusal_report = _LimitReport(self._refusal_message)
-        self._evict_report = _LimitReport(self._evict_message)
         self.last_activity = time.monotonic()
 
     def _cap_message(self) -> str:
@@ -363,8 +309,9 @@ class HookServer:
 
     def _handshake_message(self) -> str:
         return (
-            f"serve: {self.settings.max_connections} handshakes in progress (as many as "
-            "--max-connections): new TCP connections are closed unread until one finishes"
+            f"serve: {self.settings.max_connections} connections are sending their first "
+            "request (as many as --max-connections): each new TCP connection closes the "
+            "oldest of them unread (a client that sends nothing useful cannot lock others out)"
         )
 
     def _http_message(self) -> str:
@@ -376,12 +323,6 @@ class HookServer:
 
     def _refusal_message(self) -> str:
         return f"serve: agent hook request refused: {self._last_refusal}"
-
-    def _evict_message(self) -> str:
-        return (
-            f"serve: {PRE_AUTH_SLOTS} agent hook connections are waiting to authenticate: "
-            "the oldest is closed for each new one (is something holding connections open?)"
-        )
 
     def refused(self, why: str) -> None:
         """An agent-hook request was refused: counted, and logged (rate-limited)."""
@@ -415,7 +356,7 @@ class HookServer:
     @property
     def handshakes(self) -> int:
         """TCP connections in their handshake (at most ``max_connections`` at once)."""
-        return self._handshaking
+        return len(self._handshakes)
 
     def shutdown(self) -> None:
         """Begin the graceful shutdown (see the module docstring). Idempotent; returns at once."""
@@ -515,71 +456,42 @@ class HookServer:
 
     # -- connections --------------------------------------------------------------------------
     async def on_stream(self, stream: trio.SocketStream) -> None:
-        """One TCP connection: handshake, auth, then the websocket. Contains its failures.
-
-        We own the stream (not ``trio_websocket.WebSocketServer``) so that it is closed on every
-        path - trio-websocket 0.12 leaves a rejected handshake's stream open - and the library
-        sees it through :class:`_ServerStream`, which tells the client why when the library
-        fails the connection (1002 / 1007 / 1009) and lets it read the close frame.
-        """
-        if self._handshaking >= self.settings.max_connections:
+        """One TCP connection: its first request read whole (within ``handshake_timeout_s``,
+        in one of ``max_connections`` slots, freed as soon as it is read), then a websocket
+        (``GET``) or agent hook requests (``POST``). Contains its failures."""
+        if len(self._handshakes) >= self.settings.max_connections:
+            # The oldest still sending its first request goes: a client that says it all at
+            # once (every agent, the relay, a websocket client) is never the oldest for long,
+            # and one that holds connections open without a request cannot shut the port.
+            oldest = next(iter(self._handshakes))
+            self._handshakes.pop(oldest).cancel()
             self.refused_handshakes += 1
             self._handshake_report.hit()
-            await stream.aclose()
-            return
-        self._handshaking += 1
-        handshaking = True
+        self._handshake_no += 1
+        mine = self._handshake_no
+        reading = trio.move_on_after(self.settings.handshake_timeout_s)
+        self._handshakes[mine] = reading
+        http = HttpConnection(self.settings.max_message_bytes)
+        request: HttpRequest | HttpError | None = None
         try:
-            head = await self._first_bytes(stream)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            head = None
-        if head is None or looks_like_agent_request(head):
-            self._handshaking -= 1
-            if head is not None:
-                await self._serve_agent_http(stream, head)
-            await stream.aclose()
-            return
-        wrapped = _ServerStream(stream, self.settings.close_timeout_s, head)
-        try:
-            try:
-                async with trio.open_nursery() as nursery:
-                    try:
-                        with trio.move_on_after(self.settings.handshake_timeout_s) as handshake:
-                            wrapped.on_gone = handshake.cancel
-                            request = await wrap_server_stream(
-                                nursery,
-                                wrapped,
-                                max_message_size=self.settings.max_message_bytes + LIBRARY_SLACK,
-                            )
-                        wrapped.on_gone = None
-                        self._handshaking -= 1
-                        handshaking = False
-                        if not handshake.cancelled_caught:
-                            await self._handle(request, wrapped)
-                    finally:
-                        nursery.cancel_scope.cancel()  # the connection's reader task
-            finally:
-                if handshaking:
-                    self._handshaking -= 1
-                await wrapped.finish()
-        except (ConnectionClosed, trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
-            log.exception("websocket connection failed")
-
-    async def _first_bytes(self, stream: trio.SocketStream) -> bytes | None:
-        """Enough of the connection's first bytes to tell a websocket handshake (``GET``) from
-        an agent hook request (``POST /claude/v1/hook``); None if the client left or said
-        nothing within the handshake timeout."""
-        head = b""
-        with trio.move_on_after(self.settings.handshake_timeout_s):
-            while b"\r\n" not in head and len(head) < 512:
-                data = await stream.receive_some(65536)
-                if not data:
-                    return None
-                head += data
-            return head
-        return None
+            with reading:
+                request = await agent_http.read_request(stream, http)
+        except HttpError as exc:
+            request = exc
+        finally:
+            self._handshakes.pop(mine, None)  # (before any answer: the slot is free at once)
+        if request is None or (isinstance(request, HttpError) and request.eof):
+            return  # the client left, or did not say it all in time
+        if isinstance(request, HttpError):  # (unread bytes may follow: lingered on)
+            if await _send(stream, error_response(request.status, error_body(request))):
+                await _linger(stream, agent_http.LINGER_S)
+        elif request.method == "POST":
+            await self._serve_agent_http(stream, http, request)
+        elif request.method == "GET":
+            await self._serve_websocket(stream, http, request)
+        else:
+            why = "a websocket handshake (GET) or an agent hook request (POST) only"
+            await _send(stream, error_response(400, error_body(why)))
 
     async def _agent_hook(
         self, agent: str, body: bytes, env: dict[str, str] | None, scope: str | None
@@ -618,20 +530,15 @@ class HookServer:
         self._http_connections += 1
         return True
 
-    async def _serve_agent_http(self, stream: trio.SocketStream, head: bytes) -> None:
-        """``POST /<agent>/v1/hook`` requests on a TCP connection (see :mod:`.agent_http`):
-        in the pre-auth pool until its first request shows the token, then in its own slot."""
-        scope = trio.CancelScope()
-        key = id(scope)
-        if len(self._preauth) >= PRE_AUTH_SLOTS:
-            self._preauth.pop(next(iter(self._preauth))).cancel()
-            self._evict_report.hit()
-        self._preauth[key] = scope
+    async def _serve_agent_http(
+        self, stream: trio.SocketStream, http: HttpConnection, first: HttpRequest
+    ) -> None:
+        """``POST /<agent>/v1/hook`` requests on a TCP connection (see :mod:`.agent_http`),
+        in a slot of its own once its first request showed the token."""
         counted = False
 
         def authenticated() -> bool:
             nonlocal counted
-            self._preauth.pop(key, None)
             counted = self._take_http_slot()
             return counted
 
@@ -639,20 +546,10 @@ class HookServer:
             token=self._token, on_authenticated=authenticated, on_refused=self.refused
         )
         try:
-            with scope:
-                await agent_http.serve_connection(
-                    stream,
-                    head,
-                    peer=peer,
-                    handle=self._agent_hook,
-                    max_body=self.settings.max_message_bytes,
-                )
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
-            log.exception("agent hook connection failed")
+            await agent_http.serve_connection(
+                stream, http, peer=peer, handle=self._agent_hook, first=first
+            )
         finally:
-            self._preauth.pop(key, None)
             if counted:
                 self._http_connections -= 1
 
@@ -672,30 +569,30 @@ class HookServer:
         try:
             await agent_http.serve_connection(
                 stream,
-                b"",
+                HttpConnection(self.settings.max_message_bytes),
                 peer=agent_http.Peer(token=None, on_refused=self.refused, fire=self._fire_command),
                 handle=self._agent_hook,
-                max_body=self.settings.max_message_bytes,
             )
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        except Exception:
-            log.exception("relay connection failed")
         finally:
             self._http_connections -= 1
 
-    async def _handle(self, request: WebSocketRequest, stream: _ServerStream) -> None:
-        given = _presented_token(request)
+    async def _serve_websocket(
+        self, stream: trio.SocketStream, http: HttpConnection, request: HttpRequest
+    ) -> None:
+        """A websocket handshake: validated, the token checked, a slot taken, then the
+        websocket served until it closes."""
+        try:
+            ws = WebSocket(request, self.settings.max_message_bytes)
+            given = presented_token(request)
+        except HttpError as exc:
+            await _send(stream, error_response(exc.status, error_body(exc)))
+            return
         if given is None or not hmac.compare_digest(given.encode(), self._token):
             self.rejected += 1
-            await request.reject(
-                401,
-                extra_headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
-                body=b"missing or wrong bearer token\n",
-            )
+            await _send(stream, _REFUSED_TOKEN)
             return
         if not self._accepting:
-            await request.reject(503, body=b"server is shutting down\n")
+            await _send(stream, error_response(503, b"server is shutting down\n", type_=TEXT))
             return
         try:
             self._slots.acquire_nowait()  # synchronous: no race between check and take
@@ -703,29 +600,21 @@ class HookServer:
             self.refused_full += 1
             self._cap_report.hit()
             limit = self.settings.max_connections
-            await request.reject(
-                503,
-                extra_headers=[(b"Retry-After", b"1")],
-                body=f"server is at its connection limit ({limit}); try again later\n".encode(),
-            )
+            body = f"server is at its connection limit ({limit}); try again later\n".encode()
+            await _send(stream, error_response(503, body, type_=TEXT, headers=_RETRY))
             return
         try:
-            ws = await request.accept()
-            stream.ws = ws
-            conn = _Connection(self, ws, stream)
-            self._connections.add(conn)
-            try:
-                await conn.run()
-            finally:
-                self._connections.discard(conn)
-                with trio.move_on_after(self.settings.close_timeout_s, shield=True):
-                    if conn.closing is not None:
-                        # We started the close: the client's reply is read by the connection's
-                        # reader task, which must outlive the handshake (on_stream cancels it).
-                        await conn.closing.wait()
-                    await ws.aclose()
+            if await _send(stream, ws.accept(http.trailing_data)):
+                conn = _Connection(self, stream, ws)
+                self._connections.add(conn)
+                try:
+                    await conn.run()
+                finally:
+                    self._connections.discard(conn)
         finally:
             self._slots.release()
+        if not ws.closed:  # cut off (bad input unanswered, a stalled client): unread bytes
+            await _linger(stream, FAIL_LINGER_S)
 
     # -- accepting ----------------------------------------------------------------------------
     async def accept_loop(
@@ -761,6 +650,10 @@ class HookServer:
     ) -> None:
         try:
             await (on_stream or self.on_stream)(stream)
+        except (trio.BrokenResourceError, trio.ClosedResourceError):
+            pass
+        except Exception:
+            log.exception("connection failed")
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -794,16 +687,10 @@ class HookServer:
             self._reserve_fd = _open_reserve_fd()
 
     async def _refuse_unread(self, stream: trio.SocketStream) -> None:
-        """HTTP 503 on a connection whose request was not read; what the client still sends
-        is read and dropped (so it reads the answer, not a reset) for at most a second."""
+        """HTTP 503 on a connection whose request was not read."""
         try:
-            with trio.move_on_after(_REFUSE_LINGER_S):
-                await stream.send_all(_OUT_OF_FDS_REPLY)
-                await stream.send_eof()
-                while await stream.receive_some(65536):
-                    pass
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
+            if await _send(stream, _OUT_OF_FDS_REPLY):
+                await _linger(stream, agent_http.LINGER_S)
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -814,83 +701,114 @@ class HookServer:
 
 
 class _Connection:
-    """One accepted websocket: a reader (this task), fire tasks, and a sender when subscribed."""
+    """One accepted websocket: a reader (the task that runs it), a writer, fire tasks, and a
+    sender when subscribed. Every frame is queued in :attr:`ws` (the protocol) and written by
+    the writer task alone."""
 
-    def __init__(self, server: HookServer, ws: WebSocketConnection, stream: _ServerStream) -> None:
+    def __init__(self, server: HookServer, stream: trio.SocketStream, ws: WebSocket) -> None:
         self.server = server
-        self.ws = ws
         self.stream = stream
+        self.ws = ws
         self.tasks: trio.Nursery
         self.fires: trio.Nursery  # set in run(); its own nursery so a cut-off spares the reader
         self.slots = trio.Semaphore(server.settings.max_in_flight)
         self.seq = 0
         self.sub: Subscription[_Record] | None = None
         self.sender_done: trio.Event | None = None
-        #: The sender holds records it took from the ring and has not written yet (so none
-        #: may be written straight past them).
-        self._sender_busy = False
-        #: Set while (and after) the server closes this connection; done when the close is.
-        self.closing: trio.Event | None = None
         self.scope = trio.CancelScope()
+        #: Set when :meth:`run` has returned.
+        self.done = trio.Event()
+        self._wakeup = trio.Event()  # the writer's: something was queued
+        self._progress: trio.Event | None = None  # set after each write (for who waits)
+        self._lingering = False
+        self._writing = False  # the writer has bytes in flight
 
     async def run(self) -> None:
-        with self.scope:
-            async with trio.open_nursery() as tasks:
-                self.tasks = tasks
-                self.fires = await tasks.start(_nursery_host)
-                try:
-                    await self._read_loop()
-                finally:
-                    # The client is gone (or we closed it): stop its fires and its stream.
-                    if self.sub is not None:
-                        self.sub.close()
-                    tasks.cancel_scope.cancel()
+        try:
+            with self.scope:
+                async with trio.open_nursery() as tasks:
+                    self.tasks = tasks
+                    self.fires = await tasks.start(_nursery_host)
+                    tasks.start_soon(self._write_loop)
+                    try:
+                        await self._read_loop()
+                        with trio.move_on_after(self.server.settings.close_timeout_s):
+                            await self._flushed()
+                    finally:
+                        # The client is gone (or we closed it): stop its fires and its stream.
+                        if self.sub is not None:
+                            self.sub.close()
+                        tasks.cancel_scope.cancel()
+        finally:
+            self.done.set()
+
+    # -- writing ------------------------------------------------------------------------------
+    async def _write_loop(self) -> None:
+        while True:
+            await self._wakeup.wait()
+            self._wakeup = trio.Event()
+            while self.ws.pending:
+                self._writing = True
+                sent = await _send(self.stream, self.ws.data_to_send())
+                self._writing = False
+                if not sent:
+                    self.scope.cancel()  # the connection broke: nothing more to do on it
+                    return
+                if self._progress is not None:
+                    self._progress.set()
+                    self._progress = None
+
+    async def _wrote(self) -> None:
+        """Return after the writer's next write."""
+        if self._progress is None:
+            self._progress = trio.Event()
+        await self._progress.wait()
+
+    async def _flushed(self) -> None:
+        while self.ws.pending or self._writing:
+            await self._wrote()
 
     async def send(self, text: str | bytes) -> bool:
-        """Send one text frame (``text``: str, or UTF-8 bytes); False when the connection is
-        closed. Not always a checkpoint: a frame the socket takes at once is written there and
-        then (see :meth:`send_raw`)."""
-        return await self.send_raw(_text_frame(text.encode() if isinstance(text, str) else text))
-
-    async def send_raw(self, frames: bytes) -> bool:
-        """Write whole websocket frames: straight to the socket if it takes them now, else
-        once no other write is under way and the socket has room. False when the websocket is
-        closing or closed, or the connection broke.
-
-        The frames are built here (:func:`_text_frame`), not by trio-websocket: its
-        ``send_message`` costs every frame three passes through the scheduler and a frame
-        serialiser in Python, and has no batch send; the bytes are the same. Every write goes
-        through :class:`_ServerStream`, which keeps writes whole and in order with the
-        library's own (pongs, close frames) and sends nothing after a close frame."""
-        if self._write_now(frames):
-            return True
-        return await self.stream.write_data(frames, self.ws)
-
-    def _write_now(self, frames: bytes) -> bool:
-        if self.ws.closed is not None or not self.stream.write_nowait(frames):
+        """Queue one text frame (``text``: str, or UTF-8 bytes); False once the websocket is
+        closing. Waits while more than :data:`HIGH_WATER` bytes are queued (not a checkpoint
+        otherwise)."""
+        if not self.ws.send_text(text):
             return False
-        if self.stream.backlog:  # the socket took part of it: the rest goes first, soon
-            try:
-                self.tasks.start_soon(self.stream.write_data, b"", self.ws)
-            except RuntimeError:  # the connection is ending: its close flushes the rest
-                pass
+        self._wakeup.set()
+        while self.ws.pending > HIGH_WATER:
+            await self._wrote()
         return True
 
+    # -- reading ------------------------------------------------------------------------------
     async def _read_loop(self) -> None:
-        while True:
+        limit = self.server.settings.max_message_bytes
+        while not self.ws.closed:
             try:
-                frame = await self.ws.get_message()
-            except ConnectionClosed:
+                data = bytes(await self.stream.receive_some(65536))
+            except (trio.BrokenResourceError, trio.ClosedResourceError):
+                data = b""
+            self.ws.receive(data)
+            for message in self.ws.messages():
+                try:
+                    msg = decode_client(message, limit)  # raises nothing but WireError
+                    await self._handle(msg)
+                except WireError as err:
+                    await self.send(encode(err.reply()))
+                    if err.code == "too_big":
+                        self.ws.close(CLOSE_TOO_BIG, f"message over {limit} bytes")
+            self._wakeup.set()  # pongs, close frames, an error and its close: written now
+            if self.ws.closing not in (None, CLOSE_NORMAL) and not self._lingering:
+                # Bad input closed it: the client gets FAIL_LINGER_S to answer the close.
+                self._lingering = True
+                self.tasks.start_soon(self._cut_off, FAIL_LINGER_S)
+            if not data:
                 return
-            limit = self.server.settings.max_message_bytes
-            try:
-                msg = decode_client(frame, limit)  # raises nothing but WireError
-                await self._handle(msg)
-            except WireError as err:
-                await self.send(encode(err.reply()))
-                if err.code == "too_big":
-                    await self.ws.aclose(CLOSE_TOO_BIG, f"frame over {limit} bytes")
-                    return
+
+    async def _cut_off(self, seconds: float) -> None:
+        await trio.sleep(seconds)
+        with trio.move_on_after(self.server.settings.close_timeout_s):
+            await self._flushed()
+        self.scope.cancel()
 
     async def _handle(self, msg: ClientMessage) -> None:
         match msg:
@@ -898,7 +816,7 @@ class _Connection:
                 if not self.server._firing:
                     raise WireError("shutting_down", "server is shutting down", msg.id)
                 try:  # backpressure: at most max_in_flight per connection
-                    self.slots.acquire_nowait()  # (get_message was this loop's checkpoint)
+                    self.slots.acquire_nowait()  # (receive_some was this loop's checkpoint)
                 except trio.WouldBlock:
                     await self.slots.acquire()
                 self.server._fire_started()
@@ -990,231 +908,58 @@ class _Connection:
 
     def _deliver_now(self, record: _Record) -> bool:
         """The subscription's :attr:`~Subscription.direct` receiver, called by the publisher
-        while the ring is empty: write the record's frame now if the socket takes it, so the
-        publisher wakes no task for it. False (the record goes to the ring, for the sender)
-        when the sender holds records, another write is under way, or the socket is full."""
-        if self._sender_busy:
+        while the ring is empty: queue the record's frame now while the connection's queue is
+        short, so the publisher wakes no sender for it. False (the record goes to the ring,
+        for the sender) when the queue is over :data:`HIGH_WATER` or the websocket closing."""
+        if self.ws.pending > HIGH_WATER or not self.ws.send_text(
+            event_frame(self.seq + 1, record.body)
+        ):
             return False
-        seq = self.seq + 1
-        if not self._write_now(_text_frame(event_frame(seq, record.body).encode())):
-            return False
-        self.seq = seq
+        self.seq += 1
+        self._wakeup.set()
         return True
 
     async def _send_events(self, sub: Subscription[_Record], done: trio.Event) -> None:
-        """What the publisher could not write at once: up to :data:`SEND_BATCH` frames from the
-        ring per write, a ``lagged`` frame where records were lost."""
+        """What the publisher could not queue at once: up to :data:`SEND_BATCH` frames from
+        the ring at a time, once the queue is short again; a ``lagged`` frame where records
+        were lost. Records are taken from the ring only when they can be queued, so those a
+        stalled client cannot take are lost there, and counted."""
         try:
             while True:
                 await sub.wait()
-                self._sender_busy = True  # no await from taking records to writing them
-                try:
-                    frames: list[bytes] = []
-                    ended = False
+                while self.ws.pending > HIGH_WATER:
+                    await self._wrote()
+                ended = False
+                for _ in range(SEND_BATCH):  # no await from taking records to queueing them
                     try:
-                        while len(frames) < SEND_BATCH:
-                            frames.append(self._event_frame(sub.receive_nowait()))
+                        record = sub.receive_nowait()
                     except trio.WouldBlock:
-                        pass
+                        break
                     except Lagged as lag:  # the records lost come after those already taken
-                        frames.append(_text_frame(encode(LaggedMsg(missed=lag.missed)).encode()))
+                        self.ws.send_text(encode(LaggedMsg(missed=lag.missed)))
+                        break
                     except (trio.EndOfChannel, trio.ClosedResourceError):
                         ended = True
-                    if (frames and not await self.send_raw(b"".join(frames))) or ended:
-                        return
-                finally:
-                    self._sender_busy = False
+                        break
+                    self.seq += 1
+                    self.ws.send_text(event_frame(self.seq, record.body))
+                self._wakeup.set()
+                if ended or not self.ws.open:
+                    return
         finally:
             done.set()
 
-    def _event_frame(self, record: _Record) -> bytes:
-        self.seq += 1
-        return _text_frame(event_frame(self.seq, record.body).encode())
-
     async def close_gracefully(self) -> None:
-        """Let the stream flush, then close with 1000; abort after ``close_timeout_s``."""
-        self.closing = trio.Event()
-        try:
-            with trio.move_on_after(self.server.settings.close_timeout_s, shield=True) as scope:
-                if self.sender_done is not None:
-                    await self.sender_done.wait()
-                await self.ws.aclose(CLOSE_NORMAL, "server shutting down")
-            if scope.cancelled_caught:
-                self.scope.cancel()  # a stalled client: drop it
-        finally:
-            self.closing.set()
-
-
-class _ServerStream(trio.abc.Stream):
-    """A connection's TCP stream as trio-websocket sees it (public ``trio.abc.Stream`` API).
-
-    trio-websocket 0.12 turns wsproto's parse failures (invalid UTF-8 in a text frame: 1007;
-    any other protocol error: 1002) into a close *of its own* and drops the TCP connection
-    without a close frame; after its 1009 (message over ``max_message_size``) it stops
-    reading, so closing the socket on the unread rest resets the connection and the client
-    may never see the close frame. So: when the library closes the stream after failing the
-    connection with one of those codes, the close frame is sent if the library did not send
-    one, and the socket is left to :meth:`finish`, which shuts our side (FIN) and reads and
-    drops what the client still sends until it closes, for at most ``linger_s``. Every
-    ``send_all`` of the library is one whole wsproto event, and the server writes its own
-    frames here whole too (:meth:`write_nowait`, :meth:`write_data`), so no frame lands inside
-    another, and none of the server's follows a close frame.
-    """
-
-    def __init__(self, stream: trio.SocketStream, linger_s: float, read: bytes = b"") -> None:
-        self.stream = stream
-        #: What the server read to tell the handshake apart, handed to the library first.
-        self._pending = read
-        #: The accepted websocket (set by the server right after the handshake).
-        self.ws: WebSocketConnection | None = None
-        self._linger_s = linger_s
-        #: A write is under way; ``_idle`` (when someone waits) is set when it ends.
-        self._sending = False
-        self._idle: trio.Event | None = None
-        #: The rest of a frame :meth:`write_nowait` could write only part of: written before
-        #: anything else.
-        self._backlog: bytes | memoryview = b""
-        self._close_frame_sent = False
-        #: Called when the client goes away during the handshake (trio-websocket 0.12 would
-        #: wait for a request that cannot come until the handshake timeout).
-        self.on_gone: Callable[[], object] | None = None
-
-    async def send_all(self, data: bytes | bytearray | memoryview) -> None:
-        await self._write(data, library=True)
-
-    async def _write(self, data: bytes | bytearray | memoryview, *, library: bool) -> None:
-        """Write ``data`` whole, never inside another write. The library serialises its own
-        writes, so only the close frame of :meth:`_send_close_frame` can meet one of them, and
-        it waits for the other to end. (Not a ``trio.Lock``: that costs every frame one more
-        pass through the scheduler.)"""
-        await self._wait_idle()
-        if library and self.ws is not None and bytes(data[:1]) == b"\x88":  # FIN + close
-            self._close_frame_sent = True
-        self._sending = True
-        try:
-            if self._backlog:
-                rest, self._backlog = self._backlog, b""
-                await self.stream.send_all(rest)
-            if data:
-                await self.stream.send_all(data)
-        finally:
-            self._sending = False
-            if self._idle is not None:
-                self._idle.set()
-                self._idle = None
-
-    def write_nowait(self, frames: bytes) -> bool:
-        """Write whole frames of the server's (never the library's) now, without waiting: True
-        when they are committed (written, or the rest kept in the backlog that goes out before
-        anything else: then someone must :meth:`write_data` soon), False when nothing was
-        written (a write is under way, a close frame went out, the socket is full or gone).
-        The socket is non-blocking (trio's); no other write can be in progress on it here."""
-        if self._sending or self._backlog or self._close_frame_sent:
-            return False
-        fd = self.stream.socket.fileno()  # -1 once closed (never a reused number)
-        if fd < 0:
-            return False
-        try:
-            written = os.write(fd, frames)
-        except OSError:  # full (EAGAIN), or broken: the awaiting path finds out which
-            return False
-        if written < len(frames):
-            self._backlog = memoryview(frames)[written:]
-        return True
-
-    @property
-    def backlog(self) -> int:
-        return len(self._backlog)
-
-    async def write_data(self, frames: bytes, ws: WebSocketConnection) -> bool:
-        """Write whole frames of the server's (and the backlog first) once no other write is
-        under way; ``b""`` just flushes the backlog. False when the websocket is closing or
-        closed (nothing is sent after a close frame) or the connection broke."""
-        await self._wait_idle()
-        if self._close_frame_sent or ws.closed is not None:
-            return False
-        try:
-            await self._write(frames, library=False)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            return False
-        return True
-
-    async def _wait_idle(self) -> None:
-        """Return once no write is under way (at once, without a checkpoint, if none is)."""
-        while self._sending:
-            if self._idle is None:
-                self._idle = trio.Event()
-            await self._idle.wait()
-
-    async def wait_send_all_might_not_block(self) -> None:
-        await self.stream.wait_send_all_might_not_block()
-
-    async def receive_some(self, max_bytes: int | None = None) -> bytes | bytearray:
-        if self._pending:
-            cut = len(self._pending) if max_bytes is None else max_bytes
-            data, self._pending = self._pending[:cut], self._pending[cut:]
-            await trio.lowlevel.checkpoint()
-            return data
-        try:
-            data = await self.stream.receive_some(max_bytes)
-        except trio.BrokenResourceError:
-            self._gone()
-            raise
-        if not data:
-            self._gone()
-        return data
-
-    def _gone(self) -> None:
-        if self.on_gone is not None:
-            self.on_gone()
-
-    def _failed(self) -> int | None:
-        """The close code if the websocket layer failed the connection for bad input."""
-        reason = self.ws.closed if self.ws is not None else None
-        return reason.code if reason is not None and reason.code in _FAIL_CODES else None
-
-    async def aclose(self) -> None:
-        """The library's close. A failed connection gets its close frame; the socket stays
-        open for :meth:`finish`. Otherwise the socket is closed. Closed during the handshake
-        (the library refused it: a request that is no websocket handshake, answered 400), the
-        handshake is over too (:attr:`on_gone`): its slot is free at once, not after the
-        handshake timeout."""
-        if self.ws is None:
-            self._gone()
-        code = self._failed()
-        if code is None:
-            await self.stream.aclose()
-            return
-        with trio.move_on_after(self._linger_s):
-            await self._send_close_frame(code)
-        await trio.lowlevel.checkpoint()
-
-    async def _send_close_frame(self, code: int) -> None:
-        close = CloseConnection(code=code, reason=_FAIL_REASONS.get(code))
-        frame = FrameWriter(ConnectionType.SERVER).send(close)
-        try:
-            await self._wait_idle()
-            if self._close_frame_sent:
-                return
-            self._close_frame_sent = True
-            await self._write(frame, library=False)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-
-    async def finish(self) -> None:
-        """Close the socket, once the library's reader has ended (see the class docstring)."""
-        try:
-            code = self._failed()
-            if code is not None:
-                with trio.move_on_after(self._linger_s):
-                    await self._send_close_frame(code)
-                    await self.stream.send_eof()
-                    while await self.stream.receive_some(65536):
-                        pass  # what the client still sends: read (so no reset) and dropped
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            pass
-        finally:
-            await self.stream.aclose()
+        """Let the stream flush, then close with 1000 and wait for the client's close frame;
+        drop the connection after ``close_timeout_s``."""
+        with trio.move_on_after(self.server.settings.close_timeout_s, shield=True) as scope:
+            if self.sender_done is not None:
+                await self.sender_done.wait()
+            self.ws.close(CLOSE_NORMAL, "server shutting down")
+            self._wakeup.set()
+            await self.done.wait()
+        if scope.cancelled_caught:
+            self.scope.cancel()  # a stalled client: drop it
 
 
 class RelaySocketError(Exception):
@@ -1309,13 +1054,18 @@ async def _nursery_host(*, task_status: trio.TaskStatus[trio.Nursery]) -> None:
 
 
 async def serve(
-    settings: ServeSettings, *, task_status: trio.TaskStatus[HookServer] = trio.TASK_STATUS_IGNORED
+    settings: ServeSettings,
+    *,
+    telemetry: Telemetry | None = None,
+    task_status: trio.TaskStatus[HookServer] = trio.TASK_STATUS_IGNORED,
 ) -> None:
     """Open the engine, listen, and serve until :meth:`HookServer.shutdown` is called.
 
     Supports ``server = await nursery.start(serve, settings)`` (started once listening). Returns
     after the graceful shutdown. On cancel: stops at once, but the engine's close (post-queue
-    drain, shielded) still runs.
+    drain, shielded) still runs. ``telemetry``: the OTLP export, started before (its metrics
+    listener is on the engine before the first connection is accepted; its counts go into
+    the stats reply).
 
     First raises the process's soft file descriptor limit towards what ``max_connections``
     needs (:func:`raise_fd_limit`).
@@ -1327,6 +1077,9 @@ async def serve(
             server = HookServer(engine, settings, connections)
             server.host = host
             engine.add_listener(server.on_engine_event)
+            if telemetry is not None:
+                telemetry.watch(engine)
+                server.telemetry = telemetry
             server._reserve_fd = _open_reserve_fd()
             bound: tuple[int, int] | None = None  # the relay socket file, once ours
             try:
@@ -1362,291 +1115,13 @@ async def serve(
     server.done.set()
 
 
-# -- the command line ---------------------------------------------------------------------------
-def add_serve_command(sub: argparse._SubParsersAction[Any]) -> None:
-    """Register ``triohooks serve`` on the CLI's subparsers."""
-    from .cli import scope_args
-
-    p = sub.add_parser("serve", help="serve the websocket event stream and remote fire protocol")
-    scope_args(p)
-    p.add_argument("--host", default=DEFAULT_HOST, help="address to bind (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=DEFAULT_PORT, help="port (default: 8765; 0: any)")
-    p.add_argument(
-        "--token-file",
-        type=Path,
-        default=None,
-        help="file holding the bearer token (default: generate one under the state dir)",
-    )
-    p.add_argument(
-        "--allow-remote", action="store_true", help="allow binding a non-loopback address"
-    )
-    p.add_argument(
-        "--max-connections",
-        type=_positive_int,
-        default=DEFAULT_MAX_CONNECTIONS,
-        help="open websockets at once; beyond it a handshake is answered HTTP 503 (default: 256)",
-    )
-    p.add_argument(
-        "--max-message-bytes",
-        type=_positive_int,
-        default=MAX_FRAME_BYTES,
-        help="largest client message in bytes; bigger ones are closed with 1009 (default: 1 MiB)",
-    )
-    p.add_argument("--trust", action="store_true", help="trust the workspace's hooks for this run")
-    p.add_argument("--no-audit", action="store_true", help="write no audit records")
-    p.add_argument(
-        "--idle-exit",
-        type=_positive_int,
-        default=None,
-        metavar="SECONDS",
-        help="shut down after this long with no connection and no request",
-    )
-    p.add_argument(
-        "--auto",
-        action="store_true",
-        help="as started by triohooks-relay: leave at once if another serve runs, and listen on "
-        "a free port if the port is taken (serve.json names it)",
-    )
-
-
-def _positive_int(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1: {value}")
-    return value
-
-
-class ServeError(Exception):
-    """A usage problem of ``serve``: one line on stderr, exit 1."""
-
-
-def _kept_token(path: Path) -> str | None:
-    """The token a previous ``serve`` generated, kept across restarts (so the
-    ``$TRIOHOOKS_TOKEN`` an agent's http hooks send stays valid): only from a regular file of
-    ours that nobody else may read or write, else None (a new one is generated)."""
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o077:
-            return None
-        token = read_regular_file(path, 4096).decode().strip()
-    except (OSError, UnreadableFileError, UnicodeDecodeError):
-        return None
-    return token if len(token) >= 32 else None
-
-
-def _load_token(token_file: Path | None) -> tuple[str, Path]:
-    if token_file is not None:
-        try:
-            token = token_file.read_text().strip()
-        except OSError as exc:
-            raise ServeError(f"cannot read token file {token_file}: {exc.strerror}") from None
-        if not token:
-            raise ServeError(f"token file {token_file} is empty")
-        return token, token_file
-    path = private_dir(state_dir()) / TOKEN_FILE_NAME
-    kept = _kept_token(path)
-    if kept is not None:
-        return kept, path
-    token = secrets.token_urlsafe(32)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        os.write(fd, (token + "\n").encode())
-    finally:
-        os.close(fd)
-    return token, path
-
-
-def settings_from_args(args: argparse.Namespace) -> tuple[ServeSettings, Path]:
-    if not is_loopback(args.host) and not args.allow_remote:
-        raise ServeError(
-            f"refusing to bind non-loopback address {args.host} without --allow-remote"
-        )
-    workspace: Path = args.workspace if args.workspace is not None else Path.cwd()
-    if not workspace.is_dir():
-        raise ServeError(f"workspace {workspace} is not a directory")
-    token, token_path = _load_token(args.token_file)
-    engine: dict[str, Any] = {
-        "workspace": workspace,
-        "config_dir": args.config_dir,
-        "extra_configs": list(args.configs),
-        "trust": args.trust,
-        "audit": not args.no_audit,
-    }
-    settings = ServeSettings(
-        token=token,
-        host=args.host,
-        port=args.port,
-        engine=engine,
-        max_connections=args.max_connections,
-        max_message_bytes=args.max_message_bytes,
-        tcp_optional=args.auto,
-        idle_exit_s=args.idle_exit,
-    )
-    return settings, token_path
-
-
-def take_relay_socket() -> tuple[int, str] | None:
-    """The lock on ``serve.lock`` in the private state dir and the relay socket's path, or None
-    when another serve holds them (one serve per user answers the relays)."""
-    import fcntl
-
-    directory = private_dir(state_dir())
-    fd = os.open(directory / LOCK_FILE, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError:
-        os.close(fd)
-        return None
-    return fd, str(directory / SOCKET_FILE)
-
-
-def dead_relay_socket() -> tuple[str, str] | None:
-    """The relay socket's path and why its serve is dead, when the relays recorded it so
-    (:func:`.relay.remembered_dead`): a serve then takes the socket over without the lock,
-    which the dead one still holds; else None."""
-    directory = private_dir(state_dir())
-    try:
-        found = os.lstat(directory / SOCKET_FILE)
-    except OSError:
-        return None
-    why = relay.remembered_dead(str(directory), found)
-    return (str(directory / SOCKET_FILE), why) if why else None
-
-
-async def _serve_until_signalled(settings: ServeSettings, token_path: Path) -> int:
-    with trio.open_signal_receiver(signal.SIGINT, signal.SIGTERM) as signals:
-        async with trio.open_nursery() as nursery:
-            server: HookServer = await nursery.start(serve, settings)
-            # When OTEL_* say so; its counts go into the stats reply.
-            server.telemetry = await nursery.start(otel.export_while_serving, server.engine)
-            announced = _announce(server, token_path)  # (before saying so: watch finds it)
-            if server.port:
-                print(f"triohooks serve: listening on {server.url}", flush=True)
-            else:
-                print("triohooks serve: no TCP port: serving the relay socket only", flush=True)
-            print(f"triohooks serve: token in {token_path}", flush=True)
-            if not is_loopback(settings.host):
-                print(
-                    "triohooks serve: warning: listening beyond loopback without TLS",
-                    file=sys.stderr,
-                    flush=True,
-                )
-            nursery.start_soon(_on_signals, signals, server, nursery.cancel_scope)
-            nursery.start_soon(_refresh_relay_client)
-            try:
-                await server.done.wait()
-            finally:
-                _withdraw(announced)
-            nursery.cancel_scope.cancel()
-    print("triohooks serve: stopped", flush=True)
-    return 0
-
-
-async def _refresh_relay_client() -> None:
-    """The native relay client rebuilt when an older triohooks built it (:func:`.relay_build.
-    refresh`), in a worker thread while serve answers; said in serve's log. Never fatal: the
-    catch-alls go on with what they have."""
-    from . import relay_build
-
-    try:
-        said = await trio.to_thread.run_sync(relay_build.refresh)
-    except Exception:  # our own bug: logged, serve goes on
-        log.exception("serve: could not bring the relay client up to date")
-        return
-    if said is not None:
-        log.warning("serve: %s", said)
-
-
-def _announce(server: HookServer, token_path: Path) -> Path | None:
-    """Write ``serve.json`` (host, port, token file, pid, relay socket) in the state dir, for
-    ``watch`` and ``doctor``; None if it cannot be written."""
-    listening = server.port != 0  # (0: no TCP port could be had; the relay socket only)
-    info = {
-        "host": server.host,
-        "port": server.port if listening else None,
-        "token_file": str(token_path.resolve()),
-        "pid": os.getpid(),
-        "url": server.url if listening else None,
-        "socket": server.settings.agent_socket,
-    }
-    try:
-        directory = private_dir(state_dir())
-        path = directory / SERVE_FILE
-        write_file_atomic(path, msgspec.json.encode(info), new_mode=0o600)
-    except OSError as exc:
-        print(f"triohooks serve: warning: cannot write {SERVE_FILE}: {exc}", file=sys.stderr)
-        return None
-    return path
-
-
-def _withdraw(path: Path | None) -> None:
-    """Remove ``serve.json`` if it is still ours (another serve may have replaced it)."""
-    if path is None:
-        return
-    try:
-        info = msgspec.json.decode(path.read_bytes())
-        if isinstance(info, dict) and info.get("pid") == os.getpid():
-            path.unlink()
-    except (OSError, msgspec.DecodeError):
-        pass
-
-
-async def _on_signals(signals: Any, server: HookServer, hard_stop: trio.CancelScope) -> None:
-    async for signum in signals:
-        if server.shutting_down:  # a second signal: stop now (the post-queue drain still runs)
-            print("triohooks serve: stopping now", file=sys.stderr, flush=True)
-            hard_stop.cancel()
-            return
-        name = signal.Signals(signum).name
-        print(f"triohooks serve: {name}: shutting down", file=sys.stderr, flush=True)
-        server.shutdown()
-
-
-def cmd_serve(args: argparse.Namespace) -> int:
-    """``triohooks serve``: 0 after a graceful shutdown, 1 for usage or config errors."""
-    try:
-        settings, token_path = settings_from_args(args)
-    except ServeError as exc:
-        print(f"triohooks: {exc}", file=sys.stderr)
-        return 1
-    held = take_relay_socket()
-    dead = dead_relay_socket() if held is None else None
-    if held is None and args.auto and dead is None:
-        print("triohooks serve: another serve answers the relays; leaving", flush=True)
-        return 0
-    if dead is not None:
-        # The relays found the serve holding the socket dead: they run every hook themselves
-        # until another serve answers. It keeps serve.lock (a stopped process holds it), so
-        # this one is found by the socket alone.
-        print(f"triohooks serve: {dead[1]}; taking the relay socket over", flush=True)
-        settings = msgspec.structs.replace(settings, agent_socket=dead[0])
-    elif held is None:
-        print(
-            "triohooks serve: warning: another serve holds the relay socket; this one answers "
-            "websocket and http clients only",
-            file=sys.stderr,
-            flush=True,
-        )
-    else:
-        settings = msgspec.structs.replace(settings, agent_socket=held[1])
-    try:
-        return trio.run(_serve_until_signalled, settings, token_path)
-    except Exception as exc:
-        from .cli import describe_failure, expected_error
-
-        if expected_error(exc) is not None:
-            raise  # a config error: the CLI reports it (exit 1)
-        # The engine failed (an actor past its restart budget, a bug): every connection was
-        # closed, so no agent is left waiting on an answer it will not get.
-        print(
-            f"triohooks serve: engine failed, stopped serving: {describe_failure(exc)}",
-            file=sys.stderr,
-        )
-        return EXIT_ENGINE_FAILED
+_RETRY: Final = [(b"Retry-After", b"1")]
+_REFUSED_TOKEN: Final = error_response(
+    401,
+    b"missing or wrong bearer token\n",
+    type_=TEXT,
+    headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
+)
 
 
 def _closed(event: str, payload: Mapping[str, Any], exc: Exception) -> Outcome:
