@@ -10,9 +10,10 @@ removed in worker threads; and the host-death watchdog (:mod:`triohooks.actors._
 told of every live group and payload file, which kills and removes them if this process dies.
 
 Warm workers (``spec.worker``) keep their protocol -- one request line in, one reply line out,
-read by the same rule (:func:`triohooks.actors.workers.read_reply`) -- but a worker process serves
-one request here: it gets the line and EOF, and is reaped like any run. (Keeping workers alive
-needs the linux backend's pidfd watch; a worker written to the protocol works on both.)
+read by the same rule -- but a worker process serves one request here
+(:func:`triohooks.actors.workers.serve_once`): it gets the line and EOF, and is reaped like any
+run. (Keeping workers alive needs the linux backend's exit descriptors; a worker written to the
+protocol works on both.)
 
 What does not hold here that holds on linux: a process that leaves its group (``setsid``) *and*
 drops the marker (``env -i``) is found only while it is still a descendant of a leader we stop
@@ -66,7 +67,7 @@ from .guard import (
     process_result,
     unfinished,
 )
-from .workers import MAX_REPLY_LINE, WORKER_VAR, read_reply, reply_result
+from .workers import serve_once
 
 log = logging.getLogger("triohooks.posix_guard")
 
@@ -275,22 +276,19 @@ class PosixGuard:
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         try:
-            if spec.worker:
-                return await self._serve_once(spec, started)
+            if spec.worker:  # its one request, by a process of its own
+                return await serve_once(lambda once: self._run(once, started), spec, started)
             return await self._run(spec, started)
         finally:
             if spec.payload_file is not None:
                 await self.remove_payload(spec.payload_file[0], wait=True)
 
-    def _env(self, spec: ProcessSpec, no: int, extra: dict[str, str]) -> dict[str, str]:
+    def _env(self, spec: ProcessSpec, no: int) -> dict[str, str]:
         env = dict(os.environ if spec.env is None else spec.env)
         env[RUN_VAR] = run_marker(self.engine_id, no)
-        env.update(extra)
         return env
 
-    async def _start(
-        self, spec: ProcessSpec, extra: dict[str, str]
-    ) -> tuple[int, trio.Process] | ProcessResult:
+    async def _start(self, spec: ProcessSpec) -> tuple[int, trio.Process] | ProcessResult:
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
@@ -302,7 +300,7 @@ class PosixGuard:
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
                 cwd=spec.cwd,
-                env=self._env(spec, no, extra),
+                env=self._env(spec, no),
                 start_new_session=True,
             )
         except BaseException as exc:
@@ -321,10 +319,8 @@ class PosixGuard:
             if not self._spawning and self._closing:
                 self._spawns_landed.set()
 
-    async def _run(
-        self, spec: ProcessSpec, started: float, extra: dict[str, str] | None = None
-    ) -> ProcessResult:
-        launched = await self._start(spec, extra or {})
+    async def _run(self, spec: ProcessSpec, started: float) -> ProcessResult:
+        launched = await self._start(spec)
         if isinstance(launched, ProcessResult):
             return launched
         no, process = launched
@@ -397,42 +393,6 @@ class PosixGuard:
         self._overflows += result.status == "overflow"
         self._timeouts += result.status == "timeout"
         return result
-
-    async def _serve_once(self, spec: ProcessSpec, started: float) -> ProcessResult:
-        """A warm worker's one request: its line and EOF in, its reply line out, read by the
-        workers' rule; the process is then reaped like any run's."""
-        line_spec = ProcessSpec(
-            argv=spec.argv,
-            cwd=spec.cwd,
-            env=spec.env,
-            stdin=spec.stdin.rstrip(b"\n") + b"\n",
-            timeout_s=spec.timeout_s,
-            output_cap=max(MAX_REPLY_LINE, 4 * spec.output_cap),
-            overflow="error",
-            label=spec.label,
-        )
-        ran = await self._run(line_spec, started, {WORKER_VAR: "1"})
-        if ran.status != "exited":
-            return ProcessResult(
-                status="timeout" if ran.status == "timeout" else "worker_error",
-                error=ran.error or f"the worker ended: {ran.status}",
-                duration_ms=ran.duration_ms,
-                pid=ran.pid,
-            )
-        line, _, rest = ran.stdout.encode("utf-8", "surrogateescape").partition(b"\n")
-        reply = read_reply(line)
-        if isinstance(reply, str):
-            return ProcessResult(
-                status="worker_error", error=reply, duration_ms=ran.duration_ms, pid=ran.pid
-            )
-        if rest.strip():
-            return ProcessResult(
-                status="worker_error",
-                error="it wrote more than one line",
-                duration_ms=ran.duration_ms,
-                pid=ran.pid,
-            )
-        return reply_result(spec, reply, started, ran.pid or 0)
 
     async def _stop(self, no: int, process: trio.Process) -> None:
         """Snapshot the leader's descendants (it is unreaped), SIGTERM the group, grace,

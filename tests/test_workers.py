@@ -26,7 +26,7 @@ import trio
 from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks import ConfigError, HookEngine
 from triohooks.actors import workers
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.handlers.process import ProcessSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
