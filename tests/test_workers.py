@@ -676,3 +676,204 @@ async def test_past_the_pool_bound_the_least_recently_used_pool_is_retired(
             assert _alive(first["a"]) and _alive(c)
             assert await pid("a") == first["a"]
             assert await pid("b") not in (first["b"], first["a"], c)  # b starts afresh
+
+
+#: PID_WORKER, taking half a second per request.
+SLOW_PID_WORKER = PID_WORKER.replace("do printf", "do sleep 0.5; printf")
+
+
+def pid_spec(cwd: Path, *, slow: bool = False) -> ProcessSpec:
+    """A request to a PID_WORKER (or SLOW_PID_WORKER) in ``cwd``: one pool per project."""
+    return ProcessSpec(
+        argv=("bash", "-c", SLOW_PID_WORKER if slow else PID_WORKER),
+        cwd=str(cwd),
+        stdin=b"{}\n",
+        timeout_s=10,
+        worker=1,
+        worker_key="pid",
+    )
+
+
+async def ask_pid(guard: Any, spec: ProcessSpec) -> int:
+    result = await guard.run(spec)
+    assert result.status == "exited", result
+    return int(result.stdout)
+
+
+@pytest.mark.warm_workers
+async def test_the_budget_is_one_per_trio_run_and_retires_the_least_recently_used_idle_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two guards (two engines in one serve) share one budget of workers: past it, the least
+    recently used idle worker of either is retired to make room."""
+    monkeypatch.setattr(workers, "MAX_WORKERS", 2)
+    projects = [tmp_path / name for name in ("a", "b", "c")]
+    for project in projects:
+        project.mkdir()
+    with trio.fail_after(30):
+        async with open_guard() as one, open_guard() as two:
+            a = await ask_pid(one, pid_spec(projects[0]))
+            b = await ask_pid(two, pid_spec(projects[1]))
+            assert await ask_pid(one, pid_spec(projects[0])) == a  # a: the most recently used
+            assert workers.budget().live == 2
+            c = await ask_pid(one, pid_spec(projects[2]))  # no room: b (the other guard's) goes
+            assert await gone_within([b], 2) == []
+            assert _alive(a) and _alive(c) and workers.budget().live == 2
+            assert await ask_pid(one, pid_spec(projects[0])) == a
+            assert await ask_pid(two, pid_spec(projects[1])) not in (a, b, c)  # c goes now
+            assert await gone_within([c], 2) == [] and workers.budget().live == 2
+
+
+@pytest.mark.warm_workers
+async def test_with_every_worker_busy_a_request_past_the_budget_is_served_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(workers, "MAX_WORKERS", 1)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with trio.fail_after(30):
+        async with open_guard() as guard:
+            busy: list[int] = []
+
+            async def slow() -> None:
+                busy.append(await ask_pid(guard, pid_spec(tmp_path / "a", slow=True)))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow)
+                while workers.budget().live < 1:
+                    await trio.sleep(0.01)
+                # The only worker is busy: this one gets a process of its own, and answers.
+                once = await guard.run(pid_spec(tmp_path / "b"))
+            assert once.status == "exited" and once.pid is not None
+            assert int(once.stdout) == once.pid != busy[0]
+            assert not _alive(once.pid), "served once: the process ends with its request"
+            assert workers.budget().served_once == 1 and workers.budget().live == 1
+    said = [r.getMessage() for r in caplog.records if "budget full" in r.getMessage()]
+    assert said == [
+        "warm worker budget full (1 warm workers are alive, the budget is 1): "
+        "requests are served by a process of their own until a worker is free"
+    ]
+
+
+@pytest.mark.warm_workers
+async def test_a_worker_idle_too_long_is_retired(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Real processes: the clock jumps only once nothing happened for a while in real time.
+    autojump_clock.autojump_threshold = 0.3
+    with trio.fail_after(workers.IDLE_RETIRE_S * 3):
+        async with open_guard() as guard:
+            first = await ask_pid(guard, pid_spec(tmp_path))
+            await trio.sleep(workers.IDLE_RETIRE_S - 5)
+            assert await ask_pid(guard, pid_spec(tmp_path)) == first  # used: idle anew
+            await trio.sleep(workers.IDLE_RETIRE_S - 5)
+            assert _alive(first) and workers.budget().live == 1
+            await trio.sleep(10)
+            assert workers.budget().live == 0
+            while _alive(first):
+                await trio.sleep(0.05)
+            assert await ask_pid(guard, pid_spec(tmp_path)) != first
+
+
+#: Run in a child with a lowered file descriptor limit: many projects' workers, then many open
+#: connections, and with them one-shot hooks and more projects' worker requests.
+FD_SCRIPT = r"""
+import functools, json, resource, sys
+from pathlib import Path
+
+import trio
+
+from triohooks.actors import workers
+from triohooks.actors.process_guard import open_guard
+from triohooks.handlers.process import ProcessSpec
+
+LIMIT, PROJECTS, CONNECTIONS, AT_ONCE = 512, 150, 100, 10
+root, worker = Path(sys.argv[1]), sys.argv[2]
+resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def spec(project, argv, worker_size=1):
+    project.mkdir(exist_ok=True)
+    return ProcessSpec(argv=argv, cwd=str(project), stdin=b"{}\n", timeout_s=20,
+                       worker=worker_size, worker_key="pid")
+
+
+async def main():
+    out = {"budget": workers.worker_budget(LIMIT), "errors": []}
+    async with open_guard() as guard:
+        async def ask(name):
+            result = await guard.run(spec(root / name, ("bash", "-c", worker)))
+            if result.status != "exited" or not result.stdout.isdigit():
+                out["errors"].append(f"worker {name}: {result.status} {result.error}")
+
+        async def hook(i):
+            result = await guard.run(spec(root / "hooks", ("bash", "-c", "echo hi"), 0))
+            if result.status != "exited" or result.stdout != "hi\n":
+                out["errors"].append(f"hook {i}: {result.status} {result.error}")
+
+        for i in range(PROJECTS):
+            await ask(f"p{i}")
+        out["live_after_projects"] = workers.budget().live
+
+        async def echo(stream):
+            async with stream:
+                while data := await stream.receive_some(16):
+                    await stream.send_all(data)
+
+        clients = []
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(functools.partial(trio.serve_tcp, echo, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            for i in range(CONNECTIONS):
+                try:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    with trio.move_on_after(5):  # not accepted: no descriptor left
+                        await stream.send_all(b"x")
+                        if await stream.receive_some(1) == b"x":
+                            clients.append(stream)
+                            continue
+                    out["errors"].append(f"connection {i}: no echo")
+                except OSError as exc:
+                    out["errors"].append(f"connection {i}: {exc}")
+            async with trio.open_nursery() as load:  # at once, the connections still open
+                for i in range(AT_ONCE):
+                    load.start_soon(hook, i)
+                    load.start_soon(ask, f"q{i}")
+            for i in range(PROJECTS):  # and one after another
+                await ask(f"r{i}")
+            for stream in clients:
+                await stream.send_all(b"y")
+                assert await stream.receive_some(1) == b"y"
+                await stream.aclose()
+            nursery.cancel_scope.cancel()
+        out["connections"] = len(clients)
+        out["live"] = workers.budget().live
+        out["served_once"] = workers.budget().served_once
+    print(json.dumps(out))
+
+
+trio.run(main)
+"""
+
+
+@pytest.mark.warm_workers
+async def test_at_a_low_fd_limit_workers_leave_room_for_connections_and_hooks(
+    tmp_path: Path,
+) -> None:
+    """At a 512 descriptor limit: 150 projects' workers, then 100 open loopback connections
+    and, while they are open, 10 one-shot hooks with 10 new projects' requests at once, then
+    150 more projects one after another: everything answers, and the workers kept stay
+    within the budget (before it, 64 workers at 7 descriptors each ran the process out)."""
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [sys.executable, "-c", FD_SCRIPT, str(tmp_path), PID_WORKER],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out = json.loads(done.stdout)
+    assert out["errors"] == []
+    assert out["budget"] == 12  # 512 / 8 descriptors, 5 per worker
+    assert 0 < out["live_after_projects"] <= 12 and 0 < out["live"] <= 12
+    assert out["connections"] == 100
