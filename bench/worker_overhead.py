@@ -15,7 +15,9 @@ opinion" (the call goes on), measured interleaved in small batches (case A batch
 Two figures per case: the whole ``engine.pre_tool`` call (what the agent waits for) and the
 hook run itself (``runs[0].duration_ms``: from the runner's start to the reply read, without the
 event's own dispatch). Beside them, in the same batches, the floor: the same bash read loop
-driven over trio pipes directly (one request line written, one reply line read, no engine).
+driven over trio pipes directly (one request line written, one reply line read, no engine),
+sent the very line the engine writes it (captured from a worker that keeps it: bash reads a
+pipe a byte at a time, so the line's length is part of the floor).
 Prints p50/p99 of each, the ratio one-shot / worker, and whether the goals are met: a worker's
 p50 <= 100 µs and >= 10x faster than the one-shot spawn; the bash worker's call p50 <= 3x the
 floor's; an in-process hook's call minus its run <= 40 µs p50 (what the engine adds).
@@ -29,6 +31,7 @@ import argparse
 import gc
 import json
 import os
+import shlex
 import subprocess
 import sys
 import tempfile
@@ -90,8 +93,19 @@ class Floor:
         await self.process.wait()
 
 
-def config() -> str:
+def capture_worker(capture: Path) -> str:
+    """A worker that keeps the last request line it was sent in ``capture`` (the floor's)."""
+    keep = f'printf "%s\\n" "$line" > {shlex.quote(str(capture))}'
+    return f"while IFS= read -r line; do {keep}; echo '{{\"exit\":0}}'; done"
+
+
+def config(capture: Path) -> str:
     return f"""
+[[hooks.pre_tool]]
+match = "capture_tool"
+args = ["bash", "-c", {json.dumps(capture_worker(capture))}]
+worker = true
+
 [[hooks.pre_tool]]
 match = "py_worker_tool"
 args = [{json.dumps(sys.executable)}, {json.dumps(str(PY_WORKER))}]
@@ -135,7 +149,8 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "config").mkdir()
-        (root / "config" / "hooks.toml").write_text(config())
+        capture = root / "request.json"
+        (root / "config" / "hooks.toml").write_text(config(capture))
         (root / "config" / "hooks.json").write_text(json_config())
         (root / "ws").mkdir()
         async with HookEngine.open(
@@ -147,18 +162,10 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
             engine.add_hook("pre_tool", no_opinion, match="inproc_tool")
             args = {"command": "ls -la"}
             floor = await Floor.start()
-            # About the line the engine writes to a worker: the event's fields as JSON.
-            line = (
-                json.dumps(
-                    {
-                        "event": "pre_tool",
-                        "tool": "bash_worker_tool",
-                        "args": args,
-                        "session_id": "",
-                    }
-                ).encode()
-                + b"\n"
-            )
+            # The line the engine writes to the bash worker: a worker that keeps what it was
+            # sent, asked with the same arguments, under the bash worker's tool name.
+            await engine.pre_tool("capture_tool", args)
+            line = capture.read_bytes().replace(b'"capture_tool"', b'"bash_worker_tool"')
             for _ in range(50):
                 assert await floor.call(line) == b'{"exit":0}'
             for tool in CASES.values():  # warm up: workers started, code paths hot
