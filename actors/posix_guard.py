@@ -9,11 +9,11 @@ left it; the engine's close (every group, then every marked process); payload fi
 removed in worker threads; and the host-death watchdog (:mod:`triohooks.actors._posix_watchdog`),
 told of every live group and payload file, which kills and removes them if this process dies.
 
-Warm workers (``spec.worker``) keep their protocol -- one request line in, one reply line out,
-read by the same rule -- but a worker process serves one request here
-(:func:`triohooks.actors.workers.serve_once`): it gets the line and EOF, and is reaped like any
-run. (Keeping workers alive needs the linux backend's exit descriptors; a worker written to the
-protocol works on both.)
+Warm workers (``spec.worker``) are kept here too (:class:`~triohooks.actors.workers.Workers`, as
+on linux): :meth:`PosixGuard.start_worker` starts one as a run of its own -- own session and
+group, marked, told to the host-death watchdog, killed on close -- and hands out its
+:class:`PosixWorker` handle; a task per worker waits for its exit (trio's process API: kqueue on
+macOS) and then closes the write end of the handle's exit pipe, its exit descriptor.
 
 What does not hold here that holds on linux: a process that leaves its group (``setsid``) *and*
 drops the marker (``env -i``) is found only while it is still a descendant of a leader we stop
@@ -37,7 +37,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -67,7 +67,7 @@ from .guard import (
     process_result,
     unfinished,
 )
-from .workers import serve_once
+from .workers import POSIX_WORKER_FDS, Workers
 
 log = logging.getLogger("triohooks.posix_guard")
 
@@ -175,6 +175,78 @@ class _Watchdog:
                 return
 
 
+class PosixWorker:
+    """A warm worker's process (:class:`~triohooks.actors.guard.WorkerProcess`), started by
+    :meth:`PosixGuard.start_worker`: a live run of the guard until :meth:`reap`."""
+
+    __slots__ = ("_guard", "_no", "_process", "_stopped", "exit_fd", "stderr", "stdin", "stdout")
+
+    def __init__(
+        self, guard: PosixGuard, no: int, process: trio.Process, fds: tuple[int, int, int, int]
+    ) -> None:
+        self._guard = guard
+        self._no = no
+        self._process = process
+        self._stopped = False
+        self.stdin: int | None
+        self.stdin, self.stdout, self.stderr, self.exit_fd = fds
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def closed(self) -> bool:
+        return self._guard._closing
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            os.close(self.stdin)
+            self.stdin = None
+
+    def signal(self, sig: int) -> None:
+        if self._process.returncode is None:  # unreaped: the group id is still its own
+            signal_group(self._process.pid, sig)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        await self._guard._stop(self._no, self._process)
+
+    async def reap(self) -> None:
+        process = self._process
+        with trio.move_on_after(REAP_BUDGET_S):
+            await process.wait()
+        if not self._stopped:  # it exited by itself: what is left of its group
+            signal_group(process.pid, signal.SIGKILL)
+        self._guard._forget(self._no, process)
+        self._guard._sweep(self._no)
+        self.close_stdin()
+        for fd in (self.stdout, self.stderr, self.exit_fd):
+            os.close(fd)
+
+
+def _worker_pipes() -> tuple[list[int], list[int]]:
+    """A worker's stdin, stdout and stderr pipes and its exit pipe: (the ends the child gets,
+    then the exit pipe's write end; our ends, non-blocking)."""
+    made: list[tuple[int, int]] = []
+    try:
+        for _ in range(4):
+            made.append(os.pipe())
+    except BaseException:
+        for pair in made:
+            for fd in pair:
+                os.close(fd)
+        raise
+    (in_r, in_w), (out_r, out_w), (err_r, err_w), (exit_r, exit_w) = made
+    for fd in (in_w, out_r, err_r, exit_r):
+        os.set_blocking(fd, False)
+    return [in_r, out_w, err_w, exit_w], [in_w, out_r, err_r, exit_r]
+
+
 class PosixGuard:
     """Spawns, guards, kills and reaps hook processes on any POSIX system. Create with
     :func:`open_posix_guard`."""
@@ -201,6 +273,9 @@ class PosixGuard:
         self._overflows = 0
         self._escapees_killed = 0
         self._sweep_wanted = trio.Event()
+        self._workers = Workers(self.start_worker, self.run, fds=POSIX_WORKER_FDS)
+        #: Where each worker's exit watch runs (the guard's own nursery, once open).
+        self._nursery: trio.Nursery | None = None
 
     @property
     def backend(self) -> Backend:
@@ -226,7 +301,9 @@ class PosixGuard:
         )
 
     def retire_workers(self) -> None:
-        """Nothing to retire: a worker serves one request here."""
+        """The config changed: warm workers restart from it (idle ones now, busy ones after
+        their request)."""
+        self._workers.retire_all()
 
     def _say(self, line: str) -> None:
         if self._watchdog is not None:
@@ -257,6 +334,8 @@ class PosixGuard:
         """Run one hook process to its end and return its one result. A checkpoint. On cancel
         the group gets SIGTERM, a short grace, then SIGKILL, marked escapees are killed and the
         child is reaped (shielded, bounded); then ``Cancelled`` is re-raised."""
+        if spec.worker:
+            return await self._workers.request(spec)
         started = time.perf_counter()
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closing:
@@ -276,31 +355,68 @@ class PosixGuard:
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         try:
-            if spec.worker:  # its one request, by a process of its own
-                return await serve_once(lambda once: self._run(once, started), spec, started)
             return await self._run(spec, started)
         finally:
             if spec.payload_file is not None:
                 await self.remove_payload(spec.payload_file[0], wait=True)
 
-    def _env(self, spec: ProcessSpec, no: int) -> dict[str, str]:
+    def _env(self, spec: ProcessSpec, no: int, extra: Mapping[str, str]) -> dict[str, str]:
         env = dict(os.environ if spec.env is None else spec.env)
+        env.update(extra)
         env[RUN_VAR] = run_marker(self.engine_id, no)
         return env
 
-    async def _start(self, spec: ProcessSpec) -> tuple[int, trio.Process] | ProcessResult:
+    async def start_worker(
+        self, spec: ProcessSpec, extra_env: Mapping[str, str] | None = None
+    ) -> PosixWorker | ProcessResult:
+        """Start a warm worker's process (``spec.stdin`` is not written; ``extra_env`` is added
+        to its environment): its handle, a live run until its ``reap``, or why it could not
+        start (a ProcessResult, as a one-shot run's)."""
+        if self._closing or self._nursery is None:
+            return ProcessResult(status="killed", error=CLOSED_ERROR)
+        if not spec.argv:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error="empty command")
+        try:
+            theirs, ours = _worker_pipes()
+        except OSError as exc:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+        try:
+            launched = await self._start(spec, extra_env or {}, theirs[:3])
+        finally:
+            for fd in theirs[:3]:
+                os.close(fd)
+        if isinstance(launched, ProcessResult):
+            for fd in (*ours, theirs[3]):
+                os.close(fd)
+            return launched
+        no, process = launched
+        self._nursery.start_soon(_watch_exit, process, theirs[3])
+        in_w, out_r, err_r, exit_r = ours
+        return PosixWorker(self, no, process, (in_w, out_r, err_r, exit_r))
+
+    async def _start(
+        self,
+        spec: ProcessSpec,
+        extra: Mapping[str, str] | None = None,
+        stdio: list[int] | None = None,
+    ) -> tuple[int, trio.Process] | ProcessResult:
+        """Spawn ``spec``'s process, numbered, marked and live: with three pipes trio makes,
+        or on ``stdio`` (the child's ends of a worker's pipes)."""
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
         self._spawning += 1
         try:
+            stdin, stdout, stderr = stdio or (subprocess.PIPE,) * 3
             process = await trio.lowlevel.open_process(
                 list(spec.argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 cwd=spec.cwd,
-                env=self._env(spec, no),
+                env=self._env(spec, no, extra or {}),
                 start_new_session=True,
             )
         except BaseException as exc:
@@ -447,6 +563,7 @@ class PosixGuard:
         every process still carrying this engine's marker. Returns how many groups were live.
         Call it shielded."""
         self._closing = True
+        await self._workers.close()  # idle workers: EOF, grace, group kill, reaped
         if self._spawning:  # their processes run already: wait until they are in _live
             with trio.move_on_after(REAP_BUDGET_S):
                 await self._spawns_landed.wait()
@@ -500,6 +617,15 @@ class PosixGuard:
         self._watchdog = None  # no watchdog once closed (as the linux backend has none)
 
 
+async def _watch_exit(process: trio.Process, exit_w: int) -> None:
+    """A worker's exit watch: once its process exited (or the guard closes), the write end of
+    its exit pipe is closed, so the exit descriptor reads EOF."""
+    try:
+        await process.wait()
+    finally:
+        os.close(exit_w)
+
+
 @asynccontextmanager
 async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard]:
     """A posix guard with its host-death watchdog (unless ``watchdog=False``). On exit, even on
@@ -510,6 +636,8 @@ async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard
             if watchdog:
                 await guard._start_watchdog(nursery)
             await nursery.start(guard._sweeper)
+            await nursery.start(guard._workers.janitor)
+            guard._nursery = nursery
             try:
                 yield guard
             finally:

@@ -76,7 +76,7 @@ from .guard import (
     unfinished,
 )
 from .supervisor import Supervisor
-from .workers import Workers
+from .workers import LINUX_WORKER_FDS, Workers
 
 log = logging.getLogger("triohooks.reaper")
 
@@ -600,7 +600,7 @@ class Reaper:
         self._timeouts = 0
         self._overflows = 0
         self._escapees_killed = 0
-        self._workers = Workers(self.start_worker, self.run)
+        self._workers = Workers(self.start_worker, self.run, fds=LINUX_WORKER_FDS)
 
     @property
     def backend(self) -> Backend:

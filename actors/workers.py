@@ -1,7 +1,7 @@
 """Warm workers: command hooks kept running between events, one request line in, one reply out.
 
-Part of the process guard: a backend that keeps workers (the linux one,
-:mod:`triohooks.actors.reaper`) owns a :class:`Workers` and hands it every
+Part of the process guard: each backend (:mod:`triohooks.actors.reaper`,
+:mod:`triohooks.actors.posix_guard`) owns a :class:`Workers` and hands it every
 :class:`~triohooks.handlers.process.ProcessSpec` with ``worker > 0``. A worker is a hook process
 like any other -- started through the guard's public worker handle
 (:class:`~triohooks.actors.guard.WorkerProcess`: its pipes and exit, ``stop``, ``reap``,
@@ -31,9 +31,10 @@ retires idle workers now and busy ones after their request; the janitor actor st
 workers: EOF on stdin, ``RETIRE_GRACE_S`` to exit, then the guard's group kill.
 
 The budget (one per trio run, so one per ``serve`` process: every engine and every project in
-it share it): at most :func:`worker_budget` workers live at once -- :data:`MAX_WORKERS`, or
-fewer when :data:`WORKER_FD_SHARE` of the file descriptor limit (soft ``RLIMIT_NOFILE``) holds
-fewer at :data:`FDS_PER_WORKER` each -- and a worker is started only while
+it share it): at most :data:`MAX_WORKERS` workers live at once, holding together at most
+:data:`WORKER_FD_SHARE` of the file descriptor limit (soft ``RLIMIT_NOFILE``; a worker holds
+:data:`LINUX_WORKER_FDS` on linux, :data:`POSIX_WORKER_FDS` on posix, so :func:`worker_budget`
+workers), and a worker is started only while
 :data:`FD_RESERVE_SHARE` of the limit stays free for connections and hook spawns. When a new
 worker does not fit, the least recently used idle worker (of any engine, any project) is
 retired to make room; when none is idle, the request is served once instead -- a process of its
@@ -52,7 +53,7 @@ import logging
 import math
 import os
 import resource
-import select
+import selectors
 import signal
 import time
 from collections import OrderedDict
@@ -92,9 +93,11 @@ IDLE_RETIRE_S: Final = 300.0
 WORKER_FD_SHARE: Final = 0.125
 #: The share of the limit that must stay free when a worker starts: connections' and hooks'.
 FD_RESERVE_SHARE: Final = 0.25
-#: Descriptors one worker holds here: its stdin, stdout and stderr pipes, its exit descriptor
-#: and its epoll.
-FDS_PER_WORKER: Final = 5
+#: Descriptors one worker holds in this process on linux: its stdin, stdout and stderr pipe
+#: ends, its exit descriptor and its selector (the backends pass theirs to :class:`Workers`).
+LINUX_WORKER_FDS: Final = 5
+#: On posix: those, the write end of its exit pipe and, on Linux, trio's pidfd of the process.
+POSIX_WORKER_FDS: Final = 7
 
 
 class Reply(msgspec.Struct):
@@ -117,8 +120,8 @@ class _Broken(Exception):
 
 
 class _Worker:
-    """One live worker process: its handle, a private epoll over its exit descriptor and
-    outputs, and the bytes read from stdout that no reply has consumed yet."""
+    """One live worker process: its handle, a private selector (epoll, kqueue) over its exit
+    descriptor and outputs, and the bytes read from stdout that no reply has consumed yet."""
 
     def __init__(self, proc: WorkerProcess, generation: int) -> None:
         self.proc = proc
@@ -133,16 +136,17 @@ class _Worker:
         self.exited = False
         #: When it last became idle (trio's clock).
         self.idle_since = 0.0
-        self.poller = select.epoll()
-        self.poller.register(self.exit_fd, select.EPOLLIN)
-        self.poller.register(self.stdout, select.EPOLLIN)
-        self.poller.register(self.stderr_fd, select.EPOLLIN)
+        self.selector = selectors.DefaultSelector()
+        self.closed = False
+        for fd in (self.exit_fd, self.stdout, self.stderr_fd):
+            self.selector.register(fd, selectors.EVENT_READ)
 
     def close(self) -> None:
-        if self.poller.closed:
+        if self.closed:
             return
-        trio.lowlevel.notify_closing(self.poller.fileno())
-        self.poller.close()
+        self.closed = True
+        trio.lowlevel.notify_closing(self.selector.fileno())
+        self.selector.close()
 
     def stderr_tail(self) -> str:
         text = bytes(self.stderr).decode("utf-8", errors="replace").strip()
@@ -150,10 +154,11 @@ class _Worker:
 
     def drain(self) -> None:
         """Take whatever the worker has written and notice its exit; never blocks."""
-        for fd, _ in self.poller.poll(0):
+        for key, _ in self.selector.select(0):
+            fd = key.fd
             if fd == self.exit_fd:
                 self.exited = True
-                self.poller.unregister(fd)
+                self.selector.unregister(fd)
             elif fd == self.stdout:
                 self.read(fd, self.buffer, None)
             elif fd == self.stderr_fd:
@@ -166,7 +171,7 @@ class _Worker:
             except BlockingIOError:
                 return
             if not chunk:  # the worker (and everything it started) let go of the pipe
-                self.poller.unregister(fd)
+                self.selector.unregister(fd)
                 return
             into += chunk
             if keep is not None and len(into) > keep:
@@ -186,16 +191,16 @@ class _Worker:
                 pass
             except OSError as exc:  # EPIPE: it closed stdin or died
                 raise _Broken(f"it stopped reading its stdin ({exc.strerror})") from None
-            self.poller.register(fd, select.EPOLLOUT)
+            self.selector.register(fd, selectors.EVENT_WRITE)
             try:
                 await self.wake()
             finally:
-                self.poller.unregister(fd)
+                self.selector.unregister(fd)
             if self.exited:
                 raise _Broken("it exited before reading the request")
 
     async def read_line(self, limit: int) -> bytes:
-        """The next line of stdout (without its newline), waiting on the worker's epoll for it."""
+        """The next line of stdout (without its newline), waiting on the selector for it."""
         while True:
             end = self.buffer.find(b"\n")
             if end >= 0:
@@ -209,7 +214,7 @@ class _Worker:
             await self.wake()
 
     async def wake(self) -> None:
-        await trio.lowlevel.wait_readable(self.poller.fileno())
+        await trio.lowlevel.wait_readable(self.selector.fileno())
         self.drain()
 
 
@@ -256,11 +261,12 @@ def open_fds() -> int | None:
     return None
 
 
-def worker_budget(limit: int | None) -> int:
-    """Warm workers one trio run keeps at most, under file descriptor limit ``limit``."""
+def worker_budget(limit: int | None, fds: int) -> int:
+    """Warm workers of ``fds`` descriptors each one trio run keeps at most, under file
+    descriptor limit ``limit`` (None: unlimited)."""
     if limit is None:
         return MAX_WORKERS
-    return max(0, min(MAX_WORKERS, int(limit * WORKER_FD_SHARE) // FDS_PER_WORKER))
+    return max(0, min(MAX_WORKERS, int(limit * WORKER_FD_SHARE) // fds))
 
 
 class Budget:
@@ -268,39 +274,45 @@ class Budget:
     live, and the idle ones least recently used first (see the module docstring)."""
 
     def __init__(self) -> None:
-        #: Workers started (or starting) and not yet retired or killed.
+        #: Workers started (or starting) and not yet retired or killed, and their descriptors.
         self.live = 0
-        #: Retired workers the janitors have not closed yet (their descriptors are still open).
-        self.retiring = 0
+        self.held = 0
+        #: Descriptors of retired workers the janitors have not closed yet.
+        self.closing = 0
         self.idle: OrderedDict[_Worker, tuple[Workers, _Pool]] = OrderedDict()
         #: Requests served once for want of room, and whether that is logged for this episode.
         self.served_once = 0
         self._said = False
 
-    def full(self) -> str | None:
-        """Why one more worker does not fit now, or None when it does."""
+    def full(self, fds: int) -> str | None:
+        """Why one more worker (of ``fds`` descriptors) does not fit now, or None."""
+        if self.live >= MAX_WORKERS:
+            return f"{self.live} warm workers are alive, the budget is {MAX_WORKERS}"
         limit = fd_limit()
-        cap = worker_budget(limit)
-        if self.live >= cap:
-            return f"{self.live} warm workers are alive, the budget is {cap}"
         if limit is None:
             return None
+        share = int(limit * WORKER_FD_SHARE)
+        if self.held + fds > share:
+            return (
+                f"{self.live} warm workers hold {self.held} file descriptors, the budget is "
+                f"{share} ({WORKER_FD_SHARE:.1%} of {limit})"
+            )
         used = open_fds()
         if used is None:
             return "this process's open file descriptors cannot be counted"
-        used -= FDS_PER_WORKER * self.retiring  # closing already
+        used -= self.closing  # closed soon
         keep = math.ceil(limit * FD_RESERVE_SHARE)
-        if limit - used - FDS_PER_WORKER < keep:
+        if limit - used - fds < keep:
             return (
                 f"{used} of {limit} file descriptors are open, and {keep} are kept for "
                 "connections and hook spawns"
             )
         return None
 
-    def make_room(self) -> str | None:
-        """Retire idle workers, least recently used first, until one more fits; None when it
-        does, else why not (nothing idle is left to retire)."""
-        while (why := self.full()) is not None:
+    def make_room(self, fds: int) -> str | None:
+        """Retire idle workers, least recently used first, until one more (of ``fds``
+        descriptors) fits; None when it does, else why not (nothing idle is left to retire)."""
+        while (why := self.full(fds)) is not None:
             if not self.idle:
                 if not self._said:
                     self._said = True
@@ -332,11 +344,14 @@ def budget() -> Budget:
 
 class Workers:
     """The warm workers of one process guard (so of one engine), within its trio run's
-    :class:`Budget`. ``start``: the guard's worker start; ``run_once``: its one-shot run."""
+    :class:`Budget`. ``start``: the guard's worker start; ``run_once``: its one-shot run;
+    ``fds``: descriptors one worker holds in this process."""
 
-    def __init__(self, start: StartWorker, run_once: RunOnce) -> None:
+    def __init__(self, start: StartWorker, run_once: RunOnce, *, fds: int) -> None:
         self._start_worker = start
         self._run_once = run_once
+        #: Descriptors one worker holds in this process (the backend's figure).
+        self._fds = fds
         self._budget: Budget | None = None
         self._pools: dict[PoolKey, _Pool] = {}
         self._generation = 0
@@ -426,11 +441,12 @@ class Workers:
             if worker is not None:
                 return worker
             if pool.count < pool.size:
-                if self.budget.make_room() is not None:
+                if self.budget.make_room(self._fds) is not None:
                     await trio.lowlevel.checkpoint()
                     return None
                 pool.count += 1
                 self.budget.live += 1
+                self.budget.held += self._fds
                 try:
                     started = await self._start(spec)
                 except BaseException:  # cancelled while it started (the guard stops it)
@@ -453,6 +469,7 @@ class Workers:
         """One of the pool's workers no longer counts (killed, retired, or never started)."""
         pool.count -= 1
         self.budget.live -= 1
+        self.budget.held -= self._fds
         pool.notify()
 
     async def _ask(
@@ -533,12 +550,12 @@ class Workers:
     def retire(self, pool: _Pool, worker: _Worker) -> None:
         """Hand ``worker`` (no longer idle) to the janitor: it no longer counts in its pool."""
         self._gone(pool)
-        self.budget.retiring += 1
+        self.budget.closing += self._fds
         try:
             self._retire_send.send_nowait(worker)
         except (trio.WouldBlock, trio.ClosedResourceError, trio.BrokenResourceError):
             # No janitor to take it: kill the group now; the guard's close reaps it.
-            self.budget.retiring -= 1
+            self.budget.closing -= self._fds
             worker.proc.signal(signal.SIGKILL)
 
     def _retire_idle(self, pool: _Pool) -> None:
@@ -611,7 +628,7 @@ class Workers:
                     await proc.reap()
         finally:
             worker.close()
-            self.budget.retiring -= 1
+            self.budget.closing -= self._fds
 
     async def close(self) -> None:
         """Engine close: stop every idle worker now (busy ones are stopped by the guard's
@@ -623,7 +640,7 @@ class Workers:
                 for worker in idle:
                     del self.budget.idle[worker]
                     self._gone(pool)
-                    self.budget.retiring += 1
+                    self.budget.closing += self._fds
                     nursery.start_soon(self._stop_retired, worker)
 
 
@@ -634,8 +651,7 @@ def reaper_budget() -> float:
 async def serve_once(run: RunOnce, spec: ProcessSpec, started: float) -> ProcessResult:
     """A worker's one request served by a process of its own: the request line and EOF in, its
     reply line out, read by the workers' rule (:func:`read_reply`); ``run`` runs the process
-    to its end (the guard's one-shot run). Where workers are not kept (the posix backend) and
-    where the budget has no room for one."""
+    to its end (the guard's one-shot run). For a request the budget has no room for."""
     env = dict(os.environ if spec.env is None else spec.env)
     env[WORKER_VAR] = "1"
     line_spec = ProcessSpec(
