@@ -187,6 +187,10 @@ class ProcessGuard(Protocol):
 
     def retire_workers(self) -> None: ...
 
+    async def start_worker(
+        self, spec: ProcessSpec, extra_env: Mapping[str, str] | None = None
+    ) -> WorkerProcess | ProcessResult: ...
+
     async def kill_all(self) -> int: ...
 
 

@@ -48,6 +48,7 @@ from contextlib import asynccontextmanager
 from functools import partial
 from typing import Final, cast
 
+import msgspec
 import trio
 
 from triohooks.handlers.process import ProcessResult, ProcessSpec
@@ -947,7 +948,8 @@ class Reaper:
         """Start a warm worker's process (``spec.stdin`` is not written; ``extra_env`` is added
         to its environment): its handle, tracked until its ``reap``, or why it could not start
         (a ProcessResult, as a one-shot run's)."""
-        launched = await self._launch(spec, extra_env=dict(extra_env or {}))
+        idle = msgspec.structs.replace(spec, stdin=b"")  # requests come through its handle
+        launched = await self._launch(idle, extra_env=dict(extra_env or {}))
         if isinstance(launched, ProcessResult):
             return launched
         # Our copies of its stdout and stderr write ends: a worker's exit is read from its exit

@@ -458,8 +458,7 @@ class Workers:
             await pool.freed.wait()
 
     async def _start(self, spec: ProcessSpec) -> _Worker | ProcessResult:
-        start = msgspec.structs.replace(spec, stdin=b"")
-        launched = await self._start_worker(start, {WORKER_VAR: "1"})
+        launched = await self._start_worker(spec, {WORKER_VAR: "1"})
         if isinstance(launched, ProcessResult):
             return launched
         self.started += 1

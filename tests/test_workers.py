@@ -27,7 +27,7 @@ from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks import ConfigError, HookEngine
 from triohooks.actors import workers
 from triohooks.actors.process_guard import open_guard
-from triohooks.handlers.process import ProcessSpec
+from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
@@ -771,7 +771,7 @@ import trio
 
 from triohooks.actors import workers
 from triohooks.actors.process_guard import open_guard
-from triohooks.handlers.process import ProcessSpec
+from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 LIMIT, PROJECTS, CONNECTIONS, AT_ONCE = 512, 150, 100, 10
 root, worker = Path(sys.argv[1]), sys.argv[2]
@@ -864,3 +864,30 @@ async def test_at_a_low_fd_limit_workers_leave_room_for_connections_and_hooks(
     assert out["budget"] == {"linux": 12, "posix": 9}[guard_backend]
     assert 0 < out["live_after_projects"] <= out["budget"] and 0 < out["live"] <= out["budget"]
     assert out["connections"] == 100
+
+
+async def test_the_guards_worker_handle_starts_signals_stops_and_reaps(
+    tmp_path: Path, guard_backend: str
+) -> None:
+    """The public handle both backends give for a warm worker's process: its pipes speak the
+    protocol, ``signal`` reaches its group, ``stop`` kills it, ``reap`` leaves nothing."""
+    with trio.fail_after(20):
+        async with open_guard() as guard:
+            handle = await guard.start_worker(pid_spec(tmp_path), {"EXTRA": "1"})
+            assert not isinstance(handle, ProcessResult), handle
+            assert guard.live == 1 and handle.stdin is not None
+            os.write(handle.stdin, b"{}\n")
+            reply = b""
+            while not reply.endswith(b"\n"):
+                await trio.lowlevel.wait_readable(handle.stdout)
+                reply += os.read(handle.stdout, 4096)
+            assert json.loads(reply) == {"exit": 0, "stdout": str(handle.pid)}
+            assert psutil.Process(handle.pid).environ()["EXTRA"] == "1"
+            handle.signal(signal.SIGSTOP)
+            while psutil.Process(handle.pid).status() != psutil.STATUS_STOPPED:
+                await trio.sleep(0.01)
+            with trio.CancelScope(shield=True):
+                await handle.stop()
+                await handle.reap()
+            assert handle.returncode is not None and handle.returncode < 0
+            assert guard.live == 0 and not _alive(handle.pid)
