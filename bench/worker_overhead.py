@@ -17,7 +17,8 @@ hook run itself (``runs[0].duration_ms``: from the runner's start to the reply r
 event's own dispatch). Beside them, in the same batches, the floor: the same bash read loop
 driven over trio pipes directly (one request line written, one reply line read, no engine),
 sent the very line the engine writes it (captured from a worker that keeps it: bash reads a
-pipe a byte at a time, so the line's length is part of the floor).
+pipe a byte at a time, so the line's length is part of the floor); and the old floor, the same
+loop sent an 80-byte event.
 Prints p50/p99 of each, the ratio one-shot / worker, and whether the goals are met: a worker's
 p50 <= 100 µs and >= 10x faster than the one-shot spawn; the bash worker's call p50 <= 3x the
 floor's; an in-process hook's call minus its run <= 40 µs p50 (what the engine adds).
@@ -60,6 +61,10 @@ SPAWN = "one-shot `bash -c true`"
 INPROC = "in-process Python hook"
 BASH = "warm worker, bash read loop"
 FLOOR = "floor: bash read loop over trio pipes"
+#: The floor as measured before it was sent the engine's own line: an 80-byte event.
+SHORT_FLOOR = "floor, 80-byte line (the old floor)"
+#: That line.
+SHORT_LINE = b'{"event": "pre_tool", "tool": "bash_worker_tool", "args": {"command": "ls -la"}}\n'
 
 
 class Floor:
@@ -144,7 +149,7 @@ async def no_opinion(fields: Mapping[str, Any]) -> None:
 
 
 async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
-    calls: dict[str, list[float]] = {case: [] for case in (*CASES, FLOOR)}
+    calls: dict[str, list[float]] = {case: [] for case in (*CASES, FLOOR, SHORT_FLOOR)}
     runs: dict[str, list[float]] = {case: [] for case in CASES}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -166,6 +171,7 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
             # sent, asked with the same arguments, under the bash worker's tool name.
             await engine.pre_tool("capture_tool", args)
             line = capture.read_bytes().replace(b'"capture_tool"', b'"bash_worker_tool"')
+            print(f"the engine's request line to the bash worker: {len(line)} bytes")
             for _ in range(50):
                 assert await floor.call(line) == b'{"exit":0}'
             for tool in CASES.values():  # warm up: workers started, code paths hot
@@ -188,6 +194,10 @@ async def measure(n: int, batch: int) -> dict[str, dict[str, list[float]]]:
                         start = time.perf_counter_ns()
                         await floor.call(line)
                         calls[FLOOR].append((time.perf_counter_ns() - start) / 1000)
+                    for _ in range(size):
+                        start = time.perf_counter_ns()
+                        await floor.call(SHORT_LINE)
+                        calls[SHORT_FLOOR].append((time.perf_counter_ns() - start) / 1000)
                     done += size
                     gc.collect()
             finally:
@@ -216,6 +226,9 @@ def report(data: dict[str, dict[str, list[float]]], n: int) -> dict[str, Any]:
     floor = data["call"][FLOOR]
     figures[FLOOR] = {"call_p50_us": pct(floor, 0.5), "call_p99_us": pct(floor, 0.99)}
     print(f"{FLOOR:38} {pct(floor, 0.5):9.1f} {pct(floor, 0.99):9.1f}")
+    short = data["call"][SHORT_FLOOR]
+    figures[SHORT_FLOOR] = {"call_p50_us": pct(short, 0.5), "call_p99_us": pct(short, 0.99)}
+    print(f"{SHORT_FLOOR:38} {pct(short, 0.5):9.1f} {pct(short, 0.99):9.1f}")
     spawn = figures[SPAWN]
     for case in WORKERS:
         row = figures[case]
@@ -233,6 +246,9 @@ def report(data: dict[str, dict[str, list[float]]], n: int) -> dict[str, Any]:
     figures[BASH]["over_floor_call_p50"] = over_floor
     verdict = "met" if over_floor <= 3 else "MISSED"
     print(f"target: {BASH}, call p50 <= 3x the floor -> {verdict} ({over_floor:.2f}x)")
+    over_short = figures[BASH]["call_p50_us"] / figures[SHORT_FLOOR]["call_p50_us"]
+    figures[BASH]["over_short_floor_call_p50"] = over_short
+    print(f"({BASH}, call p50 / the old 80-byte floor: {over_short:.2f}x)")
     added = [c - r for c, r in zip(data["call"][INPROC], data["run"][INPROC], strict=True)]
     figures[INPROC]["engine_added_p50_us"] = pct(added, 0.5)
     verdict = "met" if pct(added, 0.5) <= 40 else "MISSED"
