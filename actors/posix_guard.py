@@ -67,6 +67,7 @@ from .guard import (
     process_result,
     unfinished,
 )
+from .supervisor import Supervisor
 from .workers import POSIX_WORKER_FDS, Workers
 
 log = logging.getLogger("triohooks.posix_guard")
@@ -635,8 +636,9 @@ async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard
         async with trio.open_nursery() as nursery:
             if watchdog:
                 await guard._start_watchdog(nursery)
-            await nursery.start(guard._sweeper)
-            await nursery.start(guard._workers.janitor)
+            actors = Supervisor(nursery)  # as the linux backend's actors
+            await actors.start("escapee sweeper", guard._sweeper)
+            await actors.start("worker janitor", guard._workers.janitor)
             guard._nursery = nursery
             try:
                 yield guard

@@ -595,11 +595,15 @@ class Workers:
                 nursery.start_soon(self._stop_retired, worker)
 
     async def _retire_idle_ones(self) -> None:
-        """Sleep until the oldest idle worker is due (woken when the first becomes idle)."""
+        """Sleep until the oldest idle worker is due. A busy one cannot be due before
+        :data:`IDLE_RETIRE_S` from now, so while any worker lives this sleeps with a deadline,
+        and only the first worker's idling wakes it (never every request)."""
         while True:
             now = trio.current_time()
             due = math.inf
             for pool in list(self._pools.values()):
+                if pool.count > len(pool.idle):  # busy (or starting) ones
+                    due = min(due, now + IDLE_RETIRE_S)
                 for worker in list(pool.idle):
                     if now - worker.idle_since >= IDLE_RETIRE_S:
                         pool.idle.remove(worker)
