@@ -274,9 +274,8 @@ class Budget:
     live, and the idle ones least recently used first (see the module docstring)."""
 
     def __init__(self) -> None:
-        #: Workers started (or starting) and not yet retired or killed, and their descriptors.
+        #: Workers started (or starting) and not yet retired or killed.
         self.live = 0
-        self.held = 0
         #: Descriptors of retired workers the janitors have not closed yet.
         self.closing = 0
         self.idle: OrderedDict[_Worker, tuple[Workers, _Pool]] = OrderedDict()
@@ -286,17 +285,12 @@ class Budget:
 
     def full(self, fds: int) -> str | None:
         """Why one more worker (of ``fds`` descriptors) does not fit now, or None."""
-        if self.live >= MAX_WORKERS:
-            return f"{self.live} warm workers are alive, the budget is {MAX_WORKERS}"
         limit = fd_limit()
+        cap = worker_budget(limit, fds)
+        if self.live >= cap:
+            return f"{self.live} warm workers are alive, the budget is {cap}"
         if limit is None:
             return None
-        share = int(limit * WORKER_FD_SHARE)
-        if self.held + fds > share:
-            return (
-                f"{self.live} warm workers hold {self.held} file descriptors, the budget is "
-                f"{share} ({WORKER_FD_SHARE:.1%} of {limit})"
-            )
         used = open_fds()
         if used is None:
             return "this process's open file descriptors cannot be counted"
@@ -370,10 +364,6 @@ class Workers:
             self._budget = budget()
         return self._budget
 
-    @property
-    def live(self) -> int:
-        return sum(pool.count for pool in self._pools.values())
-
     # -- requests -----------------------------------------------------------------------------
     async def request(self, spec: ProcessSpec) -> ProcessResult:
         """One event for the worker pool of ``spec``: its result as a one-shot run's."""
@@ -446,7 +436,6 @@ class Workers:
                     return None
                 pool.count += 1
                 self.budget.live += 1
-                self.budget.held += self._fds
                 try:
                     started = await self._start(spec)
                 except BaseException:  # cancelled while it started (the guard stops it)
@@ -468,7 +457,6 @@ class Workers:
         """One of the pool's workers no longer counts (killed, retired, or never started)."""
         pool.count -= 1
         self.budget.live -= 1
-        self.budget.held -= self._fds
         pool.notify()
 
     async def _ask(
