@@ -34,8 +34,8 @@ The budget (one per trio run, so one per ``serve`` process: every engine and eve
 it share it): at most :data:`MAX_WORKERS` workers live at once, holding together at most
 :data:`WORKER_FD_SHARE` of the file descriptor limit (soft ``RLIMIT_NOFILE``; a worker holds
 :data:`LINUX_WORKER_FDS` on linux, :data:`POSIX_WORKER_FDS` on posix, so :func:`worker_budget`
-workers), and a worker is started only while
-:data:`FD_RESERVE_SHARE` of the limit stays free for connections and hook spawns. When a new
+workers), and a worker is started only while :data:`FD_RESERVE_SHARE` of the limit stays free
+for connections and hook spawns (idle workers are retired first to make it so). When a new
 worker does not fit, the least recently used idle worker (of any engine, any project) is
 retired to make room; when none is idle, the request is served once instead -- a process of its
 own gets the request line and EOF, its reply read by the same rule (:func:`serve_once`): slower,

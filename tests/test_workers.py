@@ -764,7 +764,7 @@ async def test_a_worker_idle_too_long_is_retired(
 #: Run in a child with a lowered file descriptor limit: many projects' workers, then many open
 #: connections, and with them one-shot hooks and more projects' worker requests.
 FD_SCRIPT = r"""
-import functools, json, resource, sys
+import functools, json, os, resource, sys
 from pathlib import Path
 
 import trio
@@ -835,7 +835,16 @@ async def main():
             nursery.cancel_scope.cancel()
         out["connections"] = len(clients)
         out["live"] = workers.budget().live
-        out["served_once"] = workers.budget().served_once
+        # Descriptors taken by something else until less than the reserve (1/4) is free:
+        # the next projects' requests retire the idle workers, then are served once.
+        before = workers.budget().served_once
+        held = [os.open(os.devnull, os.O_RDONLY) for _ in range(LIMIT - workers.open_fds() - 30)]
+        for i in range(5):
+            await ask(f"s{i}")
+        out["live_when_short"] = workers.budget().live
+        out["served_once"] = workers.budget().served_once - before
+        for fd in held:
+            os.close(fd)
     print(json.dumps(out))
 
 
@@ -849,7 +858,9 @@ async def test_at_a_low_fd_limit_workers_leave_room_for_connections_and_hooks(
     """At a 512 descriptor limit: 150 projects' workers, then 100 open loopback connections
     and, while they are open, 10 one-shot hooks with 10 new projects' requests at once, then
     150 more projects one after another: everything answers, and the workers kept stay
-    within the budget (before it, 64 workers at 7 descriptors each ran the process out)."""
+    within the budget (before it, 64 workers at 7 descriptors each ran the process out). Then,
+    with under a quarter of the limit free, the workers shrink to none and requests are
+    still answered."""
     with trio.fail_after(120):
         done = await trio.run_process(
             [sys.executable, "-c", FD_SCRIPT, str(tmp_path), PID_WORKER, guard_backend],
@@ -864,6 +875,9 @@ async def test_at_a_low_fd_limit_workers_leave_room_for_connections_and_hooks(
     assert out["budget"] == {"linux": 12, "posix": 9}[guard_backend]
     assert 0 < out["live_after_projects"] <= out["budget"] and 0 < out["live"] <= out["budget"]
     assert out["connections"] == 100
+    # With less than a quarter of the limit free, workers shrink first: none is kept, and the
+    # requests are answered by processes of their own.
+    assert out["live_when_short"] == 0 and out["served_once"] == 5
 
 
 async def test_the_guards_worker_handle_starts_signals_stops_and_reaps(
