@@ -26,8 +26,7 @@ import select
 import signal
 import socket
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+from collections.abc import Mapping
 from typing import Final, Literal, Protocol
 
 import msgspec
@@ -119,6 +118,50 @@ class GuardStats(msgspec.Struct, frozen=True, kw_only=True):
     live: int
 
 
+class WorkerProcess(Protocol):
+    """A warm worker's process, as a backend's ``start_worker`` hands it out: numbered, marked
+    and tracked by the guard (counted in ``live``, killed on close and when the host dies)
+    until :meth:`reap`. Its pipe ends are ours and non-blocking; the caller serves them."""
+
+    @property
+    def pid(self) -> int: ...
+
+    #: Our end of its stdin (None once closed), of its stdout and of its stderr.
+    @property
+    def stdin(self) -> int | None: ...
+
+    @property
+    def stdout(self) -> int: ...
+
+    @property
+    def stderr(self) -> int: ...
+
+    #: Readable once the process exited.
+    @property
+    def exit_fd(self) -> int: ...
+
+    #: The guard's close killed it (a request then ends ``killed``).
+    @property
+    def closed(self) -> bool: ...
+
+    #: Its exit status once known (negative: the signal), as ``Popen.returncode``.
+    @property
+    def returncode(self) -> int | None: ...
+
+    def close_stdin(self) -> None:
+        """EOF on its stdin (a worker exits at EOF)."""
+
+    def signal(self, sig: int) -> None:
+        """Signal its process group while it is alive (never a recycled group)."""
+
+    async def stop(self) -> None:
+        """SIGTERM its group, a short grace, SIGKILL, and kill its escaped descendants; it
+        stays unreaped. A checkpoint; call it shielded."""
+
+    async def reap(self) -> None:
+        """Reap it (bounded), stop tracking it and close its pipes and exit descriptor."""
+
+
 class ProcessGuard(Protocol):
     """What the engine needs of a process guard (both backends provide it)."""
 
@@ -144,24 +187,11 @@ class ProcessGuard(Protocol):
 
     def retire_workers(self) -> None: ...
 
+    async def start_worker(
+        self, spec: ProcessSpec, extra_env: Mapping[str, str] | None = None
+    ) -> WorkerProcess | ProcessResult: ...
+
     async def kill_all(self) -> int: ...
-
-
-@asynccontextmanager
-async def open_guard(*, watchdog: bool = True) -> AsyncIterator[ProcessGuard]:
-    """The process guard of this OS (:func:`backend`), open until the block ends: then every
-    group still alive is killed and the watchdog stopped (see each backend)."""
-    chosen = backend()
-    if chosen == "linux":
-        from .reaper import open_reaper
-
-        async with open_reaper(watchdog=watchdog) as reaper:
-            yield reaper
-    else:
-        from .posix_guard import open_posix_guard
-
-        async with open_posix_guard(watchdog=watchdog) as guard:
-            yield guard
 
 
 class Capture:

@@ -9,10 +9,11 @@ left it; the engine's close (every group, then every marked process); payload fi
 removed in worker threads; and the host-death watchdog (:mod:`triohooks.actors._posix_watchdog`),
 told of every live group and payload file, which kills and removes them if this process dies.
 
-Warm workers (``spec.worker``) keep their protocol -- one request line in, one reply line out,
-read by the same rule (:func:`triohooks.actors.workers.read_reply`) -- but a worker process serves
-one request here: it gets the line and EOF, and is reaped like any run. (Keeping workers alive
-needs the linux backend's pidfd watch; a worker written to the protocol works on both.)
+Warm workers (``spec.worker``) are kept here too (:class:`~triohooks.actors.workers.Workers`, as
+on linux): :meth:`PosixGuard.start_worker` starts one as a run of its own -- own session and
+group, marked, told to the host-death watchdog, killed on close -- and hands out its
+:class:`PosixWorker` handle; a task per worker waits for its exit (trio's process API: kqueue on
+macOS) and then closes the write end of the handle's exit pipe, its exit descriptor.
 
 What does not hold here that holds on linux: a process that leaves its group (``setsid``) *and*
 drops the marker (``env -i``) is found only while it is still a descendant of a leader we stop
@@ -36,7 +37,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any, Final
@@ -66,7 +67,8 @@ from .guard import (
     process_result,
     unfinished,
 )
-from .workers import MAX_REPLY_LINE, WORKER_VAR, read_reply, reply_result
+from .supervisor import Supervisor
+from .workers import POSIX_WORKER_FDS, Workers
 
 log = logging.getLogger("triohooks.posix_guard")
 
@@ -174,6 +176,78 @@ class _Watchdog:
                 return
 
 
+class PosixWorker:
+    """A warm worker's process (:class:`~triohooks.actors.guard.WorkerProcess`), started by
+    :meth:`PosixGuard.start_worker`: a live run of the guard until :meth:`reap`."""
+
+    __slots__ = ("_guard", "_no", "_process", "_stopped", "exit_fd", "stderr", "stdin", "stdout")
+
+    def __init__(
+        self, guard: PosixGuard, no: int, process: trio.Process, fds: tuple[int, int, int, int]
+    ) -> None:
+        self._guard = guard
+        self._no = no
+        self._process = process
+        self._stopped = False
+        self.stdin: int | None
+        self.stdin, self.stdout, self.stderr, self.exit_fd = fds
+
+    @property
+    def pid(self) -> int:
+        return self._process.pid
+
+    @property
+    def closed(self) -> bool:
+        return self._guard._closing
+
+    @property
+    def returncode(self) -> int | None:
+        return self._process.returncode
+
+    def close_stdin(self) -> None:
+        if self.stdin is not None:
+            os.close(self.stdin)
+            self.stdin = None
+
+    def signal(self, sig: int) -> None:
+        if self._process.returncode is None:  # unreaped: the group id is still its own
+            signal_group(self._process.pid, sig)
+
+    async def stop(self) -> None:
+        self._stopped = True
+        await self._guard._stop(self._no, self._process)
+
+    async def reap(self) -> None:
+        process = self._process
+        with trio.move_on_after(REAP_BUDGET_S):
+            await process.wait()
+        if not self._stopped:  # it exited by itself: what is left of its group
+            signal_group(process.pid, signal.SIGKILL)
+        self._guard._forget(self._no, process)
+        self._guard._sweep(self._no)
+        self.close_stdin()
+        for fd in (self.stdout, self.stderr, self.exit_fd):
+            os.close(fd)
+
+
+def _worker_pipes() -> tuple[list[int], list[int]]:
+    """A worker's stdin, stdout and stderr pipes and its exit pipe: (the ends the child gets,
+    then the exit pipe's write end; our ends, non-blocking)."""
+    made: list[tuple[int, int]] = []
+    try:
+        for _ in range(4):
+            made.append(os.pipe())
+    except BaseException:
+        for pair in made:
+            for fd in pair:
+                os.close(fd)
+        raise
+    (in_r, in_w), (out_r, out_w), (err_r, err_w), (exit_r, exit_w) = made
+    for fd in (in_w, out_r, err_r, exit_r):
+        os.set_blocking(fd, False)
+    return [in_r, out_w, err_w, exit_w], [in_w, out_r, err_r, exit_r]
+
+
 class PosixGuard:
     """Spawns, guards, kills and reaps hook processes on any POSIX system. Create with
     :func:`open_posix_guard`."""
@@ -200,6 +274,9 @@ class PosixGuard:
         self._overflows = 0
         self._escapees_killed = 0
         self._sweep_wanted = trio.Event()
+        self._workers = Workers(self.start_worker, self.run, fds=POSIX_WORKER_FDS)
+        #: Where each worker's exit watch runs (the guard's own nursery, once open).
+        self._nursery: trio.Nursery | None = None
 
     @property
     def backend(self) -> Backend:
@@ -225,7 +302,9 @@ class PosixGuard:
         )
 
     def retire_workers(self) -> None:
-        """Nothing to retire: a worker serves one request here."""
+        """The config changed: warm workers restart from it (idle ones now, busy ones after
+        their request)."""
+        self._workers.retire_all()
 
     def _say(self, line: str) -> None:
         if self._watchdog is not None:
@@ -256,6 +335,8 @@ class PosixGuard:
         """Run one hook process to its end and return its one result. A checkpoint. On cancel
         the group gets SIGTERM, a short grace, then SIGKILL, marked escapees are killed and the
         child is reaped (shielded, bounded); then ``Cancelled`` is re-raised."""
+        if spec.worker:
+            return await self._workers.request(spec)
         started = time.perf_counter()
         await trio.lowlevel.checkpoint_if_cancelled()
         if self._closing:
@@ -275,34 +356,68 @@ class PosixGuard:
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         try:
-            if spec.worker:
-                return await self._serve_once(spec, started)
             return await self._run(spec, started)
         finally:
             if spec.payload_file is not None:
                 await self.remove_payload(spec.payload_file[0], wait=True)
 
-    def _env(self, spec: ProcessSpec, no: int, extra: dict[str, str]) -> dict[str, str]:
+    def _env(self, spec: ProcessSpec, no: int, extra: Mapping[str, str]) -> dict[str, str]:
         env = dict(os.environ if spec.env is None else spec.env)
-        env[RUN_VAR] = run_marker(self.engine_id, no)
         env.update(extra)
+        env[RUN_VAR] = run_marker(self.engine_id, no)
         return env
 
+    async def start_worker(
+        self, spec: ProcessSpec, extra_env: Mapping[str, str] | None = None
+    ) -> PosixWorker | ProcessResult:
+        """Start a warm worker's process (``spec.stdin`` is not written; ``extra_env`` is added
+        to its environment): its handle, a live run until its ``reap``, or why it could not
+        start (a ProcessResult, as a one-shot run's)."""
+        if self._closing or self._nursery is None:
+            return ProcessResult(status="killed", error=CLOSED_ERROR)
+        if not spec.argv:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error="empty command")
+        try:
+            theirs, ours = _worker_pipes()
+        except OSError as exc:
+            self._spawn_failures += 1
+            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+        try:
+            launched = await self._start(spec, extra_env or {}, theirs[:3])
+        finally:
+            for fd in theirs[:3]:
+                os.close(fd)
+        if isinstance(launched, ProcessResult):
+            for fd in (*ours, theirs[3]):
+                os.close(fd)
+            return launched
+        no, process = launched
+        self._nursery.start_soon(_watch_exit, process, theirs[3])
+        in_w, out_r, err_r, exit_r = ours
+        return PosixWorker(self, no, process, (in_w, out_r, err_r, exit_r))
+
     async def _start(
-        self, spec: ProcessSpec, extra: dict[str, str]
+        self,
+        spec: ProcessSpec,
+        extra: Mapping[str, str] | None = None,
+        stdio: list[int] | None = None,
     ) -> tuple[int, trio.Process] | ProcessResult:
+        """Spawn ``spec``'s process, numbered, marked and live: with three pipes trio makes,
+        or on ``stdio`` (the child's ends of a worker's pipes)."""
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
         self._spawning += 1
         try:
+            stdin, stdout, stderr = stdio or (subprocess.PIPE,) * 3
             process = await trio.lowlevel.open_process(
                 list(spec.argv),
-                stdin=subprocess.PIPE,
-                stdout=subprocess.PIPE,
-                stderr=subprocess.PIPE,
+                stdin=stdin,
+                stdout=stdout,
+                stderr=stderr,
                 cwd=spec.cwd,
-                env=self._env(spec, no, extra),
+                env=self._env(spec, no, extra or {}),
                 start_new_session=True,
             )
         except BaseException as exc:
@@ -321,10 +436,8 @@ class PosixGuard:
             if not self._spawning and self._closing:
                 self._spawns_landed.set()
 
-    async def _run(
-        self, spec: ProcessSpec, started: float, extra: dict[str, str] | None = None
-    ) -> ProcessResult:
-        launched = await self._start(spec, extra or {})
+    async def _run(self, spec: ProcessSpec, started: float) -> ProcessResult:
+        launched = await self._start(spec)
         if isinstance(launched, ProcessResult):
             return launched
         no, process = launched
@@ -398,42 +511,6 @@ class PosixGuard:
         self._timeouts += result.status == "timeout"
         return result
 
-    async def _serve_once(self, spec: ProcessSpec, started: float) -> ProcessResult:
-        """A warm worker's one request: its line and EOF in, its reply line out, read by the
-        workers' rule; the process is then reaped like any run's."""
-        line_spec = ProcessSpec(
-            argv=spec.argv,
-            cwd=spec.cwd,
-            env=spec.env,
-            stdin=spec.stdin.rstrip(b"\n") + b"\n",
-            timeout_s=spec.timeout_s,
-            output_cap=max(MAX_REPLY_LINE, 4 * spec.output_cap),
-            overflow="error",
-            label=spec.label,
-        )
-        ran = await self._run(line_spec, started, {WORKER_VAR: "1"})
-        if ran.status != "exited":
-            return ProcessResult(
-                status="timeout" if ran.status == "timeout" else "worker_error",
-                error=ran.error or f"the worker ended: {ran.status}",
-                duration_ms=ran.duration_ms,
-                pid=ran.pid,
-            )
-        line, _, rest = ran.stdout.encode("utf-8", "surrogateescape").partition(b"\n")
-        reply = read_reply(line)
-        if isinstance(reply, str):
-            return ProcessResult(
-                status="worker_error", error=reply, duration_ms=ran.duration_ms, pid=ran.pid
-            )
-        if rest.strip():
-            return ProcessResult(
-                status="worker_error",
-                error="it wrote more than one line",
-                duration_ms=ran.duration_ms,
-                pid=ran.pid,
-            )
-        return reply_result(spec, reply, started, ran.pid or 0)
-
     async def _stop(self, no: int, process: trio.Process) -> None:
         """Snapshot the leader's descendants (it is unreaped), SIGTERM the group, grace,
         SIGKILL the group, reap; kill what of the snapshot is left and the run's marked
@@ -487,6 +564,7 @@ class PosixGuard:
         every process still carrying this engine's marker. Returns how many groups were live.
         Call it shielded."""
         self._closing = True
+        await self._workers.close()  # idle workers: EOF, grace, group kill, reaped
         if self._spawning:  # their processes run already: wait until they are in _live
             with trio.move_on_after(REAP_BUDGET_S):
                 await self._spawns_landed.wait()
@@ -540,6 +618,15 @@ class PosixGuard:
         self._watchdog = None  # no watchdog once closed (as the linux backend has none)
 
 
+async def _watch_exit(process: trio.Process, exit_w: int) -> None:
+    """A worker's exit watch: once its process exited (or the guard closes), the write end of
+    its exit pipe is closed, so the exit descriptor reads EOF."""
+    try:
+        await process.wait()
+    finally:
+        os.close(exit_w)
+
+
 @asynccontextmanager
 async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard]:
     """A posix guard with its host-death watchdog (unless ``watchdog=False``). On exit, even on
@@ -549,7 +636,10 @@ async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard
         async with trio.open_nursery() as nursery:
             if watchdog:
                 await guard._start_watchdog(nursery)
-            await nursery.start(guard._sweeper)
+            actors = Supervisor(nursery)  # as the linux backend's actors
+            await actors.start("escapee sweeper", guard._sweeper)
+            await actors.start("worker janitor", guard._workers.janitor)
+            guard._nursery = nursery
             try:
                 yield guard
             finally:

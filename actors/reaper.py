@@ -43,11 +43,12 @@ import signal
 import subprocess
 import time
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from functools import partial
 from typing import Final, cast
 
+import msgspec
 import trio
 
 from triohooks.handlers.process import ProcessResult, ProcessSpec
@@ -76,7 +77,7 @@ from .guard import (
     unfinished,
 )
 from .supervisor import Supervisor
-from .workers import Workers
+from .workers import LINUX_WORKER_FDS, Workers
 
 log = logging.getLogger("triohooks.reaper")
 
@@ -526,6 +527,57 @@ def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
     return f"cannot start {program!r}: {exc}"
 
 
+class WorkerRun:
+    """A warm worker's process (:class:`~triohooks.actors.guard.WorkerProcess`), started by
+    :meth:`Reaper.start_worker`: a run the reaper tracks until :meth:`reap`."""
+
+    __slots__ = ("_reaper", "_run")
+
+    def __init__(self, reaper: Reaper, run: _Run) -> None:
+        self._reaper = reaper
+        self._run = run
+
+    @property
+    def pid(self) -> int:
+        return self._run.pid
+
+    @property
+    def stdin(self) -> int | None:
+        return self._run.stdin
+
+    @property
+    def stdout(self) -> int:
+        return self._run.stdout
+
+    @property
+    def stderr(self) -> int:
+        return self._run.stderr
+
+    @property
+    def exit_fd(self) -> int:
+        return self._run.exit_fd
+
+    @property
+    def closed(self) -> bool:
+        return self._run.closed
+
+    @property
+    def returncode(self) -> int | None:
+        return self._run.child.returncode
+
+    def close_stdin(self) -> None:
+        self._run.close_stdin()
+
+    def signal(self, sig: int) -> None:
+        self._reaper._signal(self._run, sig)
+
+    async def stop(self) -> None:
+        await self._reaper._stop(self._run)
+
+    async def reap(self) -> None:
+        await self._reaper._reap(self._run)
+
+
 class Reaper:
     """Spawns, guards, kills and reaps hook processes. Create with :func:`open_reaper`."""
 
@@ -549,7 +601,7 @@ class Reaper:
         self._timeouts = 0
         self._overflows = 0
         self._escapees_killed = 0
-        self._workers = Workers(self)
+        self._workers = Workers(self.start_worker, self.run, fds=LINUX_WORKER_FDS)
 
     @property
     def backend(self) -> Backend:
@@ -890,6 +942,21 @@ class Reaper:
         their request)."""
         self._workers.retire_all()
 
+    async def start_worker(
+        self, spec: ProcessSpec, extra_env: Mapping[str, str] | None = None
+    ) -> WorkerRun | ProcessResult:
+        """Start a warm worker's process (``spec.stdin`` is not written; ``extra_env`` is added
+        to its environment): its handle, tracked until its ``reap``, or why it could not start
+        (a ProcessResult, as a one-shot run's)."""
+        idle = msgspec.structs.replace(spec, stdin=b"")  # requests come through its handle
+        launched = await self._launch(idle, extra_env=dict(extra_env or {}))
+        if isinstance(launched, ProcessResult):
+            return launched
+        # Our copies of its stdout and stderr write ends: a worker's exit is read from its exit
+        # descriptor, so they only cost two descriptors for as long as it lives.
+        launched.release_writers()
+        return WorkerRun(self, launched)
+
     async def _launch(
         self,
         spec: ProcessSpec,
@@ -899,7 +966,7 @@ class Reaper:
         file_ready: bool = False,
     ) -> _Run | ProcessResult:
         """Start ``spec``'s process: numbered, marked and tracked until the caller reaps it
-        (``_reap``, after ``_supervise`` for a one-shot run, ``_stop`` for a warm worker);
+        (``_reap``, after ``_supervise`` for a one-shot run, through its handle for a worker);
         ``extra_env`` is added to its environment. A process that cannot be started is its
         ProcessResult (timed from ``started`` when given)."""
         if self._closing:

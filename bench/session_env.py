@@ -32,7 +32,7 @@ import trio
 
 from bench.agent_native import agent_body
 from triohooks import HookEngine
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.handlers.process import ProcessSpec
 
 

@@ -108,8 +108,6 @@ def guard_backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatc
     opens through ``open_guard`` or ``HookEngine.open`` (in this process or a child) then runs
     on that backend."""
     backend: str = request.param
-    if backend == "posix" and request.node.get_closest_marker("warm_workers"):
-        pytest.skip("the posix backend serves one request per worker process (platforms.md)")
     if backend == "posix" and request.node.get_closest_marker("linux_guard"):
         pytest.skip("about the linux backend's watchdog helper and subreaper (platforms.md)")
     monkeypatch.setenv("TRIOHOOKS_PROCESS_GUARD", backend)

@@ -24,7 +24,7 @@ import pytest
 import trio
 
 from tests.helpers import running, survivors_after, unique_sleep
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
@@ -205,7 +205,7 @@ async def test_escapee_dies_when_the_engine_closes_mid_hook(tmp_path: Path) -> N
 HOST = """
 import sys
 import trio
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.handlers.process import ProcessSpec
 
 async def main():

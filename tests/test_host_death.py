@@ -25,7 +25,7 @@ REPO = Path(__file__).resolve().parent.parent
 HOST = """
 import sys
 import trio
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.handlers.process import ProcessSpec
 
 async def main():
@@ -124,7 +124,7 @@ async def test_sigkilled_host_leaves_no_hook_process(
 JSON_HOST = """
 import sys
 import trio
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.config.model import CommandHandler, Hook
 from triohooks.handlers.json_command import JsonCommandRunner
 from triohooks.handlers.runner import HookInput

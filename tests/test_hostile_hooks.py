@@ -16,7 +16,7 @@ import pytest
 import trio
 
 from tests.test_reaper import assert_no_survivors, sh
-from triohooks.actors.guard import open_guard
+from triohooks.actors.process_guard import open_guard
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 from triohooks.handlers.replies import (
     JSON_OUTPUT_CAP,

@@ -119,3 +119,83 @@ def test_the_checker_sees_an_upward_import(tmp_path: Path) -> None:
     )
     found = imports_of("triohooks.handlers.x", tree_path)
     assert [rank(t) for _, t in found] == [LAYERS["engine"], LAYERS["fronts"]]
+
+
+#: The process guard's modules: the interface, both backends, the opener and the warm workers.
+GUARD_MODULES = tuple(
+    f"triohooks.actors.{name}"
+    for name in ("guard", "reaper", "posix_guard", "process_guard", "workers", "_subreaper")
+)
+
+
+def import_cycle(modules: dict[str, Path]) -> list[str] | None:
+    """A cycle among ``modules`` (every import counts), or None."""
+    graph = {
+        module: {t for _, t in imports_of(module, path) if t in modules and t != module}
+        for module, path in modules.items()
+    }
+    state: dict[str, int] = {}  # 1: on the path, 2: done
+
+    def visit(module: str, path: list[str]) -> list[str] | None:
+        state[module] = 1
+        for target in sorted(graph[module]):
+            if state.get(target) == 1:
+                return [*path[path.index(target) :], target]
+            if target not in state and (found := visit(target, [*path, target])):
+                return found
+        state[module] = 2
+        return None
+
+    for module in sorted(graph):
+        if module not in state and (found := visit(module, [module])):
+            return found
+    return None
+
+
+def private_uses(path: Path, of: tuple[str, ...]) -> list[str]:
+    """Underscore names ``path`` imports from the modules ``of``, and underscore attributes it
+    reads of anything but ``self`` (another object's privates)."""
+    tree = ast.parse(path.read_text(), str(path))
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            module = node.module.rpartition(".")[2]
+            if any(m.rpartition(".")[2] == module for m in of):
+                found += [
+                    f"{node.lineno}: from {node.module} import {a.name}"
+                    for a in node.names
+                    if a.name.startswith("_")
+                ]
+        elif isinstance(node, ast.Attribute) and node.attr.startswith("_"):
+            if node.attr.startswith("__") or (
+                isinstance(node.value, ast.Name) and node.value.id == "self"
+            ):
+                continue
+            found.append(f"{node.lineno}: .{node.attr}")
+    return found
+
+
+def test_the_guard_modules_import_without_a_circle() -> None:
+    modules = {m: MODULES[m] for m in GUARD_MODULES}
+    assert import_cycle(modules) is None
+    actors = {m: p for m, p in MODULES.items() if m.startswith("triohooks.actors.")}
+    assert import_cycle(actors) is None, "nor among the actors"
+
+
+def test_workers_use_the_guard_through_its_public_handle() -> None:
+    workers = MODULES["triohooks.actors.workers"]
+    assert private_uses(workers, GUARD_MODULES) == []
+
+
+def test_the_checkers_see_a_circle_and_a_private_use(tmp_path: Path) -> None:
+    a, b = tmp_path / "a.py", tmp_path / "b.py"
+    a.write_text("from .b import x\n")
+    b.write_text("if TYPE_CHECKING:\n    from .a import Y\n")
+    cycle = import_cycle({"triohooks.actors.a": a, "triohooks.actors.b": b})
+    assert cycle is not None and set(cycle) == {"triohooks.actors.a", "triohooks.actors.b"}
+    user = tmp_path / "user.py"
+    user.write_text("from .reaper import _Run\n\ndef f(reaper):\n    reaper._stop(1)\n")
+    assert private_uses(user, GUARD_MODULES) == [
+        "1: from reaper import _Run",
+        "4: ._stop",
+    ]

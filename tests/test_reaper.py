@@ -19,7 +19,8 @@ import pytest
 import trio
 
 from triohooks.actors._watchdog import RUN_VAR, FrameReader, frame, marked_processes
-from triohooks.actors.guard import ProcessGuard, open_guard
+from triohooks.actors.guard import ProcessGuard
+from triohooks.actors.process_guard import open_guard
 from triohooks.actors.reaper import PAYLOAD_FILE_INLINE, open_reaper
 from triohooks.handlers.process import ProcessSpec
 

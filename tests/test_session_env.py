@@ -304,7 +304,6 @@ async def test_each_sessions_hooks_get_its_own_environment_through_one_serve(
     ]
 
 
-@pytest.mark.warm_workers
 async def test_two_sessions_in_one_project_get_two_warm_workers(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -26,8 +26,8 @@ import trio
 from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
 from triohooks import ConfigError, HookEngine
 from triohooks.actors import workers
-from triohooks.actors.guard import open_guard
-from triohooks.handlers.process import ProcessSpec
+from triohooks.actors.process_guard import open_guard
+from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("guard_backend")]
 
@@ -171,7 +171,6 @@ def recorded_pids(tmp_path: Path) -> list[int]:
     return [int(p) for line in path.read_text().split("\n") if line for p in line.split()]
 
 
-@pytest.mark.warm_workers
 async def test_a_worker_is_started_once_and_kept(tmp_path: Path) -> None:
     worker_toml(tmp_path)
     with trio.fail_after(20):
@@ -191,7 +190,6 @@ async def test_a_worker_is_started_once_and_kept(tmp_path: Path) -> None:
         assert await gone_within([first["pid"]], 2) == []
 
 
-@pytest.mark.warm_workers
 async def test_json_dialect_worker_gets_the_event_variables_as_its_request(
     tmp_path: Path,
 ) -> None:
@@ -217,7 +215,6 @@ async def test_json_dialect_worker_gets_the_event_variables_as_its_request(
     assert not [p for p in leftovers if str(a["pid"]) in p.name]
 
 
-@pytest.mark.warm_workers
 async def test_a_worker_crashing_mid_request_fails_that_event_and_is_replaced(
     tmp_path: Path,
 ) -> None:
@@ -278,7 +275,6 @@ async def test_a_bad_reply_kills_the_worker(tmp_path: Path, command: str, why: s
     assert after["pid"] != before["pid"]
 
 
-@pytest.mark.warm_workers
 async def test_output_between_requests_retires_the_worker_not_the_event(tmp_path: Path) -> None:
     worker_toml(tmp_path)
     with trio.fail_after(20):
@@ -290,7 +286,6 @@ async def test_output_between_requests_retires_the_worker_not_the_event(tmp_path
     assert after.runs[0].outcome == "ok" and info(after)["served"] == 1
 
 
-@pytest.mark.warm_workers
 async def test_a_grandchild_holding_stdout_does_not_wedge_the_worker(tmp_path: Path) -> None:
     worker_toml(tmp_path)
     with trio.fail_after(20):
@@ -391,13 +386,11 @@ worker = {str(worker).lower()}
                 outcomes[worker] = {
                     case: _comparable(await e.pre_tool("bash", {"case": case})) for case in REPLIES
                 }
-                # Kept between requests on linux; one request per process on posix.
-                assert e.live_processes == (1 if worker and guard_backend == "linux" else 0)
+                assert e.live_processes == (1 if worker else 0)  # kept between requests
     for case in REPLIES:
         assert outcomes[True][case] == outcomes[False][case], case
 
 
-@pytest.mark.warm_workers
 async def test_a_worker_that_always_dies_is_given_up(tmp_path: Path) -> None:
     worker_toml(tmp_path, start_mode="die-at-start", extra="fail_closed = true")
     with trio.fail_after(30):
@@ -412,7 +405,6 @@ async def test_a_worker_that_always_dies_is_given_up(tmp_path: Path) -> None:
     assert outs[6].runs[0].duration_ms < 50, "a given-up worker fails at once"
 
 
-@pytest.mark.warm_workers
 async def test_overlapping_events_use_a_small_pool(tmp_path: Path) -> None:
     worker_toml(tmp_path, extra="worker_pool = 2")
     results: list[Any] = []
@@ -470,7 +462,6 @@ async def test_workers_restart_after_a_config_reload(tmp_path: Path) -> None:
     assert v2.blocked and v2.reason == "v2"
 
 
-@pytest.mark.warm_workers
 async def test_the_workers_own_stderr_is_capped_in_messages(tmp_path: Path) -> None:
     worker_toml(tmp_path, start_mode="chatty")
     with trio.fail_after(20):
@@ -502,7 +493,7 @@ done
         async with engine(tmp_path) as e:
             ok = await e.pre_tool("bash", {"command": "ls"})
             no = await e.pre_tool("bash", {"command": "rm -rf /"})
-            assert e.live_processes == (1 if guard_backend == "linux" else 0)
+            assert e.live_processes == 1
     assert ok.runs[0].outcome == "ok" and not ok.blocked
     assert no.blocked and no.reason == "rm -rf is not allowed"
 
@@ -553,7 +544,6 @@ trio.run(main)
 """
 
 
-@pytest.mark.warm_workers
 async def test_a_sigkilled_host_leaves_no_worker(tmp_path: Path) -> None:
     worker_toml(tmp_path)
     (tmp_path / "ws").mkdir()
@@ -603,7 +593,7 @@ async def test_the_shipped_example_workers_through_the_engine(
                 await e.pre_tool("bash", {"command": command})
                 for command in ("ls", "rm -rf /", "git status", "sudo rm -rf ~")
             ]
-            assert e.live_processes == (1 if guard_backend == "linux" else 0)
+            assert e.live_processes == 1
     assert [o.blocked for o in outs] == [False, True, False, True]
     assert all(o.runs[0].outcome in ("ok", "block") for o in outs)
     assert "rm -rf" in (outs[1].reason or "")
@@ -641,7 +631,6 @@ def _alive(pid: int) -> bool:
         return False
 
 
-@pytest.mark.warm_workers
 async def test_past_the_pool_bound_the_least_recently_used_pool_is_retired(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -676,3 +665,243 @@ async def test_past_the_pool_bound_the_least_recently_used_pool_is_retired(
             assert _alive(first["a"]) and _alive(c)
             assert await pid("a") == first["a"]
             assert await pid("b") not in (first["b"], first["a"], c)  # b starts afresh
+
+
+#: PID_WORKER, taking half a second per request.
+SLOW_PID_WORKER = PID_WORKER.replace("do printf", "do sleep 0.5; printf")
+
+
+def pid_spec(cwd: Path, *, slow: bool = False) -> ProcessSpec:
+    """A request to a PID_WORKER (or SLOW_PID_WORKER) in ``cwd``: one pool per project."""
+    return ProcessSpec(
+        argv=("bash", "-c", SLOW_PID_WORKER if slow else PID_WORKER),
+        cwd=str(cwd),
+        stdin=b"{}\n",
+        timeout_s=10,
+        worker=1,
+        worker_key="pid",
+    )
+
+
+async def ask_pid(guard: Any, spec: ProcessSpec) -> int:
+    result = await guard.run(spec)
+    assert result.status == "exited", result
+    return int(result.stdout)
+
+
+async def test_the_budget_is_one_per_trio_run_and_retires_the_least_recently_used_idle_worker(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Two guards (two engines in one serve) share one budget of workers: past it, the least
+    recently used idle worker of either is retired to make room."""
+    monkeypatch.setattr(workers, "MAX_WORKERS", 2)
+    projects = [tmp_path / name for name in ("a", "b", "c")]
+    for project in projects:
+        project.mkdir()
+    with trio.fail_after(30):
+        async with open_guard() as one, open_guard() as two:
+            a = await ask_pid(one, pid_spec(projects[0]))
+            b = await ask_pid(two, pid_spec(projects[1]))
+            assert await ask_pid(one, pid_spec(projects[0])) == a  # a: the most recently used
+            assert workers.budget().live == 2
+            c = await ask_pid(one, pid_spec(projects[2]))  # no room: b (the other guard's) goes
+            assert await gone_within([b], 2) == []
+            assert _alive(a) and _alive(c) and workers.budget().live == 2
+            assert await ask_pid(one, pid_spec(projects[0])) == a
+            assert await ask_pid(two, pid_spec(projects[1])) not in (a, b, c)  # c goes now
+            assert await gone_within([c], 2) == [] and workers.budget().live == 2
+
+
+async def test_with_every_worker_busy_a_request_past_the_budget_is_served_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    monkeypatch.setattr(workers, "MAX_WORKERS", 1)
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    with trio.fail_after(30):
+        async with open_guard() as guard:
+            busy: list[int] = []
+
+            async def slow() -> None:
+                busy.append(await ask_pid(guard, pid_spec(tmp_path / "a", slow=True)))
+
+            async with trio.open_nursery() as nursery:
+                nursery.start_soon(slow)
+                while workers.budget().live < 1:
+                    await trio.sleep(0.01)
+                # The only worker is busy: this one gets a process of its own, and answers.
+                once = await guard.run(pid_spec(tmp_path / "b"))
+            assert once.status == "exited" and once.pid is not None
+            assert int(once.stdout) == once.pid != busy[0]
+            assert not _alive(once.pid), "served once: the process ends with its request"
+            assert workers.budget().served_once == 1 and workers.budget().live == 1
+    said = [r.getMessage() for r in caplog.records if "budget full" in r.getMessage()]
+    assert said == [
+        "warm worker budget full (1 warm workers are alive, the budget is 1): "
+        "requests are served by a process of their own until a worker is free"
+    ]
+
+
+async def test_a_worker_idle_too_long_is_retired(
+    tmp_path: Path, autojump_clock: trio.testing.MockClock
+) -> None:
+    # Real processes: the clock jumps only once nothing happened for a while in real time.
+    autojump_clock.autojump_threshold = 0.3
+    with trio.fail_after(workers.IDLE_RETIRE_S * 3):
+        async with open_guard() as guard:
+            first = await ask_pid(guard, pid_spec(tmp_path))
+            await trio.sleep(workers.IDLE_RETIRE_S - 5)
+            assert await ask_pid(guard, pid_spec(tmp_path)) == first  # used: idle anew
+            await trio.sleep(workers.IDLE_RETIRE_S - 5)
+            assert _alive(first) and workers.budget().live == 1
+            await trio.sleep(10)
+            assert workers.budget().live == 0
+            while _alive(first):
+                await trio.sleep(0.05)
+            assert await ask_pid(guard, pid_spec(tmp_path)) != first
+
+
+#: Run in a child with a lowered file descriptor limit: many projects' workers, then many open
+#: connections, and with them one-shot hooks and more projects' worker requests.
+FD_SCRIPT = r"""
+import functools, json, os, resource, sys
+from pathlib import Path
+
+import trio
+
+from triohooks.actors import workers
+from triohooks.actors.process_guard import open_guard
+from triohooks.handlers.process import ProcessResult, ProcessSpec
+
+LIMIT, PROJECTS, CONNECTIONS, AT_ONCE = 512, 150, 100, 10
+root, worker = Path(sys.argv[1]), sys.argv[2]
+resource.setrlimit(resource.RLIMIT_NOFILE, (LIMIT, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+
+
+def spec(project, argv, worker_size=1):
+    project.mkdir(exist_ok=True)
+    return ProcessSpec(argv=argv, cwd=str(project), stdin=b"{}\n", timeout_s=20,
+                       worker=worker_size, worker_key="pid")
+
+
+async def main():
+    fds = workers.LINUX_WORKER_FDS if sys.argv[3] == "linux" else workers.POSIX_WORKER_FDS
+    out = {"budget": workers.worker_budget(LIMIT, fds), "errors": []}
+    async with open_guard() as guard:
+        async def ask(name):
+            result = await guard.run(spec(root / name, ("bash", "-c", worker)))
+            if result.status != "exited" or not result.stdout.isdigit():
+                out["errors"].append(f"worker {name}: {result.status} {result.error}")
+
+        async def hook(i):
+            result = await guard.run(spec(root / "hooks", ("bash", "-c", "echo hi"), 0))
+            if result.status != "exited" or result.stdout != "hi\n":
+                out["errors"].append(f"hook {i}: {result.status} {result.error}")
+
+        for i in range(PROJECTS):
+            await ask(f"p{i}")
+        out["live_after_projects"] = workers.budget().live
+
+        async def echo(stream):
+            async with stream:
+                while data := await stream.receive_some(16):
+                    await stream.send_all(data)
+
+        clients = []
+        async with trio.open_nursery() as nursery:
+            listeners = await nursery.start(functools.partial(trio.serve_tcp, echo, 0, host="127.0.0.1"))
+            port = listeners[0].socket.getsockname()[1]
+            for i in range(CONNECTIONS):
+                try:
+                    stream = await trio.open_tcp_stream("127.0.0.1", port)
+                    with trio.move_on_after(5):  # not accepted: no descriptor left
+                        await stream.send_all(b"x")
+                        if await stream.receive_some(1) == b"x":
+                            clients.append(stream)
+                            continue
+                    out["errors"].append(f"connection {i}: no echo")
+                except OSError as exc:
+                    out["errors"].append(f"connection {i}: {exc}")
+            async with trio.open_nursery() as load:  # at once, the connections still open
+                for i in range(AT_ONCE):
+                    load.start_soon(hook, i)
+                    load.start_soon(ask, f"q{i}")
+            for i in range(PROJECTS):  # and one after another
+                await ask(f"r{i}")
+            for stream in clients:
+                await stream.send_all(b"y")
+                assert await stream.receive_some(1) == b"y"
+                await stream.aclose()
+            nursery.cancel_scope.cancel()
+        out["connections"] = len(clients)
+        out["live"] = workers.budget().live
+        # Descriptors taken by something else until less than the reserve (1/4) is free:
+        # the next projects' requests retire the idle workers, then are served once.
+        before = workers.budget().served_once
+        held = [os.open(os.devnull, os.O_RDONLY) for _ in range(LIMIT - workers.open_fds() - 30)]
+        for i in range(5):
+            await ask(f"s{i}")
+        out["live_when_short"] = workers.budget().live
+        out["served_once"] = workers.budget().served_once - before
+        for fd in held:
+            os.close(fd)
+    print(json.dumps(out))
+
+
+trio.run(main)
+"""
+
+
+async def test_at_a_low_fd_limit_workers_leave_room_for_connections_and_hooks(
+    tmp_path: Path, guard_backend: str
+) -> None:
+    """At a 512 descriptor limit: 150 projects' workers, then 100 open loopback connections
+    and, while they are open, 10 one-shot hooks with 10 new projects' requests at once, then
+    150 more projects one after another: everything answers, and the workers kept stay
+    within the budget (before it, 64 workers at 7 descriptors each ran the process out). Then,
+    with under a quarter of the limit free, the workers shrink to none and requests are
+    still answered."""
+    with trio.fail_after(120):
+        done = await trio.run_process(
+            [sys.executable, "-c", FD_SCRIPT, str(tmp_path), PID_WORKER, guard_backend],
+            capture_stdout=True,
+            capture_stderr=True,
+            check=False,
+        )
+    assert done.returncode == 0, done.stderr.decode()[-3000:]
+    out = json.loads(done.stdout)
+    assert out["errors"] == []
+    # 512 / 8 descriptors, at 5 per worker on linux (12 workers), 7 on posix (9)
+    assert out["budget"] == {"linux": 12, "posix": 9}[guard_backend]
+    assert 0 < out["live_after_projects"] <= out["budget"] and 0 < out["live"] <= out["budget"]
+    assert out["connections"] == 100
+    # With less than a quarter of the limit free, workers shrink first: none is kept, and the
+    # requests are answered by processes of their own.
+    assert out["live_when_short"] == 0 and out["served_once"] == 5
+
+
+async def test_the_guards_worker_handle_starts_signals_stops_and_reaps(
+    tmp_path: Path, guard_backend: str
+) -> None:
+    """The public handle both backends give for a warm worker's process: its pipes speak the
+    protocol, ``signal`` reaches its group, ``stop`` kills it, ``reap`` leaves nothing."""
+    with trio.fail_after(20):
+        async with open_guard() as guard:
+            handle = await guard.start_worker(pid_spec(tmp_path), {"EXTRA": "1"})
+            assert not isinstance(handle, ProcessResult), handle
+            assert guard.live == 1 and handle.stdin is not None
+            os.write(handle.stdin, b"{}\n")
+            reply = b""
+            while not reply.endswith(b"\n"):
+                await trio.lowlevel.wait_readable(handle.stdout)
+                reply += os.read(handle.stdout, 4096)
+            assert json.loads(reply) == {"exit": 0, "stdout": str(handle.pid)}
+            assert psutil.Process(handle.pid).environ()["EXTRA"] == "1"
+            handle.signal(signal.SIGSTOP)
+            while psutil.Process(handle.pid).status() != psutil.STATUS_STOPPED:
+                await trio.sleep(0.01)
+            with trio.CancelScope(shield=True):
+                await handle.stop()
+                await handle.reap()
+            assert handle.returncode is not None and handle.returncode < 0
+            assert guard.live == 0 and not _alive(handle.pid)

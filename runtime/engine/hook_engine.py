@@ -20,9 +20,10 @@ import trio
 from triohooks.actors.audit import AuditSink
 from triohooks.actors.audit_records import AuditRecord, AuditStats
 from triohooks.actors.dispatcher import Dispatcher
-from triohooks.actors.guard import ProcessGuard, open_guard
+from triohooks.actors.guard import ProcessGuard
 from triohooks.actors.loader import Loader, RebuildReport
 from triohooks.actors.post_worker import PostWorker, WorkerReport
+from triohooks.actors.process_guard import open_guard
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
