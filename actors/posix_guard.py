@@ -75,15 +75,10 @@ log = logging.getLogger("triohooks.posix_guard")
 SCRIPT: Final = Path(__file__).with_name("_posix_watchdog.py")
 
 
-def _descendants(pid: int) -> list[tuple[int, float]]:
-    """The processes under ``pid`` now, as (pid, create time): taken while the leader is
-    unreaped, so a child that left its group (``setsid``) is still found through its parent.
-    Empty when psutil cannot tell."""
-    return _descendants_of(frozenset({pid})).get(pid, [])
-
-
 def _descendants_of(pids: frozenset[int]) -> dict[int, list[tuple[int, float]]]:
-    """:func:`_descendants` of each of ``pids``, from one read of the process table."""
+    """The processes under each of ``pids`` now, as (pid, create time), from one read of the
+    process table: taken while each leader is unreaped, so a child that left its group
+    (``setsid``) is still found through its parent. Empty when psutil cannot tell."""
     try:
         import psutil
 
@@ -637,11 +632,9 @@ class PosixGuard:
             with trio.move_on_after(REAP_BUDGET_S):
                 await self._spawns_landed.wait()
         live = list(self._live.values())
-        snapshots = [
-            await trio.to_thread.run_sync(_descendants, process.pid)
-            for process in live
-            if process.returncode is None
-        ]
+        leaders = frozenset(process.pid for process in live if process.returncode is None)
+        found = await trio.to_thread.run_sync(_descendants_of, leaders) if leaders else {}
+        snapshots = list(found.values())  # (one read of the process table for them all)
         for process in live:
             signal_group(process.pid, signal.SIGTERM)
         self._killed += len(live)
@@ -651,8 +644,9 @@ class PosixGuard:
         for process in live:
             if process.returncode is None:
                 signal_group(process.pid, signal.SIGKILL)
-        for snapshot in snapshots:
-            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, snapshot)
+        every = [entry for snapshot in snapshots for entry in snapshot]
+        if every:
+            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, every)
         self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
         with trio.move_on_after(REAP_BUDGET_S):
             for process in live:
