@@ -37,10 +37,10 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Generic, TypeVar
 
 import trio
 
@@ -75,23 +75,77 @@ log = logging.getLogger("triohooks.posix_guard")
 SCRIPT: Final = Path(__file__).with_name("_posix_watchdog.py")
 
 
-def _descendants(pid: int) -> list[tuple[int, float]]:
-    """The processes under ``pid`` now, as (pid, create time): taken while the leader is
-    unreaped, so a child that left its group (``setsid``) is still found through its parent.
-    Empty when psutil cannot tell."""
+def _descendants_of(pids: frozenset[int]) -> dict[int, list[tuple[int, float]]]:
+    """The processes under each of ``pids`` now, as (pid, create time), from one read of the
+    process table: taken while each leader is unreaped, so a child that left its group
+    (``setsid``) is still found through its parent. Empty when psutil cannot tell."""
     try:
         import psutil
 
-        children = psutil.Process(pid).children(recursive=True)
-    except Exception:  # psutil missing, the leader gone, a process we may not read
-        return []
-    found = []
-    for child in children:  # one that exits meanwhile must not cost us the others
-        try:
-            found.append((child.pid, child.create_time()))
-        except psutil.Error:
-            continue
+        children: dict[int, list[tuple[int, float]]] = {}
+        for proc in psutil.process_iter(["ppid", "create_time"]):
+            ppid, created = proc.info["ppid"], proc.info["create_time"]
+            if ppid is not None and created is not None:  # (one we may not read: None)
+                children.setdefault(ppid, []).append((proc.pid, created))
+    except Exception:  # psutil missing, or the table cannot be read
+        return {}
+    found: dict[int, list[tuple[int, float]]] = {}
+    for pid in pids:
+        under: list[tuple[int, float]] = []
+        todo = [pid]
+        while todo:
+            for child in children.get(todo.pop(), ()):
+                under.append(child)
+                todo.append(child[0])
+        found[pid] = under
     return found
+
+
+K = TypeVar("K")
+R = TypeVar("R")
+
+
+class _Round(Generic[K, R]):
+    def __init__(self) -> None:
+        self.keys: set[K] = set()
+        self.done = trio.Event()
+        self.result: Mapping[K, R] = {}
+        self.error: Exception | None = None
+
+
+class _Batched(Generic[K, R]):
+    """Blocking ``work`` for many keys in one worker-thread call: the callers that arrive
+    while one call runs are served together by the next, so a burst of stopped runs costs two
+    reads of the process table, not one each. Call it shielded (as :meth:`PosixGuard._stop`
+    is): the first caller of a round runs the rounds until none is waiting."""
+
+    def __init__(self, work: Callable[[frozenset[K]], Mapping[K, R]]) -> None:
+        self._work = work
+        self._next: _Round[K, R] = _Round()
+        self._running = False
+
+    async def __call__(self, key: K) -> R:
+        mine = self._next
+        mine.keys.add(key)
+        if not self._running:
+            self._running = True
+            try:
+                while self._next.keys:
+                    current, self._next = self._next, _Round()
+                    try:
+                        current.result = await trio.to_thread.run_sync(
+                            self._work, frozenset(current.keys)
+                        )
+                    except Exception as exc:  # each caller of the round gets it
+                        current.error = exc
+                    finally:
+                        current.done.set()
+            finally:
+                self._running = False
+        await mine.done.wait()
+        if mine.error is not None:
+            raise mine.error
+        return mine.result[key]
 
 
 def _kill_all_of(snapshot: list[tuple[int, float]]) -> int:
@@ -274,6 +328,10 @@ class PosixGuard:
         self._overflows = 0
         self._escapees_killed = 0
         self._sweep_wanted = trio.Event()
+        #: A stop's two scans (its leader's descendants, its run's marked processes), shared
+        #: by every stop that runs at the same time (a burst of timeouts).
+        self._snapshots: _Batched[int, list[tuple[int, float]]] = _Batched(_descendants_of)
+        self._marked_kills: _Batched[int, int] = _Batched(self._kill_marked_runs)
         self._workers = Workers(self.start_worker, self.run, fds=POSIX_WORKER_FDS)
         #: Where each worker's exit watch runs (the guard's own nursery, once open).
         self._nursery: trio.Nursery | None = None
@@ -518,7 +576,7 @@ class PosixGuard:
         self._killed += 1
         snapshot: list[tuple[int, float]] = []
         if process.returncode is None:
-            snapshot = await trio.to_thread.run_sync(_descendants, process.pid)
+            snapshot = await self._snapshots(process.pid)
         if process.returncode is None:
             signal_group(process.pid, signal.SIGTERM)
             with trio.move_on_after(TERM_GRACE_S):
@@ -531,9 +589,14 @@ class PosixGuard:
             signal_group(process.pid, signal.SIGKILL)
         if snapshot:
             self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, snapshot)
-        self._escapees_killed += await trio.to_thread.run_sync(
-            kill_marked, self.engine_id, lambda other: other != no
-        )
+        self._escapees_killed += await self._marked_kills(no)
+
+    def _kill_marked_runs(self, runs: frozenset[int]) -> dict[int, int]:
+        """Kill every marked process of ``runs`` (one scan for them all); the count is the
+        first run's (the total is what :meth:`stats` adds up). Blocking: in a thread."""
+        killed = kill_marked(self.engine_id, lambda other: other not in runs)
+        first = min(runs)
+        return {run: killed if run == first else 0 for run in runs}
 
     def _forget(self, no: int, process: trio.Process) -> None:
         self._unfinished.discard(no)
@@ -569,11 +632,9 @@ class PosixGuard:
             with trio.move_on_after(REAP_BUDGET_S):
                 await self._spawns_landed.wait()
         live = list(self._live.values())
-        snapshots = [
-            await trio.to_thread.run_sync(_descendants, process.pid)
-            for process in live
-            if process.returncode is None
-        ]
+        leaders = frozenset(process.pid for process in live if process.returncode is None)
+        found = await trio.to_thread.run_sync(_descendants_of, leaders) if leaders else {}
+        snapshots = list(found.values())  # (one read of the process table for them all)
         for process in live:
             signal_group(process.pid, signal.SIGTERM)
         self._killed += len(live)
@@ -583,8 +644,9 @@ class PosixGuard:
         for process in live:
             if process.returncode is None:
                 signal_group(process.pid, signal.SIGKILL)
-        for snapshot in snapshots:
-            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, snapshot)
+        every = [entry for snapshot in snapshots for entry in snapshot]
+        if every:
+            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, every)
         self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
         with trio.move_on_after(REAP_BUDGET_S):
             for process in live:

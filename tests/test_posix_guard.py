@@ -409,3 +409,51 @@ def test_doctor_names_the_active_backend(tmp_path: Path, forced: str, line: str)
     )
     assert done.stdout.splitlines()[0].startswith(line), done.stdout
     assert "Traceback" not in done.stderr
+
+
+async def test_stops_at_once_share_their_scans_of_the_process_table() -> None:
+    # A burst of stopped runs: each asks for its leader's descendants and its marked
+    # processes; the callers that arrive while one scan runs are served by the next one.
+    from triohooks.actors.posix_guard import _Batched
+
+    calls: list[frozenset[int]] = []
+
+    def work(keys: frozenset[int]) -> dict[int, int]:
+        calls.append(keys)
+        time.sleep(0.05)  # a scan's time, in the worker thread
+        return {k: k * 10 for k in keys}
+
+    batched: _Batched[int, int] = _Batched(work)
+    got: dict[int, int] = {}
+
+    async def one(key: int) -> None:
+        got[key] = await batched(key)
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for key in range(20):
+                nursery.start_soon(one, key)
+    assert got == {k: k * 10 for k in range(20)}
+    assert len(calls) == 2 and calls[0] | calls[1] == frozenset(range(20))
+
+
+async def test_a_failed_shared_scan_reaches_every_caller_of_its_round() -> None:
+    from triohooks.actors.posix_guard import _Batched
+
+    def work(keys: frozenset[int]) -> dict[int, int]:
+        raise OSError("the process table cannot be read")
+
+    batched: _Batched[int, int] = _Batched(work)
+    failed: list[str] = []
+
+    async def one(key: int) -> None:
+        try:
+            await batched(key)
+        except OSError as exc:
+            failed.append(str(exc))
+
+    with trio.fail_after(10):
+        async with trio.open_nursery() as nursery:
+            for key in range(3):
+                nursery.start_soon(one, key)
+    assert failed == ["the process table cannot be read"] * 3
