@@ -46,8 +46,9 @@ FORMATS: Final = ("json", "human")
 
 
 class FireReply(msgspec.Struct, kw_only=True):
-    """What ``fire`` prints and exits with; serve sends it as JSON (``elsewhere``: serve cannot
-    answer this call as ``fire`` would: the command opens its own engine, saying nothing)."""
+    """What ``fire`` prints and exits with; serve sends it framed by :func:`encode_reply`
+    (``elsewhere``: serve cannot answer this call as ``fire`` would: the command opens its own
+    engine, saying nothing)."""
 
     exit: int = EXIT_OK
     stdout: str = ""
@@ -342,8 +343,12 @@ async def answer_request(
     return _encode(reply)
 
 
-_encoder = msgspec.json.Encoder()
-
-
 def _encode(reply: FireReply) -> bytes:
-    return _encoder.encode(reply)
+    """The reply on the wire, read without a JSON parser (:func:`triohooks.fronts.cli.
+    read_reply`): ``elsewhere WHY\n``, or ``EXIT ERRLEN OUTLEN\n`` then ERRLEN bytes of
+    stderr (each line ending in ``\n``) and OUTLEN bytes of stdout, UTF-8."""
+    if reply.elsewhere is not None:
+        return b"elsewhere " + reply.elsewhere.replace("\n", " ").encode() + b"\n"
+    err = "".join(line + "\n" for line in reply.stderr).encode("utf-8", "surrogateescape")
+    out = reply.stdout.encode("utf-8", "surrogateescape")
+    return b"%d %d %d\n" % (reply.exit, len(err), len(out)) + err + out
