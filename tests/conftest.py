@@ -64,16 +64,20 @@ def _live_children() -> list[psutil.Process]:
     return alive
 
 
-def leftover_processes(grace: float = 3.0) -> list[psutil.Process]:
-    """Processes this test run started that are still alive after ``grace`` seconds.
+def leftover_processes(
+    grace: float = 3.0, before: frozenset[int] = frozenset()
+) -> list[psutil.Process]:
+    """Processes this test started (alive now, not in ``before``) that are still alive after
+    ``grace`` seconds.
 
-    The wait ends as soon as none is left, so it costs nothing when all is well; the margin is
+    The wait ends as soon as none is left, so it costs nothing when all is well -- a process
+    that was there before the test (a module's serve, say) is not waited for; the margin is
     for a killed group still being torn down by a loaded machine (tests that promise a
     deadline assert it themselves).
     """
     deadline = time.monotonic() + grace
     while True:
-        left = {p.pid: p for p in _live_children() + _marked_processes()}
+        left = {p.pid: p for p in _live_children() + _marked_processes() if p.pid not in before}
         if not left or time.monotonic() >= deadline:
             return list(left.values())
         time.sleep(0.02)
@@ -81,11 +85,11 @@ def leftover_processes(grace: float = 3.0) -> list[psutil.Process]:
 
 @pytest.fixture(autouse=True)
 def no_leaked_processes(request: pytest.FixtureRequest) -> Iterator[None]:
-    before = {p.pid for p in _live_children() + _marked_processes()}
+    before = frozenset(p.pid for p in _live_children() + _marked_processes())
     yield
     if request.node.get_closest_marker("allow_leaks"):
         return
-    left = [p for p in leftover_processes() if p.pid not in before]
+    left = leftover_processes(before=before)
     if left:
         desc = []
         for p in left:
