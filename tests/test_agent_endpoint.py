@@ -16,6 +16,7 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
+import msgspec
 import psutil
 import pytest
 import trio
@@ -187,6 +188,29 @@ async def test_the_endpoint_answers_in_claudes_format(env: Env) -> None:
     }
     assert allowed == {}
     assert not (env.project / "native-ran").exists()  # the agent's own hooks are its own
+
+
+async def test_the_endpoint_decodes_the_hook_input_once(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint reads the body (to answer an unreadable one itself) and hands what it read
+    to the engine: the request's JSON is decoded once, not again by the agent runner."""
+    body = env.body("git push origin main")
+    decoded: list[bytes] = []
+    decode = msgspec.json.decode
+
+    def counting(data: Any, *args: Any, **kwargs: Any) -> Any:
+        if data == body:
+            decoded.append(data)
+        return decode(data, *args, **kwargs)
+
+    with trio.fail_after(20):
+        async with running(env) as server:
+            monkeypatch.setattr(msgspec.json, "decode", counting)
+            [(status, denied)] = await post(server, body)
+    assert status == 200
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert len(decoded) == 1
 
 
 async def test_the_endpoint_answers_for_the_scope_its_catch_all_names(env: Env) -> None:

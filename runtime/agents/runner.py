@@ -203,7 +203,24 @@ def _spelled_alike(where: Path | None, workspace: str) -> bool:
     return where is not None and os.path.normpath(where) == os.path.normpath(workspace)
 
 
-def decode_payload(body: bytes) -> dict[str, Any]:
+class AgentInput(msgspec.Struct, frozen=True):
+    """An agent's hook input, read once (:func:`read_input`): the bytes as they came, which
+    every hook gets verbatim, and the JSON object they hold. A front that has read the input
+    (``serve``'s endpoint, to answer an unreadable one itself) hands this on, so nothing
+    decodes the same body twice."""
+
+    body: bytes
+    payload: dict[str, Any]
+
+    @property
+    def event(self) -> str:
+        """The agent's own name of the event (``hook_event_name``)."""
+        return str(self.payload["hook_event_name"])
+
+
+def read_input(body: bytes) -> AgentInput:
+    """``body`` read as an agent's hook input. Raises :class:`AgentPayloadError` when it is no
+    JSON object or names no ``hook_event_name``."""
     try:
         payload = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
@@ -215,7 +232,7 @@ def decode_payload(body: bytes) -> dict[str, Any]:
     event = payload.get("hook_event_name")
     if not isinstance(event, str) or not event:
         raise AgentPayloadError("the hook input has no hook_event_name")
-    return payload
+    return AgentInput(body, payload)
 
 
 def _declared_root(payload: Mapping[str, Any]) -> str | None:
@@ -331,14 +348,15 @@ class AgentHooks:
     async def handle(
         self,
         agent: str,
-        body: bytes,
+        body: bytes | AgentInput,
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
         scope: str | None = None,
     ) -> AgentResult:
-        """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON) and return
-        the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
+        """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON, or that
+        input as a front has read it: :class:`AgentInput`, not decoded again) and return the
+        merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
 
         ``adopted_only``: only the hooks an adoption moved into ``triohooks-hooks.json`` -- for
         calls from the agent itself (the endpoint, the relay), which still runs the hooks left in
@@ -350,7 +368,8 @@ class AgentHooks:
         if agent not in AGENTS:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
-        payload = decode_payload(body)
+        read = body if isinstance(body, AgentInput) else read_input(body)
+        body, payload = read.body, read.payload
         view = VIEWS.get(name)
         if view is not None:  # Copilot's or Cursor's input, under the names the rest reads
             payload = view(payload)

@@ -26,7 +26,7 @@ from triohooks.actors.post_worker import PostWorker, WorkerReport
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
-from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentResult
+from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentInput, AgentResult
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -244,14 +244,15 @@ class HookEngine(Guards):
     async def agent_hook(
         self,
         agent: str,
-        body: bytes,
+        body: bytes | AgentInput,
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
         scope: str | None = None,
     ) -> AgentResult:
         """Run the hooks ``agent`` (``claude``, ``gemini``, ``codex``) has configured for the
-        event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim --
+        event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim (or
+        that input as a front read it: :class:`~triohooks.AgentInput`, not decoded again) --
         and return the merged answer in that agent's output format (``result.answer.output``).
 
         The project is the one the agent's variable in ``env`` names (``CLAUDE_PROJECT_DIR``

@@ -63,6 +63,7 @@ from wsproto.connection import Connection as FrameWriter
 from wsproto.events import CloseConnection
 
 from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
+from triohooks.agents.runner import AgentInput
 from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
 from triohooks.config.paths import (
     UnreadableFileError,
@@ -581,7 +582,7 @@ class HookServer:
         return None
 
     async def _agent_hook(
-        self, agent: str, body: bytes, env: dict[str, str] | None, scope: str | None
+        self, agent: str, body: AgentInput, env: dict[str, str] | None, scope: str | None
     ) -> Any:
         self.last_activity = time.monotonic()
         try:
