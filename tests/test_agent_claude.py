@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,8 @@ from triohooks import HookEngine
 from triohooks.agents.config import compile_matcher, load_agent_table, translate_if
 from triohooks.agents.runner import AgentPayloadError
 from triohooks.handlers.process import ProcessResult
+
+from .helpers import count_decodes
 
 pytestmark = pytest.mark.slow
 
@@ -293,6 +296,42 @@ async def test_async_hooks_go_through_the_background_queue(s: Setup) -> None:
         "hook_started",
         "hook_finished",
     ]
+
+
+async def test_an_async_hook_is_queued_as_one_item_with_the_requests_input(
+    s: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``async`` hook goes onto the post worker as any background hook does: one item with
+    the request's input, read once (the body verbatim, the decoded fields, the session's
+    environment), and its hook bound to the project; it runs from that item's input."""
+    log = s.root / "async.log"
+    hook = cmd(
+        f'echo "$SESSION_MARK $CLAUDE_PROJECT_DIR" >> {log}; cat >> {log}', **{"async": True}
+    )
+    s.settings({"PostToolUse": [group(hook)]})
+    body = s.bash("ls", "PostToolUse")
+    items: list[Any] = []
+    with trio.fail_after(20):
+        async with s.engine() as e:
+            offer: Callable[..., bool] = e._dispatcher.post_worker.offer
+
+            def seen(**item: Any) -> bool:
+                items.append(item)
+                return offer(**item)
+
+            e._agents._offer = seen
+            decoded = count_decodes(monkeypatch, body)
+            env = {**os.environ, "SESSION_MARK": "from-the-session"}
+            await e.agent_hook("claude", body, env=env)  # queued; the close drains it
+    [item] = items
+    assert item["payload"] == body and item["env"] is env and item["event"] == "post_tool"
+    assert item["fields"]["tool_input"] == {"command": "ls"}
+    [row] = item["hooks"]
+    assert row.project == s.project and row.hook.background
+    assert decoded == [body]  # read once, by the request; not again on the worker
+    said, stdin = log.read_text().split("\n", 1)
+    assert said == f"from-the-session {s.project}"
+    assert stdin.encode() == body
 
 
 async def test_an_async_hook_past_the_close_drain_is_killed_and_counted(s: Setup) -> None:

@@ -16,7 +16,6 @@ from functools import partial
 from pathlib import Path
 from typing import Any, Protocol
 
-import msgspec
 import psutil
 import pytest
 import trio
@@ -26,6 +25,8 @@ from triohooks.config.paths import state_dir
 from triohooks.fronts import relay
 from triohooks.fronts.agent_http import PRE_AUTH_TIMEOUT_S
 from triohooks.fronts.server import PRE_AUTH_SLOTS, SOCKET_FILE, HookServer, ServeSettings, serve
+
+from .helpers import count_decodes
 
 pytestmark = pytest.mark.slow
 
@@ -196,17 +197,9 @@ async def test_the_endpoint_decodes_the_hook_input_once(
     """The endpoint reads the body (to answer an unreadable one itself) and hands what it read
     to the engine: the request's JSON is decoded once, not again by the agent runner."""
     body = env.body("git push origin main")
-    decoded: list[bytes] = []
-    decode = msgspec.json.decode
-
-    def counting(data: Any, *args: Any, **kwargs: Any) -> Any:
-        if data == body:
-            decoded.append(data)
-        return decode(data, *args, **kwargs)
-
     with trio.fail_after(20):
         async with running(env) as server:
-            monkeypatch.setattr(msgspec.json, "decode", counting)
+            decoded = count_decodes(monkeypatch, body)
             [(status, denied)] = await post(server, body)
     assert status == 200
     assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"

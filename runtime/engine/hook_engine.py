@@ -26,7 +26,7 @@ from triohooks.actors.post_worker import PostWorker, WorkerReport
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
-from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentInput, AgentResult
+from triohooks.agents.runner import AgentHooks, AgentInput, AgentResult, AgentRow
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -472,17 +472,19 @@ class HookEngine(Guards):
 
 
 class _BackgroundRuns:
-    """The post worker's runner: a native hook through the engine's :class:`HookRuns`, an
-    agent's ``async`` hook through its :class:`AgentHooks` (which observes it the same way)."""
+    """The post worker's runner: every item is one event's input and its hooks; a native
+    hook runs through the engine's :class:`HookRuns`, an agent's ``async`` hook (an
+    :class:`~triohooks.agents.runner.AgentRow`) through its :class:`AgentHooks` (which observes
+    it the same way), both from the item's :class:`HookInput`."""
 
     def __init__(self, runs: HookRuns) -> None:
         self.runs = runs
         self.agents: AgentHooks | None = None
 
     async def run(self, hook: Any, hook_input: HookInput) -> RunResult:
-        if isinstance(hook, AgentHookCall):
+        if isinstance(hook, AgentRow):
             assert self.agents is not None
-            return await self.agents.run_background(hook)
+            return await self.agents.run_background(hook, hook_input)
         return await self.runs.run(hook, hook_input)
 
 
