@@ -67,6 +67,7 @@ from .replies import (
     failed,
     internal_failure,
     read_http_reply,
+    read_judge_reply,
     read_process_reply,
 )
 from .reroute import reroute
@@ -822,17 +823,4 @@ class AgentHooks:
         ms = (time.perf_counter() - start) * 1000
         if scope.cancelled_caught:
             return failed(hook, f"judge timed out after {hook.timeout_s:g} s", duration_ms=ms)
-        try:
-            verdict = msgspec.json.decode(reply.text.strip())
-        except msgspec.DecodeError:
-            return failed(hook, "the judge answered no JSON", duration_ms=ms)
-        if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool):
-            return failed(hook, "the judge's answer has no boolean ok", duration_ms=ms)
-        if verdict["ok"]:
-            return AgentReply(status="ok", duration_ms=ms)
-        reason = verdict.get("reason")
-        return AgentReply(
-            status="block",
-            reason=reason if isinstance(reason, str) and reason else f"hook {hook.label} said no",
-            duration_ms=ms,
-        )
+        return read_judge_reply(hook, reply.text, ms)
