@@ -74,6 +74,10 @@ class BackgroundItem(msgspec.Struct, frozen=True):
     #: The environment of the session the event came from (its hooks run with it); None:
     #: this process's (:class:`~triohooks.handlers.runner.HookInput`).
     env: Mapping[str, str] | None = None
+    #: The event as its hooks' runner reads it, when the one who queued it has it read
+    #: already (an agent's input: decoded once, by the request); None: decoded from
+    #: ``payload`` when a runner asks.
+    fields: Mapping[str, Any] | None = None
 
     @property
     def hook_count(self) -> int:
@@ -211,9 +215,12 @@ class PostWorker:
         payload: bytes,
         hooks: tuple[Any, ...],
         env: Mapping[str, str] | None = None,
+        fields: Mapping[str, Any] | None = None,
     ) -> bool:
         """Queue one background event (its hooks run with ``env``, the session's environment;
-        None: this process's); never awaits. False = dropped (counted and logged).
+        None: this process's); never awaits. False = dropped (counted and logged). ``fields``:
+        the event as read already (see :class:`BackgroundItem`), handed to the runner with
+        ``payload`` instead of decoding it again.
 
         An event is dropped when the queue is full (the first drop of an episode also shows
         the "falling behind" warning) or when the worker is closing.
@@ -221,7 +228,7 @@ class PostWorker:
         self._offered += 1
         self._seq += 1
         item = BackgroundItem(
-            self._seq, event, session_id, payload, hooks, trio.current_time(), env
+            self._seq, event, session_id, payload, hooks, trio.current_time(), env, fields
         )
         if self._closing:
             self._dropped_at_close += 1
@@ -370,7 +377,9 @@ class PostWorker:
             logger.info("background queue caught up")
 
     async def _run_hooks(self, item: BackgroundItem) -> None:
-        hook_input = HookInput(item.event, item.session_id, payload=item.payload, env=item.env)
+        hook_input = HookInput(
+            item.event, item.session_id, fields=item.fields, payload=item.payload, env=item.env
+        )
         for hook in item.hooks:
             self._in_run = True
             try:

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from triohooks.actors.guard import GuardUnavailable as GuardUnavailable
     from triohooks.actors.supervisor import ActorFailed as ActorFailed
 
+    from .agents.runner import AgentInput as AgentInput
     from .agents.runner import AgentPayloadError as AgentPayloadError
     from .agents.runner import AgentResult as AgentResult
     from .combine.outcome import Outcome as Outcome
@@ -49,6 +50,7 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, str] = {
     "ActorFailed": ".actors.supervisor",
     "GuardUnavailable": ".actors.guard",
+    "AgentInput": ".agents.runner",
     "AgentPayloadError": ".agents.runner",
     "AgentResult": ".agents.runner",
     "AsyncioHookEngine": ".engine.asyncio_engine",
@@ -77,6 +79,7 @@ _EXPORTS: dict[str, str] = {
 }
 __all__ = [
     "ActorFailed",
+    "AgentInput",
     "AgentPayloadError",
     "AgentResult",
     "AsyncioHookEngine",

@@ -173,3 +173,20 @@ async def read_line_with(stream: Any, seen: bytearray, needle: str) -> str:
         chunk = await stream.receive_some()
         assert chunk, f"the stream ended before {needle!r}: {seen.decode()}"
         seen += chunk
+
+
+def count_decodes(monkeypatch: Any, body: bytes) -> list[bytes]:
+    """From now on (until ``monkeypatch`` undoes it), every ``msgspec.json.decode`` of exactly
+    ``body`` is appended to the list returned: how often one input is decoded."""
+    import msgspec
+
+    decoded: list[bytes] = []
+    decode = msgspec.json.decode
+
+    def counting(data: Any, *args: Any, **kwargs: Any) -> Any:
+        if data == body:
+            decoded.append(data)
+        return decode(data, *args, **kwargs)
+
+    monkeypatch.setattr(msgspec.json, "decode", counting)
+    return decoded

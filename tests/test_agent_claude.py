@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -13,12 +14,13 @@ from typing import Any
 import pytest
 import trio
 
-from triohooks import HookEngine
+from triohooks import HookEngine, JudgeReply
 from triohooks.agents.config import compile_matcher, load_agent_table, translate_if
+from triohooks.agents.replies import read_judge_reply
 from triohooks.agents.runner import AgentPayloadError
 from triohooks.handlers.process import ProcessResult
 
-from .helpers import survivors_after
+from .helpers import count_decodes, survivors_after
 
 pytestmark = pytest.mark.slow
 
@@ -293,6 +295,94 @@ async def test_async_hooks_go_through_the_background_queue(s: Setup) -> None:
         "hook_started",
         "hook_finished",
     ]
+
+
+async def test_an_async_hook_is_queued_as_one_item_with_the_requests_input(
+    s: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An ``async`` hook goes onto the post worker as any background hook does: one item with
+    the request's input, read once (the body verbatim, the decoded fields, the session's
+    environment), and its hook bound to the project; it runs from that item's input."""
+    log = s.root / "async.log"
+    hook = cmd(
+        f'echo "$SESSION_MARK $CLAUDE_PROJECT_DIR" >> {log}; cat >> {log}', **{"async": True}
+    )
+    s.settings({"PostToolUse": [group(hook)]})
+    body = s.bash("ls", "PostToolUse")
+    items: list[Any] = []
+    with trio.fail_after(20):
+        async with s.engine() as e:
+            offer: Callable[..., bool] = e._dispatcher.post_worker.offer
+
+            def seen(**item: Any) -> bool:
+                items.append(item)
+                return offer(**item)
+
+            e._agents._offer = seen
+            decoded = count_decodes(monkeypatch, body)
+            env = {**os.environ, "SESSION_MARK": "from-the-session"}
+            await e.agent_hook("claude", body, env=env)  # queued; the close drains it
+    [item] = items
+    assert item["payload"] == body and item["env"] is env and item["event"] == "post_tool"
+    assert item["fields"]["tool_input"] == {"command": "ls"}
+    [row] = item["hooks"]
+    assert row.project == s.project and row.hook.background
+    assert decoded == [body]  # read once, by the request; not again on the worker
+    said, stdin = log.read_text().split("\n", 1)
+    assert said == f"from-the-session {s.project}"
+    assert stdin.encode() == body
+
+
+async def test_a_prompt_hook_is_read_from_the_judges_answer(s: Setup) -> None:
+    """Claude Code's ``type: prompt``: the judge gets the prompt with ``$ARGUMENTS`` replaced by
+    the input JSON; ``ok: false`` denies with its reason, ``ok: true`` lets the call run, and
+    an answer that is not ``{"ok": bool}`` is the hook's failure (non-blocking, said)."""
+    hook = {"type": "prompt", "prompt": "Is this safe? $ARGUMENTS"}
+    s.settings({"PreToolUse": [group(hook, matcher="Bash")]})
+    asked: list[str] = []
+
+    async def judge(prompt: str, event_json: str, model: str | None) -> JudgeReply:
+        asked.append(prompt)
+        if "rm -rf" in event_json:
+            return JudgeReply(text='{"ok": false, "reason": "it deletes the tree"}')
+        if "weird" in event_json:
+            return JudgeReply(text="I think it is fine")
+        return JudgeReply(text='{"ok": true}')
+
+    with trio.fail_after(20):
+        async with s.engine(judge=judge) as e:
+            denied = (await e.agent_hook("claude", s.bash("rm -rf /"))).answer
+            allowed = (await e.agent_hook("claude", s.bash("ls"))).answer
+            unread = (await e.agent_hook("claude", s.bash("weird"))).answer
+    assert asked[1] == "Is this safe? " + s.bash("ls").decode()
+    assert denied.output["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert denied.reason == "it deletes the tree"
+    assert allowed.output == {} and not allowed.blocked
+    assert not unread.blocked
+    assert any("the judge answered no JSON" in w for w in unread.warnings)
+
+
+@pytest.mark.parametrize(
+    ("text", "fail_closed", "status", "said"),
+    [
+        ('{"ok": true, "reason": "fine"}', False, "ok", None),
+        ('{"ok": false}', False, "block", "hook judge said no"),
+        ('{"ok": "yes"}', False, "error", "the judge's answer has no boolean ok"),
+        ("[1]", False, "error", "the judge's answer has no boolean ok"),
+        ('{"ok": "yes"}', True, "block", "the judge's answer has no boolean ok"),
+        ("{", True, "block", "the judge answered no JSON"),
+    ],
+)
+def test_the_judges_answer_is_read_as_claude_reads_it(
+    s: Setup, text: str, fail_closed: bool, status: str, said: str | None
+) -> None:
+    hook = {"type": "prompt", "prompt": "ok?", "name": "judge", "failClosed": fail_closed}
+    s.settings({"Stop": [group(hook)]})
+    [loaded] = load_agent_table("claude", project=s.project, home=s.home, config_dir=s.g).hooks
+    reply = read_judge_reply(loaded, text, 1.5)
+    assert (reply.status, reply.duration_ms) == (status, 1.5)
+    if said is not None:
+        assert said in (reply.reason or reply.error or "")
 
 
 async def test_an_async_hook_past_the_close_drain_is_killed_and_counted(s: Setup) -> None:

@@ -25,6 +25,8 @@ from triohooks.config.paths import state_dir
 from triohooks.fronts import relay
 from triohooks.fronts.server import SOCKET_FILE, HookServer, ServeSettings, serve
 
+from .helpers import count_decodes
+
 pytestmark = pytest.mark.slow
 
 TOKEN = "agent-endpoint-token-0123456789abcdef"
@@ -186,6 +188,21 @@ async def test_the_endpoint_answers_in_claudes_format(env: Env) -> None:
     }
     assert allowed == {}
     assert not (env.project / "native-ran").exists()  # the agent's own hooks are its own
+
+
+async def test_the_endpoint_decodes_the_hook_input_once(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The endpoint reads the body (to answer an unreadable one itself) and hands what it read
+    to the engine: the request's JSON is decoded once, not again by the agent runner."""
+    body = env.body("git push origin main")
+    with trio.fail_after(20):
+        async with running(env) as server:
+            decoded = count_decodes(monkeypatch, body)
+            [(status, denied)] = await post(server, body)
+    assert status == 200
+    assert denied["hookSpecificOutput"]["permissionDecision"] == "deny"
+    assert len(decoded) == 1
 
 
 async def test_the_endpoint_answers_for_the_scope_its_catch_all_names(env: Env) -> None:

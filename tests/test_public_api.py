@@ -14,6 +14,7 @@ import triohooks
 
 EXPECTED = {
     "ActorFailed",
+    "AgentInput",
     "AgentPayloadError",
     "AgentResult",
     "AsyncioHookEngine",

@@ -27,7 +27,7 @@ import trio
 import trio.testing
 
 from triohooks.agents.merge import AgentAnswer
-from triohooks.agents.runner import AgentResult
+from triohooks.agents.runner import AgentInput, AgentResult
 from triohooks.fronts import agent_http, relay
 from triohooks.fronts.serve_protocol import HttpConnection
 from triohooks.fronts.server import SOCKET_FILE
@@ -66,7 +66,7 @@ async def _exchange(
     ``hook_seconds``: each chunk with the (autojump) time it arrived."""
     client, server = trio.testing.memory_stream_pair()
 
-    async def handle(agent: str, body: bytes, env: Any, scope: Any) -> AgentResult:
+    async def handle(agent: str, body: AgentInput, env: Any, scope: Any) -> AgentResult:
         await trio.sleep(hook_seconds)
         answer = AgentAnswer(output={"answered": True})
         return AgentResult(
@@ -107,7 +107,7 @@ async def test_a_relay_that_stops_reading_is_given_up_and_its_hooks_cancelled(
     client, server = trio.testing.lockstep_stream_pair()  # a write waits for the reader
     cancelled = False
 
-    async def handle(agent: str, body: bytes, env: Any, scope: Any) -> AgentResult:
+    async def handle(agent: str, body: AgentInput, env: Any, scope: Any) -> AgentResult:
         nonlocal cancelled
         try:
             await trio.sleep(3600)
@@ -158,8 +158,8 @@ async def test_serve_adds_the_event_the_query_names_to_the_hook_input(
     seen: list[tuple[bytes, Any]] = []
     client, server = trio.testing.memory_stream_pair()
 
-    async def handle(agent: str, body: bytes, env: Any, scope: Any) -> AgentResult:
-        seen.append((body, scope))
+    async def handle(agent: str, body: AgentInput, env: Any, scope: Any) -> AgentResult:
+        seen.append((body.body, scope))
         answer = AgentAnswer(output={})
         return AgentResult(
             agent="copilot", event="x", session="s", project=None, answer=answer, runs=[]

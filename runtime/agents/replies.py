@@ -16,6 +16,9 @@ stdout that is not JSON), with its own words ("hook errored"); a timeout lets th
 Cursor's hooks answer JSON only: other stdout is a failed hook. Measured per agent, and pinned,
 in ``tests/interop/hook_ends.py``.
 
+A prompt hook (Claude Code's ``prompt`` and ``agent`` types) is read from the model's answer,
+``{"ok": bool, "reason": ...}``: not ok blocks with the reason, anything else fails the hook.
+
 A hook marked ``failClosed`` (a triohooks extension, and Cursor's own key) or ``onFailure:
 "block"`` (Claude Code's) turns any failure or timeout into a block. Pure: it reads results, it
 runs nothing.
@@ -191,3 +194,25 @@ def read_http_reply(
     if json_reply is None:
         return failed(hook, "the reply body is not a JSON object", **common)
     return AgentReply(status="ok", json=json_reply, **common)
+
+
+def read_judge_reply(hook: AgentHook, text: str, duration_ms: float) -> AgentReply:
+    """Claude Code's prompt (and agent) hooks: the model answers ``{"ok": bool, "reason":
+    ...}``; ok goes on, not ok blocks with the reason; any other answer is the hook's failure
+    (non-blocking, unless it is fail-closed)."""
+    try:
+        verdict = msgspec.json.decode(text.strip())
+    except msgspec.DecodeError:
+        return failed(hook, "the judge answered no JSON", duration_ms=duration_ms)
+    if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool):
+        return failed(hook, "the judge's answer has no boolean ok", duration_ms=duration_ms)
+    if verdict["ok"]:
+        return AgentReply(status="ok", duration_ms=duration_ms)
+    reason = verdict.get("reason")
+    return AgentReply(
+        status="block",
+        reason=_clip(reason)
+        if isinstance(reason, str) and reason
+        else f"hook {hook.label} said no",
+        duration_ms=duration_ms,
+    )

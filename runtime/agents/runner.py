@@ -8,7 +8,8 @@ session and group, nothing left behind, timeouts enforced), http hooks through t
 client, prompt hooks through the judge -- waits for all (as the agent does), and merges their
 replies into the agent's answer. ``async`` hooks are not waited for: they go onto the engine's
 background queue (the post worker: bounded, in order, drops counted, drained for 5 s at close)
-with the request's body, and run there through the same observer.
+as one item like a native background event's -- the request's input, read once, and its
+:class:`AgentRow` rows -- and run there from that input through the same observer.
 
 Each hook gets the input JSON byte for byte on stdin, the agent session's environment (when
 the caller has it: the relay sends it; else this process's) and the agent's variables
@@ -47,6 +48,7 @@ from triohooks.handlers.http import HttpHookClient, expand_headers
 from triohooks.handlers.judge import Judge
 from triohooks.handlers.process import ProcessSpec, Spawner
 from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput
 from triohooks.match.ifrules import rule_applies
 
 from .config import (
@@ -65,6 +67,7 @@ from .replies import (
     failed,
     internal_failure,
     read_http_reply,
+    read_judge_reply,
     read_process_reply,
 )
 from .reroute import reroute
@@ -162,18 +165,16 @@ def _hook_cwd(
     return chosen if os.path.isdir(chosen) else None
 
 
-class AgentHookCall(NamedTuple):
-    """One agent hook's run for one request: the hook and the request's context, taken when
-    the request came (the body's bytes as they were; the dicts are the request's own). An
-    ``async`` hook's call is what goes onto the post worker."""
+class AgentRow(NamedTuple):
+    """One agent hook of an event's plan, bound to the project it runs for. It runs with the
+    event as every hook run gets it, a :class:`~triohooks.handlers.runner.HookInput`: its
+    ``payload`` the agent's input bytes verbatim (the hook's stdin), its ``fields`` the input
+    as the runner reads it (under Claude Code's names), its ``env`` the session's environment.
+    In the request's task, or -- an ``async`` hook -- on the post worker, queued as a native
+    background hook is: the one item type, the request's context carried once by the item."""
 
     hook: AgentHook
-    seen_as: str
-    session: str
-    payload: Mapping[str, Any]
-    body: bytes
     project: Path | None
-    base_env: Mapping[str, str]
 
     @property
     def name(self) -> str:
@@ -203,7 +204,24 @@ def _spelled_alike(where: Path | None, workspace: str) -> bool:
     return where is not None and os.path.normpath(where) == os.path.normpath(workspace)
 
 
-def decode_payload(body: bytes) -> dict[str, Any]:
+class AgentInput(msgspec.Struct, frozen=True):
+    """An agent's hook input, read once (:func:`read_input`): the bytes as they came, which
+    every hook gets verbatim, and the JSON object they hold. A front that has read the input
+    (``serve``'s endpoint, to answer an unreadable one itself) hands this on, so nothing
+    decodes the same body twice."""
+
+    body: bytes
+    payload: dict[str, Any]
+
+    @property
+    def event(self) -> str:
+        """The agent's own name of the event (``hook_event_name``)."""
+        return str(self.payload["hook_event_name"])
+
+
+def read_input(body: bytes) -> AgentInput:
+    """``body`` read as an agent's hook input. Raises :class:`AgentPayloadError` when it is no
+    JSON object or names no ``hook_event_name``."""
     try:
         payload = msgspec.json.decode(body)
     except msgspec.DecodeError as exc:
@@ -215,7 +233,7 @@ def decode_payload(body: bytes) -> dict[str, Any]:
     event = payload.get("hook_event_name")
     if not isinstance(event, str) or not event:
         raise AgentPayloadError("the hook input has no hook_event_name")
-    return payload
+    return AgentInput(body, payload)
 
 
 def _declared_root(payload: Mapping[str, Any]) -> str | None:
@@ -331,14 +349,15 @@ class AgentHooks:
     async def handle(
         self,
         agent: str,
-        body: bytes,
+        body: bytes | AgentInput,
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
         scope: str | None = None,
     ) -> AgentResult:
-        """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON) and return
-        the merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
+        """Run the hooks ``agent`` has for the event in ``body`` (its hook input JSON, or that
+        input as a front has read it: :class:`AgentInput`, not decoded again) and return the
+        merged answer. Raises :class:`AgentPayloadError` for a body that is no hook input.
 
         ``adopted_only``: only the hooks an adoption moved into ``triohooks-hooks.json`` -- for
         calls from the agent itself (the endpoint, the relay), which still runs the hooks left in
@@ -350,7 +369,8 @@ class AgentHooks:
         if agent not in AGENTS:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
-        payload = decode_payload(body)
+        read = body if isinstance(body, AgentInput) else read_input(body)
+        body, payload = read.body, read.payload
         view = VIEWS.get(name)
         if view is not None:  # Copilot's or Cursor's input, under the names the rest reads
             payload = view(payload)
@@ -365,25 +385,22 @@ class AgentHooks:
         chosen = [h for h in applies if not any(h is e for e in elsewhere)]
         runs: list[tuple[AgentHook, AgentReply]] = []
         foreground = [h for h in chosen if h.supported and not h.background]
-        base_env = os.environ if env is None else env
         seen_as = self._seen_as(name, event)
         session = str(payload.get("session_id") or "")
         listeners = self._observer.listeners if self._observer is not None else None
         if listeners:
             listeners.emit("fired", event=seen_as, session=session, hooks=len(chosen))
 
-        def call(hook: AgentHook) -> AgentHookCall:
-            return AgentHookCall(hook, seen_as, session, payload, body, project, base_env)
-
-        later = tuple(call(h) for h in chosen if h.supported and h.background)
+        hook_input = HookInput(seen_as, session, fields=payload, payload=body, env=env)
+        later = tuple(AgentRow(h, project) for h in chosen if h.supported and h.background)
         dropped = bool(later) and not self._offer(
-            event=seen_as, session_id=session, payload=body, hooks=later
+            event=seen_as, session_id=session, payload=body, hooks=later, env=env, fields=payload
         )
         replies: list[AgentReply | None] = [None] * len(foreground)
         native: list[NativePass | None] = [None]
 
         async def one(i: int, hook: AgentHook) -> None:
-            replies[i] = await self._observed(call(hook))
+            replies[i] = await self._observed(AgentRow(hook, project), hook_input)
 
         async def ours() -> None:
             if share.leads:  # (another catch-all of the agent's runs them for this call)
@@ -606,10 +623,11 @@ class AgentHooks:
         ]
         return NativePass(hook, reply, ran, warnings)
 
-    async def run_background(self, call: AgentHookCall) -> RunResult:
-        """Run a queued ``async`` hook (the post worker calls this), observed like any run;
-        its reply is not read (the agent did not wait for it), only whether it failed."""
-        reply = await self._observed(call)
+    async def run_background(self, row: AgentRow, hook_input: HookInput) -> RunResult:
+        """Run a queued ``async`` hook (the post worker calls this, with its item's input),
+        observed like any run; its reply is not read (the agent did not wait for it), only
+        whether it failed."""
+        reply = await self._observed(row, hook_input)
         if reply.status == "error":
             return RunResult(outcome="error", error=reply.error or reply.reason)
         return RunResult(outcome="ok")
@@ -620,10 +638,11 @@ class AgentHooks:
         is (``pre_tool``), else the agent's own name for it; the dialect says whose."""
         return SPECS[agent].events.get(event, event)
 
-    async def _observed(self, call: AgentHookCall) -> AgentReply:
+    async def _observed(self, row: AgentRow, hook_input: HookInput) -> AgentReply:
         """One hook run through the engine's observer (span, listener events, audit)."""
-        hook, seen_as, session, payload, body, project, base_env = call
-        run = functools.partial(self._run_one, hook, payload, body, project, base_env)
+        hook, project = row
+        seen_as, session = hook_input.event, hook_input.session_id
+        run = functools.partial(self._run_one, row, hook_input)
         if self._observer is None:
             return await run()
         observer = self._observer
@@ -741,17 +760,12 @@ class AgentHooks:
             )
         return True
 
-    async def _run_one(
-        self,
-        hook: AgentHook,
-        payload: Mapping[str, Any],
-        body: bytes,
-        project: Path | None,
-        base_env: Mapping[str, str],
-    ) -> AgentReply:
+    async def _run_one(self, row: AgentRow, hook_input: HookInput) -> AgentReply:
+        hook, project = row
         try:
+            body, base_env = hook_input.payload, hook_input.environment()
             if hook.type == "command":
-                return await self._command(hook, payload, body, project, base_env)
+                return await self._command(hook, hook_input.fields, body, project, base_env)
             if hook.type == "http":
                 return await self._post(hook, body, base_env)
             return await self._prompt(hook, body)
@@ -809,17 +823,4 @@ class AgentHooks:
         ms = (time.perf_counter() - start) * 1000
         if scope.cancelled_caught:
             return failed(hook, f"judge timed out after {hook.timeout_s:g} s", duration_ms=ms)
-        try:
-            verdict = msgspec.json.decode(reply.text.strip())
-        except msgspec.DecodeError:
-            return failed(hook, "the judge answered no JSON", duration_ms=ms)
-        if not isinstance(verdict, dict) or not isinstance(verdict.get("ok"), bool):
-            return failed(hook, "the judge's answer has no boolean ok", duration_ms=ms)
-        if verdict["ok"]:
-            return AgentReply(status="ok", duration_ms=ms)
-        reason = verdict.get("reason")
-        return AgentReply(
-            status="block",
-            reason=reason if isinstance(reason, str) and reason else f"hook {hook.label} said no",
-            duration_ms=ms,
-        )
+        return read_judge_reply(hook, reply.text, ms)

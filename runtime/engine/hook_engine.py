@@ -27,7 +27,7 @@ from triohooks.actors.process_guard import open_guard
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
-from triohooks.agents.runner import AgentHookCall, AgentHooks, AgentResult
+from triohooks.agents.runner import AgentHooks, AgentInput, AgentResult, AgentRow
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -245,14 +245,15 @@ class HookEngine(Guards):
     async def agent_hook(
         self,
         agent: str,
-        body: bytes,
+        body: bytes | AgentInput,
         *,
         adopted_only: bool = False,
         env: Mapping[str, str] | None = None,
         scope: str | None = None,
     ) -> AgentResult:
         """Run the hooks ``agent`` (``claude``, ``gemini``, ``codex``) has configured for the
-        event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim --
+        event in ``body`` -- that agent's own hook input JSON, passed to each hook verbatim (or
+        that input as a front read it: :class:`~triohooks.AgentInput`, not decoded again) --
         and return the merged answer in that agent's output format (``result.answer.output``).
 
         The project is the one the agent's variable in ``env`` names (``CLAUDE_PROJECT_DIR``
@@ -492,17 +493,19 @@ class HookEngine(Guards):
 
 
 class _BackgroundRuns:
-    """The post worker's runner: a native hook through the engine's :class:`HookRuns`, an
-    agent's ``async`` hook through its :class:`AgentHooks` (which observes it the same way)."""
+    """The post worker's runner: every item is one event's input and its hooks; a native
+    hook runs through the engine's :class:`HookRuns`, an agent's ``async`` hook (an
+    :class:`~triohooks.agents.runner.AgentRow`) through its :class:`AgentHooks` (which observes
+    it the same way), both from the item's :class:`HookInput`."""
 
     def __init__(self, runs: HookRuns) -> None:
         self.runs = runs
         self.agents: AgentHooks | None = None
 
     async def run(self, hook: Any, hook_input: HookInput) -> RunResult:
-        if isinstance(hook, AgentHookCall):
+        if isinstance(hook, AgentRow):
             assert self.agents is not None
-            return await self.agents.run_background(hook)
+            return await self.agents.run_background(hook, hook_input)
         return await self.runs.run(hook, hook_input)
 
 

@@ -28,7 +28,7 @@ import msgspec
 import trio
 
 from triohooks.agents.merge import internal_error_answer
-from triohooks.agents.runner import AgentPayloadError, AgentResult, decode_payload
+from triohooks.agents.runner import AgentInput, AgentPayloadError, AgentResult, read_input
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
 from .relay import ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
@@ -108,8 +108,9 @@ async def reply_busy(stream: trio.abc.Stream) -> None:
     await send(stream, error_response(503, error_body("too many connections")))
 
 
-#: ``(agent, hook input, the session's environment or None, the calling catch-all's scope)``.
-Handler = Callable[[str, bytes, "dict[str, str] | None", "str | None"], Awaitable[AgentResult]]
+#: ``(agent, hook input (read once, here), the session's environment or None, the calling
+#: catch-all's scope)``.
+Handler = Callable[[str, AgentInput, "dict[str, str] | None", "str | None"], Awaitable[AgentResult]]
 #: ``triohooks fire``'s requests: ``(the query's fields, the payload, the caller's
 #: environment)`` -> the reply (:func:`triohooks.fronts.fire.answer_request`).
 FireHandler = Callable[[dict[str, str], bytes, dict[str, str]], Awaitable[bytes]]
@@ -288,7 +289,7 @@ async def _answer(
         request.body = with_event(request.body, said["event"])
     scope = said.get("scope")
     try:
-        payload = decode_payload(request.body)
+        read = read_input(request.body)
     except AgentPayloadError as exc:
         # Authenticated, but we cannot read it: the agent still gets a deny, never a status
         # it would read as "go on".
@@ -296,12 +297,12 @@ async def _answer(
             peer.on_refused(f"unreadable hook input: {exc}")
         return 200, _fail_closed(agent, request.body, f"unreadable hook input: {exc}")
     result, failure, gone = await _watched(
-        stream, http, beating, lambda: handle(agent, request.body, env, scope)
+        stream, http, beating, lambda: handle(agent, read, env, scope)
     )
     if gone and result is None:
         return 200, None
     if result is None:
-        answer = internal_error_answer(agent, payload["hook_event_name"], failure or "cancelled")
+        answer = internal_error_answer(agent, read.event, failure or "cancelled")
         return 200, msgspec.json.encode(answer.output)
     if peer.on_answer is not None:
         peer.on_answer(result)

@@ -51,6 +51,7 @@ import msgspec
 import trio
 
 from triohooks.actors.broadcast import Broadcaster, Lagged, Subscription
+from triohooks.agents.runner import AgentInput
 from triohooks.config.events import PayloadError, UnknownEventError, canonical_event
 from triohooks.engine.hook_engine import HookEngine
 
@@ -494,7 +495,7 @@ class HookServer:
             await _send(stream, error_response(400, error_body(why)))
 
     async def _agent_hook(
-        self, agent: str, body: bytes, env: dict[str, str] | None, scope: str | None
+        self, agent: str, body: AgentInput, env: dict[str, str] | None, scope: str | None
     ) -> Any:
         self.last_activity = time.monotonic()
         try:

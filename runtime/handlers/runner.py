@@ -36,7 +36,10 @@ class HookInput:
 
     A synchronous event gives ``fields`` (the arguments as rewritten so far); a background event
     gives ``payload``, the bytes encoded when it was fired (docs/design.md §6), so a command hook is
-    fed them as they are and only a runner that needs a dict decodes them. Treat both as read-only.
+    fed them as they are and only a runner that needs a dict decodes them. Given both, neither
+    is made from the other: an agent's input (:class:`~triohooks.agents.runner.AgentRow`) has
+    its bytes as the agent sent them, which its hooks get verbatim, and its fields as the agent
+    runner reads them (under Claude Code's names), decoded once. Treat both as read-only.
 
     ``env``: the environment of the session the event comes from (an agent's, which the relay
     sends to ``serve``), the whole of what a hook process gets, and what an http hook's headers
