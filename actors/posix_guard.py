@@ -332,6 +332,9 @@ class PosixGuard:
         #: by every stop that runs at the same time (a burst of timeouts).
         self._snapshots: _Batched[int, list[tuple[int, float]]] = _Batched(_descendants_of)
         self._marked_kills: _Batched[int, int] = _Batched(self._kill_marked_runs)
+        #: Each stopping run's snapshot, killed together with the others of its round.
+        self._to_kill: dict[int, list[tuple[int, float]]] = {}
+        self._snapshot_kills: _Batched[int, int] = _Batched(self._kill_snapshots)
         self._workers = Workers(self.start_worker, self.run, fds=POSIX_WORKER_FDS)
         #: Where each worker's exit watch runs (the guard's own nursery, once open).
         self._nursery: trio.Nursery | None = None
@@ -588,8 +591,17 @@ class PosixGuard:
         else:
             signal_group(process.pid, signal.SIGKILL)
         if snapshot:
-            self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, snapshot)
+            self._to_kill[no] = snapshot
+            self._escapees_killed += await self._snapshot_kills(no)
         self._escapees_killed += await self._marked_kills(no)
+
+    def _kill_snapshots(self, runs: frozenset[int]) -> dict[int, int]:
+        """Kill what is left of the snapshots of ``runs`` (one kill pass and one wait for them
+        all); the count is the first run's. Blocking: in a thread."""
+        every = [entry for run in runs for entry in self._to_kill.pop(run, [])]
+        killed = _kill_all_of(every)
+        first = min(runs)
+        return {run: killed if run == first else 0 for run in runs}
 
     def _kill_marked_runs(self, runs: frozenset[int]) -> dict[int, int]:
         """Kill every marked process of ``runs`` (one scan for them all); the count is the
