@@ -180,12 +180,9 @@ async def test_a_torn_tail_is_repaired_said_in_stats_and_the_file_parses(
     assert len(lines) == 4
 
 
-async def test_an_unwritable_audit_file_delivers_the_answer_and_says_so(
-    tmp_path: Path, caplog: pytest.LogCaptureFixture
-) -> None:
-    # Today's (and tomorrow's) day file is a /dev/full node as root (write(2) fails with
-    # ENOSPC through a real fd), else the audit directory is read-only to us.
-    _setup(tmp_path)
+def _unwritable_audit(tmp_path: Path) -> Path:
+    """Today's (and tomorrow's) day file a /dev/full node as root (write(2) fails with ENOSPC
+    through a real fd), else the audit directory read-only to us; chmod it back after."""
     audit = tmp_path / "state" / "audit"
     audit.mkdir(parents=True, mode=0o700)
     if os.geteuid() == 0:
@@ -193,6 +190,14 @@ async def test_an_unwritable_audit_file_delivers_the_answer_and_says_so(
             os.mknod(audit_file(audit, day.date()), 0o600 | stat.S_IFCHR, os.makedev(1, 7))
     else:
         audit.chmod(0o500)
+    return audit
+
+
+async def test_an_unwritable_audit_file_delivers_the_answer_and_says_so(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    _setup(tmp_path)
+    audit = _unwritable_audit(tmp_path)
     try:
         with trio.fail_after(20):
             async with HookEngine.open(
@@ -224,13 +229,7 @@ def test_the_asyncio_engine_says_an_unwritten_record_as_the_trio_engine_does(
     # asyncio hook (on the loop: none): either way the answer waits for its record, and says
     # that it could not be written.
     _setup(tmp_path)
-    audit = tmp_path / "state" / "audit"
-    audit.mkdir(parents=True, mode=0o700)
-    if os.geteuid() == 0:
-        for day in (datetime.now(UTC), datetime.now(UTC) + timedelta(days=1)):
-            os.mknod(audit_file(audit, day.date()), 0o600 | stat.S_IFCHR, os.makedev(1, 7))
-    else:
-        audit.chmod(0o500)
+    audit = _unwritable_audit(tmp_path)
 
     async def guard(payload: object) -> dict[str, str]:
         return {"decision": "block", "reason": "in-process says no"}
