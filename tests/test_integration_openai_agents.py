@@ -292,10 +292,11 @@ def test_cancelling_the_run_mid_hook_kills_the_hook_and_ends_the_session(dirs) -
             with pytest.raises(asyncio.CancelledError):
                 await task
             started = time.monotonic()
+            # The run ends with its group SIGKILLed; a process of the group dies when the
+            # kernel gets to it: polled until gone, within the same 2 s.
             async with asyncio.timeout(2):
-                while engine.live_processes:
+                while engine.live_processes or sleepers():
                     await asyncio.sleep(0.01)
-            assert sleepers() == []
             return time.monotonic() - started
 
     assert run(main) < 2
