@@ -1,10 +1,10 @@
 """When a table must be read again: the one freshness rule of every table.
 
-Every table triohooks answers from -- the engine's own, another project's in ``serve``, an
-agent's settings, ``fire``'s quiet-call cache -- keeps the :func:`signature` of every path it
-was built from, taken *before* the path was read: the config files it read or looked for, the
-trust store, and everything trust covers (each file a hook names, as named and as resolved;
-each directory it listed; each named path that did not exist). Before an event is answered
+Every table triohooks answers from -- the engine's own, another project's in ``serve`` (which
+also answers ``triohooks fire``), an agent's settings -- keeps the :func:`signature` of every
+path it was built from, taken *before* the path was read: the config files it read or looked
+for, the trust store, and everything trust covers (each file a hook names, as named and as
+resolved; each directory it listed; each named path that did not exist). Before an event is answered
 from the table, the signatures are taken again (:func:`unchanged`); any difference -- an edit,
 a file created at a path a hook names, a symlink pointed elsewhere, a trust decision made by
 another process -- and the table is built again first, so the event is judged on what is there

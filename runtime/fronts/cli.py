@@ -5,7 +5,8 @@ config error) and turning every expected failure into a one-line message on stde
 never sees a traceback for bad input.
 
 ``fire`` runs on every tool call a CLI-driven agent makes, so this module imports nothing at
-module level but the standard library (tests/test_cli_startup.py holds it to that): ``fire``
+module level but the standard library (tests/test_fire_serve.py holds a served ``fire`` to four
+triohooks modules and no msgspec): ``fire``
 asks the user's ``serve`` first, with the relay's stdlib client, and imports the engine only
 when it must open one itself (:mod:`.fire`). The other commands load what they use when they
 run (:mod:`.commands`, the plugins).
