@@ -11,8 +11,9 @@ per subscriber instead of a shared one so a filter can be applied at publish tim
 
 A subscriber may also take items synchronously (:attr:`Subscription.direct`): while its ring is
 empty and nothing was lost, the publisher first offers the item to that callable, and only when
-it declines does the item go to the ring. The server uses it to write an event frame straight
-to a socket that has room, without waking a task per subscriber per record.
+it declines does the item go to the ring. The server uses it to queue an event frame at once
+on a connection whose outgoing queue is short (its writer task sends it), without waking a task
+per subscriber per record.
 
 It must not encode, send or know about websockets (the server does), and must never await in
 :meth:`Broadcaster.publish`.
