@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import trio
 
 from triohooks.fronts.cli import FIRE_HERE_VAR
 from triohooks.fronts.fire import judge_differs, settings_differ
@@ -664,3 +665,56 @@ def test_list_runs_without_the_event_loop(tmp_path: Path) -> None:
     assert hits(modules, but_actors) == []
     ours = {m for m in modules if m.startswith("triohooks.actors")}
     assert ours == {"triohooks.actors", "triohooks.actors.audit_records", "triohooks.actors.redact"}
+
+
+# -- a serve that does not answer as fire reads ---------------------------------------------------
+
+
+def _reply(status: str, body: bytes) -> bytes:
+    """A relay-protocol reply: the acknowledgement, then ``status`` with ``body``."""
+    return b"HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 %s\r\nContent-Length: %d\r\n\r\n%s" % (
+        status.encode(),
+        len(body),
+        body,
+    )
+
+
+@pytest.mark.parametrize(
+    ("reply", "said"),
+    [
+        (_reply("500 Internal Server Error", b'{"error": "boom"}'), "triohooks: server: "),
+        (_reply("200 OK", b'{"exit": 0}'), "serve's reply is not a fire reply"),
+        # A reply that says "go on" in another framing is never taken for one.
+        (_reply("200 OK", b"0 0 5\nextra bytes"), "serve's reply is not a fire reply"),
+    ],
+    ids=["our failure (500)", "a json reply", "lengths that do not add up"],
+)
+def test_a_reply_fire_cannot_read_sends_the_call_to_its_own_engine_saying_so(
+    tmp_path: Path, reply: bytes, said: str
+) -> None:
+    from .test_agent_endpoint import _fake_server
+
+    fake = Serve(tmp_path / "fake")  # its dirs; a fake process holds the socket
+    proc = _fake_server(fake.state / SOCKET_FILE, reply)
+    try:
+        env = Env(tmp_path / "row", fake)
+        write_toml_hooks(fake.config, '[[hooks.pre_tool]]\nmatch = "Bash"\ncommand = "exit 2"\n')
+        fired = env.fire("pre_tool", stdin=BASH_LS)
+    finally:
+        proc.kill()
+        proc.wait(timeout=TIMEOUT_S)
+    assert not fired.served and said in fired.stderr
+    assert fired.returncode == 2 and json.loads(fired.stdout)["blocked"]  # the engine's answer
+
+
+async def test_the_tcp_port_never_answers_fire(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from .test_agent_endpoint import make_env, post, running
+
+    env = make_env(tmp_path, monkeypatch)
+    with trio.fail_after(20):
+        async with running(env) as server:
+            for path in ("/fire/v1/hook", "/fire/v3/hook?event=pre_tool&workspace=/tmp"):
+                [(status, _)] = await post(server, b"{}", path=path)
+                assert status == 404

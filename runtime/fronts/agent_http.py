@@ -31,7 +31,7 @@ from triohooks.agents.merge import internal_error_answer
 from triohooks.agents.runner import AgentInput, AgentPayloadError, AgentResult, read_input
 from triohooks.agents.spec import AGENTS, TOKEN_VAR
 
-from .relay import ENV_LENGTH_HEADER, HEARTBEAT_S, PROTOCOL, with_event
+from .relay import ENV_LENGTH_HEADER, FIRE_PATH, HEARTBEAT_S, PROTOCOL, with_event
 from .serve_protocol import (
     CLOSED,
     HttpConnection,
@@ -42,7 +42,7 @@ from .serve_protocol import (
 )
 
 #: The path name of ``triohooks fire``'s requests (:mod:`.fire`), beside the agents'.
-FIRE: Final = "fire"
+FIRE: Final = FIRE_PATH
 
 log = logging.getLogger("triohooks.serve")
 

@@ -425,11 +425,21 @@ def cmd_fire(args: argparse.Namespace) -> int:
 
         query = f"workspace={relay.quote_path(ws)}&format={args.format}"
         answer, dead, _ = relay.from_serve(
-            "triohooks", "fire", data, time.monotonic() + FIRE_WAIT_S, event=event, more=query
+            "triohooks",
+            relay.FIRE_PATH,
+            data,
+            time.monotonic() + FIRE_WAIT_S,
+            event=event,
+            more=query,
         )
         if dead:
             print(f"triohooks: {dead}; running the hooks here", file=sys.stderr)
     served = read_reply(answer) if answer is not None else None
+    if answer is not None and served is None and not answer.startswith(b"elsewhere "):
+        # (elsewhere: serve does not read the config as this call would: nothing to say)
+        print(
+            "triohooks: serve's reply is not a fire reply; running the hooks here", file=sys.stderr
+        )
     if served is None:
         from pathlib import Path
 

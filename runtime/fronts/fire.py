@@ -33,16 +33,12 @@ from .cli import (
     error_lines,
     expected_error,
 )
+from .relay import NO_START_VAR, SERVE_DROPS
 
 if TYPE_CHECKING:
     from triohooks.combine.outcome import Outcome
     from triohooks.config.events import EventBase
     from triohooks.engine.hook_engine import HookEngine
-
-#: The relay-socket path's first part for ``fire`` (``/fire/v3/hook``).
-PATH_NAME: Final = "fire"
-#: The formats of ``fire --format``.
-FORMATS: Final = ("json", "human")
 
 
 class FireReply(msgspec.Struct, kw_only=True):
@@ -241,12 +237,10 @@ def _save_stop_counts(counts: dict[str, int]) -> None:
 
 # -- serve's way -------------------------------------------------------------------------------
 
-#: ``TRIOHOOKS_*`` variables that do not choose what ``fire`` reads: markers of one process,
-#: the http transport's token, whether a relay may start serve.
-_NOT_SETTINGS: Final = frozenset(
-    {"TRIOHOOKS_RUN", "TRIOHOOKS_WORKER", "TRIOHOOKS_RELAY", "TRIOHOOKS_TOKEN",
-     "TRIOHOOKS_NO_AUTOSTART"}
-)  # fmt: skip
+#: ``TRIOHOOKS_*`` variables that do not choose what ``fire`` reads: those that are no settings
+#: of serve's either (markers of one process, the http transport's token), and whether a relay
+#: may start serve.
+_NOT_SETTINGS: Final = frozenset({*SERVE_DROPS, NO_START_VAR})
 #: Other variables that choose which config files ``fire`` reads (the platform's config dir).
 _PLACES: Final = ("HOME", "XDG_CONFIG_HOME")
 

@@ -58,6 +58,8 @@ import posix
 import sys
 
 AGENTS = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
+#: The path name of ``triohooks fire``'s requests to serve (``/fire/v3/hook``), beside the agents'.
+FIRE_PATH = "fire"
 #: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
 SOCKET_NAME = "serve.sock"
 #: When the relay last started a ``serve`` (its mtime), in the state dir.
