@@ -459,6 +459,41 @@ async def test_broken_settings_are_problems_and_other_levels_still_run(s: Setup)
     assert (await ask(s, s.bash("ls"))).answer.reason == "user"
 
 
+async def test_an_agents_table_is_read_once_per_change_by_the_one_loader(
+    s: Setup, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Agent tables go through the loader every table goes through: read on first use, kept
+    while no file changed, read again once -- not once per waiting request -- after an edit,
+    and the edit is what the next answer says."""
+    import triohooks.agents.runner as runner
+
+    reads: list[Path | None] = []
+
+    def counted(agent: Any, **kw: Any) -> Any:
+        reads.append(kw["project"])
+        return load_agent_table(agent, **kw)
+
+    monkeypatch.setattr(runner, "load_agent_table", counted)
+    settings = s.settings({"PreToolUse": [group(cmd("echo one >&2; exit 2"))]})
+    with trio.fail_after(30):
+        async with s.engine() as e:
+            assert (await e.agent_hook("claude", s.bash("ls"))).answer.reason == "one"
+            assert (await e.agent_hook("claude", s.bash("ls"))).answer.reason == "one"
+            assert len(reads) == 1
+            s.settings({"PreToolUse": [group(cmd("echo two >&2; exit 2"))]})
+            os.utime(settings, ns=(1, 1))  # a change its times show, however fast the writes
+            reasons: list[str] = []
+
+            async def one() -> None:
+                reasons.append((await e.agent_hook("claude", s.bash("ls"))).answer.reason)
+
+            async with trio.open_nursery() as nursery:
+                for _ in range(5):
+                    nursery.start_soon(one)
+            assert reasons == ["two"] * 5
+            assert len(reads) == 2
+
+
 async def test_http_hook_against_a_real_local_server(s: Setup) -> None:
     seen: list[bytes] = []
 

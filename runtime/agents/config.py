@@ -252,6 +252,18 @@ class AgentTable(msgspec.Struct, frozen=True):
     def for_event(self, event: str, *, adopted_only: bool = False) -> list[AgentHook]:
         return [h for h in self.hooks if h.event == event and (h.adopted or not adopted_only)]
 
+    def is_current(self) -> bool:
+        """Whether nothing the table was built from changed since (:mod:`triohooks.config.
+        freshness`): the settings files, the trust store and everything trust looked at. A
+        table built from nothing (no ``inputs``: not read yet) is not."""
+        return bool(self.inputs) and unchanged(self.inputs)
+
+    @property
+    def errors(self) -> tuple[ConfigProblem, ...]:
+        """None: the agent runs what it can read of its settings, and so do we (``problems``
+        says what it cannot; ``triohooks <agent> validate`` shows them)."""
+        return ()
+
 
 def compile_matcher(agent: AgentName, text: object) -> Matcher:
     """The agent's reading of a matcher (``SPECS[agent].matcher_style``). Claude: absent, ``""``
@@ -1090,9 +1102,3 @@ def _gemini_disabled(doc: Mapping[str, Any], hooks: list[AgentHook]) -> list[Age
         names = {d for d in disabled if isinstance(d, str)}
         return [h for h in hooks if (h.name or h.runs) not in names]
     return hooks
-
-
-def table_is_current(table: AgentTable) -> bool:
-    """Whether nothing the table was built from changed since (:mod:`triohooks.config.
-    freshness`): the settings files, the trust store and everything trust looked at."""
-    return unchanged(table.inputs)

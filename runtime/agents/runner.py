@@ -28,6 +28,7 @@ import functools
 import logging
 import os
 import time
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Final, NamedTuple
@@ -36,6 +37,7 @@ import msgspec
 import trio
 
 from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.loader import TableLoader
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, RunSummary
 from triohooks.combine.outcome import held_back_answer
@@ -57,7 +59,6 @@ from .config import (
     AgentTable,
     find_project,
     load_agent_table,
-    table_is_current,
 )
 from .foreign import VIEWS
 from .merge import AgentAnswer, held_back_reply, merge
@@ -275,7 +276,8 @@ class AgentHooks:
         self._config_dir = config_dir
         self._home = home
         self._trust_override = trust_override
-        self._tables: dict[tuple[str, str | None], AgentTable] = {}
+        #: One loader per (agent, project), the least recently used dropped past MAX_TABLES.
+        self._tables: OrderedDict[tuple[str, str | None], TableLoader[AgentTable]] = OrderedDict()
         self._sessions: dict[tuple[str, str], Path] = {}
         #: (agent, trust key, state, digest) already logged as held back: said once.
         self._told: set[tuple[str, str, str, str]] = set()
@@ -300,24 +302,29 @@ class AgentHooks:
         return self._config_dir if self._config_dir is not None else global_config_dir()
 
     async def table(self, agent: AgentName, project: Path | None) -> AgentTable:
-        """The agent's table for ``project``, reloaded when any file it came from changed."""
+        """The agent's table for ``project``, read again first when any file it came from
+        changed (the one loader and freshness rule of every table:
+        :class:`~triohooks.actors.loader.TableLoader`)."""
         key = (agent, str(project) if project is not None else None)
-        cached = self._tables.get(key)
-        if cached is not None and table_is_current(cached):
-            return cached
-        table = await trio.to_thread.run_sync(
-            lambda: load_agent_table(
-                agent,
-                project=project,
-                home=self.home,
-                config_dir=self.config_dir,
-                trust_override=self._trust_override,
-            )
+        loader = self._tables.get(key)
+        if loader is None:
+            read = functools.partial(self._read_table, agent, project)
+            loader = TableLoader(read, AgentTable(agent=agent, project=key[1]))
+            if len(self._tables) >= MAX_TABLES:
+                self._tables.popitem(last=False)
+            self._tables[key] = loader
+        else:
+            self._tables.move_to_end(key)
+        return await loader.current()
+
+    def _read_table(self, agent: AgentName, project: Path | None, generation: int) -> AgentTable:
+        return load_agent_table(
+            agent,
+            project=project,
+            home=self.home,
+            config_dir=self.config_dir,
+            trust_override=self._trust_override,
         )
-        if len(self._tables) >= MAX_TABLES:
-            self._tables.pop(next(iter(self._tables)))
-        self._tables[key] = table
-        return table
 
     def _project(
         self, agent: AgentName, payload: Mapping[str, Any], env: Mapping[str, str] | None
