@@ -347,6 +347,8 @@ async def test_a_prompt_hook_is_read_from_the_judges_answer(s: Setup) -> None:
             return JudgeReply(text='{"ok": false, "reason": "it deletes the tree"}')
         if "weird" in event_json:
             return JudgeReply(text="I think it is fine")
+        if "broken" in event_json:
+            raise RuntimeError("the model server is down")
         return JudgeReply(text='{"ok": true}')
 
     with trio.fail_after(20):
@@ -354,12 +356,17 @@ async def test_a_prompt_hook_is_read_from_the_judges_answer(s: Setup) -> None:
             denied = (await e.agent_hook("claude", s.bash("rm -rf /"))).answer
             allowed = (await e.agent_hook("claude", s.bash("ls"))).answer
             unread = (await e.agent_hook("claude", s.bash("weird"))).answer
+            # A judge that raises failed the hook (the judge's contract, as in every dialect),
+            # not our own code: not blocking, said.
+            down = (await e.agent_hook("claude", s.bash("broken"))).answer
     assert asked[1] == "Is this safe? " + s.bash("ls").decode()
     assert denied.output["hookSpecificOutput"]["permissionDecision"] == "deny"
     assert denied.reason == "it deletes the tree"
     assert allowed.output == {} and not allowed.blocked
     assert not unread.blocked
     assert any("the judge answered no JSON" in w for w in unread.warnings)
+    assert not down.blocked
+    assert any("judge failed: the model server is down" in w for w in down.warnings)
 
 
 @pytest.mark.parametrize(
@@ -495,13 +502,17 @@ async def test_an_agents_table_is_read_once_per_change_by_the_one_loader(
 
 
 async def test_http_hook_against_a_real_local_server(s: Setup) -> None:
+    """The input POSTed verbatim, with the hook's own content type (named in any case) as the
+    only one, as every dialect's http hook sends it."""
     seen: list[bytes] = []
+    heads: list[list[bytes]] = []
 
     async def handler(stream: trio.SocketStream) -> None:
         data = b""
         while b"\r\n\r\n" not in data:
             data += await stream.receive_some()
         head, _, rest = data.partition(b"\r\n\r\n")
+        heads.append(head.lower().split(b"\r\n"))
         length = int(
             next(
                 line.split(b":")[1]
@@ -536,7 +547,12 @@ async def test_http_hook_against_a_real_local_server(s: Setup) -> None:
                 {
                     "PreToolUse": [
                         group(
-                            {"type": "http", "url": f"http://127.0.0.1:{port}/hook", "timeout": 5}
+                            {
+                                "type": "http",
+                                "url": f"http://127.0.0.1:{port}/hook",
+                                "timeout": 5,
+                                "headers": {"content-type": "application/x-hook"},
+                            }
                         )
                     ]
                 }
@@ -545,6 +561,9 @@ async def test_http_hook_against_a_real_local_server(s: Setup) -> None:
             result = await ask(s, body)
             nursery.cancel_scope.cancel()
     assert seen == [body]
+    assert [h for h in heads[0] if h.startswith(b"content-type")] == [
+        b"content-type: application/x-hook"
+    ]
     assert result.answer.reason == "http says no"
 
 

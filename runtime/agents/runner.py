@@ -27,7 +27,6 @@ from __future__ import annotations
 import functools
 import logging
 import os
-import time
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -46,9 +45,11 @@ from triohooks.config.model import TrustInfo
 from triohooks.config.paths import global_config_dir
 from triohooks.config.stamps import utc_stamp
 from triohooks.config.trust import held_back_message
-from triohooks.handlers.http import HttpHookClient, expand_headers
+from triohooks.handlers.http import HttpHookClient
+from triohooks.handlers.http_hook import post_event
 from triohooks.handlers.judge import Judge
 from triohooks.handlers.process import ProcessSpec, Spawner
+from triohooks.handlers.prompt import NO_JUDGE, ask_judge
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput
 from triohooks.match.ifrules import rule_applies
@@ -807,10 +808,14 @@ class AgentHooks:
 
     async def _post(self, hook: AgentHook, body: bytes, base_env: Mapping[str, str]) -> AgentReply:
         assert hook.url is not None
-        headers = expand_headers(hook.headers, hook.allowed_env_vars, base_env)
-        headers.setdefault("Content-Type", "application/json")
-        reply = await self._http.post(
-            hook.url, body=body, headers=headers, timeout_s=hook.timeout_s
+        reply = await post_event(
+            self._http,
+            hook.url,
+            body,
+            headers=hook.headers,
+            allowed_env_vars=hook.allowed_env_vars,
+            environ=base_env,
+            timeout_s=hook.timeout_s,
         )
         return read_http_reply(
             hook, reply.status, reply.status_code, reply.body, reply.error, reply.duration_ms
@@ -820,14 +825,13 @@ class AgentHooks:
         """Claude prompt/agent hooks: ``$ARGUMENTS`` is the input JSON; the model answers
         ``{"ok": bool, "reason": ...}``; not ok blocks with the reason."""
         if self._judge is None:
-            return failed(hook, "no model is configured to judge prompt hooks")
+            return failed(hook, NO_JUDGE)
         text = body.decode("utf-8", "replace")
         prompt = hook.prompt or ""
         prompt = prompt.replace("$ARGUMENTS", text) if "$ARGUMENTS" in prompt else prompt
-        start = time.perf_counter()
-        with trio.move_on_after(hook.timeout_s) as scope:
-            reply = await self._judge(prompt, text, hook.model)
-        ms = (time.perf_counter() - start) * 1000
-        if scope.cancelled_caught:
-            return failed(hook, f"judge timed out after {hook.timeout_s:g} s", duration_ms=ms)
-        return read_judge_reply(hook, reply.text, ms)
+        asked = await ask_judge(self._judge, prompt, text, hook.model, hook.timeout_s)
+        if asked.reply is None:
+            why = asked.error or asked.outcome
+            timed_out = asked.outcome == "timeout"
+            return failed(hook, why, timed_out=timed_out, duration_ms=asked.duration_ms)
+        return read_judge_reply(hook, asked.reply.text, asked.duration_ms)
