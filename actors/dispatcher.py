@@ -72,6 +72,7 @@ class Dispatcher:
         *,
         workspace_hooks: bool = True,
         env: Mapping[str, str] | None = None,
+        lane: bool = False,
     ) -> Outcome:
         """Run one event in the caller's task and return its Outcome.
 
@@ -80,13 +81,17 @@ class Dispatcher:
         configs, API) run for it, never this workspace's. ``env``: the environment of the
         session the event comes from (the relay sends the agent session's), handed to every
         hook run of the event as it is (:class:`~triohooks.handlers.runner.HookInput`); None:
-        this process's. A checkpoint. On cancel the running hook's process group is killed
-        (by the reaper, shielded and bounded) before ``Cancelled`` propagates to the caller.
+        this process's. ``lane``: the event is the user's own hooks' lane of an agent's
+        request (:mod:`triohooks.agents.native`), whose ``fired`` and ``outcome`` are the
+        request's own: listeners hear of this run's hook runs only, so one agent call is one
+        event to them (``watch``, the metrics). A checkpoint. On cancel the running hook's
+        process group is killed (by the reaper, shielded and bounded) before ``Cancelled``
+        propagates to the caller.
         """
         try:
             table = await self.loader.current()
             run = self.core.plan(table, ev, workspace_hooks=workspace_hooks, env=env)
-            outcome = run if isinstance(run, Outcome) else await self._run_event(ev, run)
+            outcome = run if isinstance(run, Outcome) else await self._run_event(run, lane)
         except Exception as exc:
             outcome = self.core.failed(ev, exc)
         # Always a checkpoint, even when every hook answered without yielding (an in-process
@@ -94,10 +99,11 @@ class Dispatcher:
         await trio.lowlevel.checkpoint()
         return outcome
 
-    async def _run_event(self, ev: EventBase, run: EventRun) -> Outcome:
+    async def _run_event(self, run: EventRun, lane: bool) -> Outcome:
         """Drive ``run``: every step's hook through :class:`HookRuns`, in this task."""
         runs = self.runs
-        run.fired(runs)
+        if not lane:
+            run.fired(runs)
         while (step := run.next_step()) is not None:
             run.add(step, await runs.run(*step))
-        return run.finish(runs, self.post_worker)
+        return run.finish(runs, self.post_worker, tell=not lane)

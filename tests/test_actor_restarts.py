@@ -80,10 +80,10 @@ async def test_a_crash_in_one_event_fails_it_closed_and_touches_no_other(dirs, m
             dispatcher = e._dispatcher
             real = dispatcher._run_event
 
-            async def run_event(ev: Any, *rest: Any) -> Any:
-                if getattr(ev, "tool", "") == "boom":
+            async def run_event(run: Any, *rest: Any) -> Any:
+                if getattr(run.ev, "tool", "") == "boom":
                     raise RuntimeError("a bug while handling one event")
-                return await real(ev, *rest)
+                return await real(run, *rest)
 
             monkeypatch.setattr(dispatcher, "_run_event", run_event)
             results: dict[str, Any] = {}

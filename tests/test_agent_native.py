@@ -207,6 +207,29 @@ async def test_the_agents_hooks_and_ours_fold_by_its_merge(setup: Setup) -> None
     assert tests.runs[2].hook.startswith("triohooks:") and "secret_reads" in tests.runs[2].hook
 
 
+@pytest.mark.parametrize("agent", ["claude", "gemini"])
+async def test_one_agent_call_is_one_event_to_listeners(setup: Setup, agent: str) -> None:
+    """Our hooks are a lane of the agent's request, not a second event: listeners (``watch``,
+    the metrics) hear one ``fired`` and one ``outcome`` per call -- the agent's, blocked when
+    our guard blocked -- and every hook run of both lanes."""
+    _, pre, _ = AGENTS[agent]
+    heard: list[tuple[str, dict[str, Any]]] = []
+    with trio.fail_after(30):
+        async with setup.engine() as engine:
+            engine.add_listener(lambda kind, fields: heard.append((kind, fields)))
+            push = await engine.agent_hook(
+                agent, setup.body(pre, **shell_call(agent, "git push origin main"))
+            )
+    assert push.answer.blocked
+    kinds = [kind for kind, _ in heard]
+    assert kinds.count("fired") == 1 and kinds.count("outcome") == 1
+    assert kinds[0] == "fired" and kinds[-1] == "outcome"
+    outcome = heard[-1][1]["outcome"]
+    assert outcome.blocked and outcome.agent == agent
+    finished = [f["hook"] for kind, f in heard if kind == "hook_finished"]
+    assert "no-push" in finished
+
+
 async def test_each_projects_own_hooks_run_for_its_requests(setup: Setup) -> None:
     """One serve, many projects: a request runs the user's global hooks and its own project's
     trusted ones, never the serve's workspace's or another project's."""

@@ -607,7 +607,7 @@ class AgentHooks:
                 reason = f"triohooks internal error: {why}"
                 return NativePass(hook, AgentReply(status="block", reason=reason), [], [])
             return NativePass(hook, AgentReply(status="ok"), [], [why])
-        outcome = await dispatcher.dispatch(ev, workspace_hooks=own, env=env)
+        outcome = await dispatcher.dispatch(ev, workspace_hooks=own, env=env, lane=True)
         reply, warnings = native_reply(agent, canonical, outcome, fields)
         if note is not None:  # said where the user looks: the agent shows a systemMessage
             warnings.append(note)

@@ -231,9 +231,11 @@ class EventRun:
         """Fold the result of ``step`` (as :meth:`next_step` gave it) into the Outcome."""
         self.combiner.add(step[0], result)
 
-    def finish(self, observer: Observer, queue: Queue) -> Outcome:
+    def finish(self, observer: Observer, queue: Queue, *, tell: bool = True) -> Outcome:
         """The Outcome, with what it hands on done: held-back hooks folded in and recorded,
-        the stop-continue cap settled, background hooks queued, the listeners told."""
+        the stop-continue cap settled, background hooks queued, the listeners told (not with
+        ``tell=False``: the run is one lane of an agent's request, whose ``outcome`` is the
+        event's)."""
         event, ev = self.event, self.ev
         outcome = self.combiner.finish()
         trust = self.table.trust
@@ -249,7 +251,7 @@ class EventRun:
         if self.extra:
             outcome.queued |= self._queue(queue, "post_tool_failure", self.extra)
         listeners = observer.listeners
-        if listeners:
+        if listeners and tell:
             listeners.emit("outcome", event=event, outcome=outcome)
         return outcome
 
