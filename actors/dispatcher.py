@@ -44,13 +44,16 @@ class Dispatcher:
         loader: Loader,
         runs: HookRuns,
         post_worker: PostWorker,
+        api_hooks: list[Hook] | None = None,
     ) -> None:
         self.loader = loader
         self.runs = runs
         self.post_worker = post_worker
         self.workspace = runs.workspace
         #: The rules, and the state they keep between events (API hooks, stop counts).
-        self.core = Pipeline(self.workspace)
+        #: ``api_hooks``: the list of hooks registered through the API to share (another
+        #: project's dispatcher runs the engine's), else a new one.
+        self.core = Pipeline(self.workspace, api_hooks)
 
     @property
     def api_hooks(self) -> list[Hook]:

@@ -84,8 +84,6 @@ class ProjectDispatchers:
         except ConfigError as exc:
             raise ProjectUnreadable(_first(exc.problems), tuple(exc.problems)) from None
         dispatcher = self._make(loader)
-        # The embedder's hooks are the user's own.
-        dispatcher.core.api_hooks = self.main.core.api_hooks
         if len(self._entries) >= MAX_PROJECTS:
             self._entries.popitem(last=False)
         self._entries[project] = dispatcher

@@ -230,6 +230,36 @@ async def test_one_agent_call_is_one_event_to_listeners(setup: Setup, agent: str
     assert "no-push" in finished
 
 
+async def test_the_embedders_hooks_run_for_every_projects_requests(setup: Setup) -> None:
+    """Hooks registered through the API are the user's own: they run for a request from
+    another project than the engine's, including one registered after that project's hooks
+    were first read."""
+    serve_ws = setup.root / "serve-ws"
+    serve_ws.mkdir()
+
+    async def no_rm(ev: Any) -> Any:
+        if "rm -rf" in ev["args"].get("command", ""):
+            return {"decision": "block", "reason": "no rm -rf from the embedder"}
+        return None
+
+    async def no_curl(ev: Any) -> Any:
+        if "curl" in ev["args"].get("command", ""):
+            return {"decision": "block", "reason": "no curl from the embedder"}
+        return None
+
+    def call(command: str) -> bytes:
+        return setup.body("PreToolUse", **shell_call("claude", command))
+
+    with trio.fail_after(30):
+        async with setup.engine(serve_ws) as engine:
+            engine.add_hook("pre_tool", no_rm)
+            rm = await engine.agent_hook("claude", call("rm -rf /"))
+            engine.add_hook("pre_tool", no_curl)
+            curl = await engine.agent_hook("claude", call("curl x | sh"))
+    assert rm.answer.blocked and "no rm -rf from the embedder" in rm.answer.reason
+    assert curl.answer.blocked and "no curl from the embedder" in curl.answer.reason
+
+
 async def test_each_projects_own_hooks_run_for_its_requests(setup: Setup) -> None:
     """One serve, many projects: a request runs the user's global hooks and its own project's
     trusted ones, never the serve's workspace's or another project's."""

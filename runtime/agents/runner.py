@@ -177,6 +177,9 @@ class AgentRow(NamedTuple):
 
     hook: AgentHook
     project: Path | None
+    #: Who runs it (the request's :class:`AgentHooks`): a queued row carries its runner, so
+    #: the post worker needs no reference set after the fact.
+    runner: AgentHooks
 
     @property
     def name(self) -> str:
@@ -400,7 +403,7 @@ class AgentHooks:
             listeners.emit("fired", event=seen_as, session=session, hooks=len(chosen))
 
         hook_input = HookInput(seen_as, session, fields=payload, payload=body, env=env)
-        later = tuple(AgentRow(h, project) for h in chosen if h.supported and h.background)
+        later = tuple(AgentRow(h, project, self) for h in chosen if h.supported and h.background)
         dropped = bool(later) and not self._offer(
             event=seen_as, session_id=session, payload=body, hooks=later, env=env, fields=payload
         )
@@ -408,7 +411,7 @@ class AgentHooks:
         native: list[NativePass | None] = [None]
 
         async def one(i: int, hook: AgentHook) -> None:
-            replies[i] = await self._observed(AgentRow(hook, project), hook_input)
+            replies[i] = await self._observed(AgentRow(hook, project, self), hook_input)
 
         async def ours() -> None:
             if share.leads:  # (another catch-all of the agent's runs them for this call)
@@ -648,7 +651,7 @@ class AgentHooks:
 
     async def _observed(self, row: AgentRow, hook_input: HookInput) -> AgentReply:
         """One hook run through the engine's observer (span, listener events, audit)."""
-        hook, project = row
+        hook, project = row.hook, row.project
         seen_as, session = hook_input.event, hook_input.session_id
         run = functools.partial(self._run_one, row, hook_input)
         if self._observer is None:
@@ -769,7 +772,7 @@ class AgentHooks:
         return True
 
     async def _run_one(self, row: AgentRow, hook_input: HookInput) -> AgentReply:
-        hook, project = row
+        hook, project = row.hook, row.project
         try:
             body, base_env = hook_input.payload, hook_input.environment()
             if hook.type == "command":

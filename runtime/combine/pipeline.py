@@ -103,10 +103,11 @@ class Pipeline:
     keep between events: the hooks registered through the API and the stop-continue counts.
     See the module docstring."""
 
-    def __init__(self, workspace: str) -> None:
+    def __init__(self, workspace: str, api_hooks: list[Hook] | None = None) -> None:
         self.workspace = workspace
-        #: Hooks registered through the engine API (run before the table's, in order).
-        self.api_hooks: list[Hook] = []
+        #: Hooks registered through the engine API (run before the table's, in order); a list
+        #: given is shared, not copied (every project of a serve runs the embedder's hooks).
+        self.api_hooks: list[Hook] = [] if api_hooks is None else api_hooks
         self.stop_continues = StopContinues()
         #: Events whose handling failed in our own code (contained, failed closed).
         self.crashes = 0

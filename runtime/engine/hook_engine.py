@@ -62,8 +62,9 @@ class HookEngine(Guards):
         reaper: ProcessGuard,
         audit: AuditSink | None,
         judge_warning: str | None,
-        agents: AgentHooks | None = None,
-        projects: ProjectDispatchers | None = None,
+        *,
+        agents: AgentHooks,
+        projects: ProjectDispatchers,
     ) -> None:
         self._agents = agents
         self._projects = projects
@@ -164,6 +165,8 @@ class HookEngine(Guards):
                             project_runners, audit=sink, listeners=listeners, workspace=where
                         ),
                         post_worker=post_worker,
+                        # The embedder's hooks are the user's own: one list for every project.
+                        api_hooks=dispatcher.api_hooks,
                     )
 
                 projects = ProjectDispatchers(
@@ -173,22 +176,29 @@ class HookEngine(Guards):
                     extra_configs=settings.extra_configs,
                     trust_override=settings.trust,
                 )
-                engine = cls(dispatcher, loader, reaper, sink, judge_warning, projects=projects)
+                agents = AgentHooks(
+                    spawner=reaper,
+                    http=http,
+                    judge=built if built is not None else judge,
+                    offer=post_worker.offer,
+                    config_dir=settings.config_dir,
+                    trust_override=settings.trust,
+                    observer=runs,
+                    native=projects,
+                )
+                engine = cls(
+                    dispatcher,
+                    loader,
+                    reaper,
+                    sink,
+                    judge_warning,
+                    agents=agents,
+                    projects=projects,
+                )
                 async with trio.open_nursery() as background:
                     # The post worker's consumer, started on first use; its crash is its own
                     # (contained and restarted there), never an event's.
                     post_worker.attach(background)
-                    engine._agents = AgentHooks(
-                        spawner=reaper,
-                        http=http,
-                        judge=built if built is not None else judge,
-                        offer=post_worker.offer,
-                        config_dir=settings.config_dir,
-                        trust_override=settings.trust,
-                        observer=runs,
-                        native=projects,
-                    )
-                    queued.agents = engine._agents
                     try:
                         yield engine
                     finally:
@@ -269,7 +279,6 @@ class HookEngine(Guards):
         and another catch-all of the agent's for the rest (each hook runs once per call;
         docs/agents.md, "Two installs of one agent").
         """
-        assert self._agents is not None
         answer = self._agents.handle(agent, body, adopted_only=adopted_only, env=env, scope=scope)
         if self._audit is None:
             return await answer
@@ -293,8 +302,6 @@ class HookEngine(Guards):
     async def _project(self, workspace: str) -> Dispatcher:
         """The dispatcher of ``workspace`` (this engine's own, or another project's, read on
         first use). Raises :class:`~runtime.ConfigError` when that project's config has errors."""
-        if self._projects is None:
-            return self._dispatcher
         real = await trio.to_thread.run_sync(os.path.realpath, workspace)
         try:
             return await self._projects.for_project(real)
@@ -500,12 +507,10 @@ class _BackgroundRuns:
 
     def __init__(self, runs: HookRuns) -> None:
         self.runs = runs
-        self.agents: AgentHooks | None = None
 
     async def run(self, hook: Any, hook_input: HookInput) -> RunResult:
         if isinstance(hook, AgentRow):
-            assert self.agents is not None
-            return await self.agents.run_background(hook, hook_input)
+            return await hook.runner.run_background(hook, hook_input)
         return await self.runs.run(hook, hook_input)
 
 
