@@ -19,20 +19,54 @@ Must not: hold a rule of the pipeline (the core does), know how any kind of hook
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TypeVar
 
 import trio
 
 from triohooks.combine.outcome import Outcome, StopContinues
-from triohooks.combine.pipeline import EventRun, Pipeline
+from triohooks.combine.pipeline import EventRun, Pipeline, Plan
 from triohooks.config.events import EventBase
 from triohooks.config.model import Hook
+from triohooks.handlers.replies import RunResult
+from triohooks.handlers.runner import HookInput
 
 from .loader import Loader
 from .post_worker import PostWorker
 from .runs import HookRuns
 
 log = logging.getLogger("triohooks.dispatcher")
+
+
+Step = TypeVar("Step")
+Result = TypeVar("Result")
+
+
+async def drive(plan: Plan[Step, Result], run: Callable[[Step], Awaitable[Result]]) -> None:
+    """Run ``plan`` in this task, whatever its dialect: each group's steps at once (a group of
+    one in this task, no nursery), every result handed back in the group's order once the
+    whole group is done. ``run`` runs one step and must not raise for a hook's failure (the
+    runners turn those into results); an exception from it is our own bug and propagates (the
+    event's containment answers it)."""
+    while (group := plan.next_group()) is not None:
+        if len(group) == 1:
+            plan.add(group[0], await run(group[0]))
+            continue
+        for step, result in zip(group, await _at_once(group, run), strict=True):
+            plan.add(step, result)
+
+
+async def _at_once(group: Sequence[Step], run: Callable[[Step], Awaitable[Result]]) -> list[Result]:
+    """The results of ``group``'s steps, run at once, in the group's order."""
+    slots: dict[int, Result] = {}
+
+    async def one(i: int, step: Step) -> None:
+        slots[i] = await run(step)
+
+    async with trio.open_nursery() as nursery:
+        for i, step in enumerate(group):
+            nursery.start_soon(one, i, step)
+    return [slots[i] for i in range(len(group))]
 
 
 class Dispatcher:
@@ -107,6 +141,8 @@ class Dispatcher:
         runs = self.runs
         if not lane:
             run.fired(runs)
-        while (step := run.next_step()) is not None:
-            run.add(step, await runs.run(*step))
+        await drive(run, self._run_step)
         return run.finish(runs, self.post_worker, tell=not lane)
+
+    def _run_step(self, step: tuple[Hook, HookInput]) -> Awaitable[RunResult]:
+        return self.runs.run(*step)

@@ -268,3 +268,46 @@ def test_an_asyncio_hook_that_ignores_its_cancel_cannot_hold_the_event(tmp_path:
             assert swallowed.is_set()
 
     run(body)
+
+
+class _Groups:
+    """A plan of fixed groups whose steps are (name, seconds): what the driver added, in order."""
+
+    def __init__(self, *groups: tuple[tuple[str, float], ...]) -> None:
+        self.groups = list(groups)
+        self.added: list[tuple[str, str]] = []
+
+    def next_group(self) -> tuple[tuple[str, float], ...] | None:
+        return self.groups.pop(0) if self.groups else None
+
+    def add(self, step: tuple[str, float], result: str) -> None:
+        self.added.append((step[0], result))
+
+
+async def test_the_driver_runs_a_groups_steps_at_once_and_adds_them_in_order(
+    autojump_clock: trio.abc.Clock,
+) -> None:
+    """The one driver of every dialect's plan: a group's steps at once (the group takes its
+    slowest step's time, not the sum), results added in the group's order whatever order they
+    finished in, groups one after another."""
+    from triohooks.actors.dispatcher import drive
+
+    started: list[tuple[str, float]] = []
+
+    async def run_step(step: tuple[str, float]) -> str:
+        started.append((step[0], trio.current_time()))
+        await trio.sleep(step[1])
+        return step[0] + " done"
+
+    plan = _Groups((("slow", 3.0), ("fast", 1.0), ("lane", 2.0)), (("after", 1.0),))
+    start = trio.current_time()
+    with trio.fail_after(60):
+        await drive(plan, run_step)
+    assert trio.current_time() - start == pytest.approx(4.0)
+    assert plan.added == [
+        ("slow", "slow done"),
+        ("fast", "fast done"),
+        ("lane", "lane done"),
+        ("after", "after done"),
+    ]
+    assert dict(started)["after"] - start == pytest.approx(3.0)  # only once the group was done

@@ -1,15 +1,23 @@
-"""Run one agent event's hooks, as that agent would, with triohooks' guarantees.
+"""Run one agent event's hooks, as that agent would, with triohooks' guarantees: the driver of
+an agent's plan.
 
 :class:`AgentHooks` is what the engine, the relay's fallback and ``/claude/v1/hook`` call with
-the agent's own input JSON. It finds the project from the payload's ``cwd``, loads (and
-reuses, while no file changed) that agent's hook table, picks the hooks whose matcher and
-``if`` apply, runs them all concurrently -- command hooks through the process guard (their own
-session and group, nothing left behind, timeouts enforced), http hooks through the shared
-client, prompt hooks through the judge -- waits for all (as the agent does), and merges their
-replies into the agent's answer. ``async`` hooks are not waited for: they go onto the engine's
-background queue (the post worker: bounded, in order, drops counted, drained for 5 s at close)
-as one item like a native background event's -- the request's input, read once, and its
-:class:`AgentRow` rows -- and run there from that input through the same observer.
+the agent's own input JSON. It finds the project (the agent's variable, else from the payload's
+``cwd``), takes that agent's table from its loader (the one loader of every table:
+:class:`~triohooks.actors.loader.TableLoader`), and has the agent dialect plan the call
+(:class:`~triohooks.agents.plan.AgentPlan`: which hooks apply, in which groups, the user's own
+triohooks hooks as one more lane). The plan is run by the same driver as a native event's
+(:func:`triohooks.actors.dispatcher.drive`): the agent's hooks at once, as the agent runs them
+-- command hooks through the process guard (their own session and group, nothing left behind,
+timeouts enforced), http hooks and prompt hooks through the same code as a triohooks hook of
+that type (:func:`~triohooks.handlers.http_hook.post_event`,
+:func:`~triohooks.handlers.prompt.ask_judge`), each read by the dialect's one reader
+(:mod:`.replies`) -- and the lane as the core's own event run. The plan's answer is the
+agent's merge. ``async`` hooks are not waited for: they go onto the engine's background queue
+(the post worker: bounded, in order, drops counted, drained for 5 s at close) as one item like
+a native background event's -- the request's input, read once, and its
+:class:`~triohooks.agents.plan.AgentRow` rows -- and run there from that input through the same
+observer.
 
 Each hook gets the input JSON byte for byte on stdin, the agent session's environment (when
 the caller has it: the relay sends it; else this process's) and the agent's variables
@@ -30,12 +38,13 @@ import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any, Final, NamedTuple
+from typing import Any, Final
 
 import msgspec
 import trio
 
 from triohooks.actors.audit_records import AuditRecord
+from triohooks.actors.dispatcher import drive
 from triohooks.actors.loader import TableLoader
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, RunSummary
@@ -52,18 +61,27 @@ from triohooks.handlers.process import ProcessSpec, Spawner
 from triohooks.handlers.prompt import NO_JUDGE, ask_judge
 from triohooks.handlers.replies import RunResult
 from triohooks.handlers.runner import HookInput
-from triohooks.match.ifrules import rule_applies
 
 from .config import (
-    MATCHER_FIELD,
     AgentHook,
     AgentTable,
     find_project,
     load_agent_table,
 )
 from .foreign import VIEWS
-from .merge import AgentAnswer, held_back_reply, merge
+from .merge import AgentAnswer, held_back_reply
 from .native import NATIVE_LABEL, UnreadableCall, native_fields, native_hook, native_reply
+from .plan import (
+    AgentPlan,
+    AgentRow,
+    AgentRun,
+    AgentStep,
+    NativeLane,
+    NativePass,
+    StepResult,
+    applies,
+    hook_cwd,
+)
 from .replies import (
     AgentReply,
     failed,
@@ -116,18 +134,6 @@ class AgentPayloadError(ValueError):
     """The request is not an agent hook input (not a JSON object, no ``hook_event_name``)."""
 
 
-class AgentRun(msgspec.Struct, frozen=True, kw_only=True):
-    """One hook that ran for an agent event, for audit and listeners (never its command)."""
-
-    hook: str
-    source: str
-    status: str
-    exit_code: int | None
-    duration_ms: float
-    error: str | None
-    truncated: bool
-
-
 class AgentOutcome(msgspec.Struct, frozen=True, kw_only=True):
     """What listeners (``watch``, metrics) are told of an answered agent event: the
     ``outcome`` of a native event's shape, as far as it applies."""
@@ -151,52 +157,8 @@ class AgentResult(msgspec.Struct, kw_only=True):
     trust: TrustInfo | None = None
 
 
-def _hook_cwd(
-    payload: Mapping[str, Any], project: Path | None, own: str | None = None
-) -> str | None:
-    """The payload's ``cwd`` when it is a directory, else the project, else ours. With the
-    handler's ``own`` directory (Copilot CLI's ``cwd``), that one -- relative to the project
-    root -- or None when it is not a directory."""
-    cwd = payload.get("cwd")
-    found = cwd if isinstance(cwd, str) and os.path.isdir(cwd) else None
-    if found is None:
-        found = str(project) if project is not None else os.getcwd()
-    if own is None:
-        return found
-    chosen = os.path.join(str(project) if project is not None else found, own)
-    return chosen if os.path.isdir(chosen) else None
-
-
-class AgentRow(NamedTuple):
-    """One agent hook of an event's plan, bound to the project it runs for. It runs with the
-    event as every hook run gets it, a :class:`~triohooks.handlers.runner.HookInput`: its
-    ``payload`` the agent's input bytes verbatim (the hook's stdin), its ``fields`` the input
-    as the runner reads it (under Claude Code's names), its ``env`` the session's environment.
-    In the request's task, or -- an ``async`` hook -- on the post worker, queued as a native
-    background hook is: the one item type, the request's context carried once by the item."""
-
-    hook: AgentHook
-    project: Path | None
-    #: Who runs it (the request's :class:`AgentHooks`): a queued row carries its runner, so
-    #: the post worker needs no reference set after the fact.
-    runner: AgentHooks
-
-    @property
-    def name(self) -> str:
-        return self.hook.label
-
-
 #: Offers one background event to the post worker (``PostWorker.offer``); False: dropped.
 Offer = Callable[..., bool]
-
-
-class NativePass(NamedTuple):
-    """What the user's own triohooks hooks said of one agent request."""
-
-    hook: AgentHook
-    reply: AgentReply
-    runs: list[AgentRun]
-    warnings: list[str]
 
 
 def _cwd_dir(payload: Mapping[str, Any]) -> Path | None:
@@ -381,104 +343,63 @@ class AgentHooks:
             raise AgentPayloadError(f"unknown agent {agent!r}; known: {', '.join(AGENTS)}")
         name: AgentName = agent
         read = body if isinstance(body, AgentInput) else read_input(body)
-        body, payload = read.body, read.payload
+        payload = read.payload
         view = VIEWS.get(name)
         if view is not None:  # Copilot's or Cursor's input, under the names the rest reads
             payload = view(payload)
-        event = payload["hook_event_name"]
         project = self._project(name, payload, env)
         table = await self.table(name, project)
+        event = payload["hook_event_name"]
         share = share_of(table, event, scope) if adopted_only else EVERYTHING
-        candidates = table.for_event(event, adopted_only=adopted_only)
-        candidates = [h for h in candidates if share.covers(h)]
-        applies = [h for h in candidates if self._applies(h, payload, project)]
-        elsewhere = [h for h in applies if self._runs_elsewhere(h, payload, project)]
-        chosen = [h for h in applies if not any(h is e for e in elsewhere)]
-        runs: list[tuple[AgentHook, AgentReply]] = []
-        foreground = [h for h in chosen if h.supported and not h.background]
-        seen_as = self._seen_as(name, event)
-        session = str(payload.get("session_id") or "")
+        plan = AgentPlan(
+            name,
+            payload,
+            read.body,
+            project,
+            table,
+            share,
+            adopted_only=adopted_only,
+            env=env,
+            runner=self,
+        )
+        seen_as, session = plan.seen_as, plan.session
         listeners = self._observer.listeners if self._observer is not None else None
         if listeners:
-            listeners.emit("fired", event=seen_as, session=session, hooks=len(chosen))
-
-        hook_input = HookInput(seen_as, session, fields=payload, payload=body, env=env)
-        later = tuple(AgentRow(h, project, self) for h in chosen if h.supported and h.background)
+            listeners.emit("fired", event=seen_as, session=session, hooks=len(plan.chosen))
+        later = plan.later
         dropped = bool(later) and not self._offer(
-            event=seen_as, session_id=session, payload=body, hooks=later, env=env, fields=payload
+            event=seen_as,
+            session_id=session,
+            payload=read.body,
+            hooks=later,
+            env=env,
+            fields=payload,
         )
-        replies: list[AgentReply | None] = [None] * len(foreground)
-        native: list[NativePass | None] = [None]
-
-        async def one(i: int, hook: AgentHook) -> None:
-            replies[i] = await self._observed(AgentRow(hook, project, self), hook_input)
-
-        async def ours() -> None:
-            if share.leads:  # (another catch-all of the agent's runs them for this call)
-                native[0] = await self._native_pass(name, event, payload, project, env)
-
-        if not foreground or any(h.sequential for h in foreground):
-            for i, hook in enumerate(foreground):  # (no agent hook: ours alone, no nursery)
-                await one(i, hook)
-            await ours()
-        else:
-            async with trio.open_nursery() as nursery:
-                for i, hook in enumerate(foreground):
-                    nursery.start_soon(one, i, hook)
-                nursery.start_soon(ours)
-        for hook, reply in zip(foreground, replies, strict=True):
-            assert reply is not None
-            runs.append((hook, reply))
-        runs += self._held_back(
-            table, event, payload, project, adopted_only, session, elsewhere, share
+        await drive(plan, functools.partial(self._run_step, plan))
+        held = self._held_back(
+            table, event, payload, project, adopted_only, session, plan.elsewhere, share
         )
-        passed = native[0]
-        if passed is not None:  # last in order: its rewrite is the one the agent gets
-            runs.append((passed.hook, passed.reply))
-        canonical = SPECS[name].events.get(event)
+        canonical = plan.canonical
         refused = self._refused_prompts.get((name, session)) if share.leads else None
+        after = []
         if refused is not None and canonical in ("pre_tool", "permission_request"):
-            runs.append(
-                (native_hook(name, event, canonical), AgentReply(status="block", reason=refused))
-            )
+            refusal = AgentReply(status="block", reason=refused)
+            after.append((native_hook(name, event, canonical), refusal))
         alarms = self._alarm(table, seen_as, session) if table.tampered else []
         if adopted_only and share.leads and canonical == "session_start":
             alarms += await self._reroute(name, project)
-        answer = merge(name, event, runs, notices=alarms)
+        answer, ran = plan.answer(held, after=after, notices=alarms, dropped=dropped)
         if canonical == "prompt_submit" and not SPECS[name].blocks_prompts and share.leads:
             self._carry_refusal(name, session, answer)
         for said in answer.undelivered:
             log.warning("%s %s: %s", name, event, said)
-        answer.warnings += alarms
-        if passed is not None:
-            answer.warnings += passed.warnings
-        for hook in chosen:
-            if not hook.supported:
-                answer.warnings.append(f"hook {hook.label} not run: {hook.unsupported}")
-        if dropped:
-            answer.warnings.append(
-                f"{len(later)} async hook(s) not run: triohooks' background queue is full"
-            )
         result = AgentResult(
             agent=name,
             event=event,
-            session=str(payload.get("session_id") or ""),
+            session=session,
             project=table.project,
             answer=answer,
-            runs=[
-                AgentRun(
-                    hook=h.label,
-                    source=h.source,
-                    status=r.status,
-                    exit_code=r.exit_code,
-                    duration_ms=round(r.duration_ms, 3),
-                    error=r.error,
-                    truncated=r.truncated,
-                )
-                for h, r in runs
-                if not r.held_back and h.type != "triohooks"
-            ]
-            + (passed.runs if passed is not None else []),
+            runs=ran,
             trust=table.trust,
         )
         if listeners:
@@ -491,10 +412,20 @@ class AgentHooks:
                     blocked=answer.blocked,
                     decision=answer.decision,
                     reason=answer.reason,
-                    runs=result.runs,
+                    runs=ran,
                 ),
             )
         return result
+
+    async def _run_step(self, plan: AgentPlan, step: AgentStep) -> StepResult:
+        """One step of ``plan``: an agent hook through the engine's observer, or the lane of
+        the user's own hooks."""
+        if isinstance(step, NativeLane):
+            payload = plan.hook_input.fields
+            return await self._native_pass(
+                plan.agent, plan.event, payload, plan.project, plan.hook_input.env
+            )
+        return await self._observed(step, plan.hook_input)
 
     def _carry_refusal(self, agent: AgentName, session: str, answer: AgentAnswer) -> None:
         """A prompt the hooks refused, for an agent that cannot stop one: remembered for the
@@ -643,12 +574,6 @@ class AgentHooks:
             return RunResult(outcome="error", error=reply.error or reply.reason)
         return RunResult(outcome="ok")
 
-    @staticmethod
-    def _seen_as(agent: AgentName, event: str) -> str:
-        """The event's name in spans, listener events and audit records: the triohooks event it
-        is (``pre_tool``), else the agent's own name for it; the dialect says whose."""
-        return SPECS[agent].events.get(event, event)
-
     async def _observed(self, row: AgentRow, hook_input: HookInput) -> AgentReply:
         """One hook run through the engine's observer (span, listener events, audit)."""
         hook, project = row.hook, row.project
@@ -705,7 +630,7 @@ class AgentHooks:
             and share.covers(h)
             and (h.adopted or not adopted_only)
             and h.supported
-            and self._applies(h, payload, project)
+            and applies(h, payload, project)
         ]
         if (not held and not bound) or table.trust is None:
             return []
@@ -714,7 +639,7 @@ class AgentHooks:
             why = (
                 f"{len(bound)} project {table.agent} hook(s) of {table.project} held back: they "
                 "name files relative to the directory trust read them in, and this call runs "
-                f"them in {_hook_cwd(payload, project)} (write their paths from the project's "
+                f"them in {hook_cwd(payload, project)} (write their paths from the project's "
                 "variable)"
             )
         message = "triohooks: " + why
@@ -740,36 +665,10 @@ class AgentHooks:
         )
         return [(stand_in, held_back_reply(table.agent, event, answer, message))]
 
-    @staticmethod
-    def _runs_elsewhere(hook: AgentHook, payload: Mapping[str, Any], project: Path | None) -> bool:
-        """Whether a trusted project hook trust read with relative paths would run in another
-        directory than the one it read them in (the call's ``cwd`` is a subdirectory)."""
-        if not hook.cwd_bound:
-            return False
-        cwd = _hook_cwd(payload, project, hook.cwd)
-        return cwd is not None and os.path.realpath(cwd) != hook.trusted_in
-
     def _held_back_setting(self) -> str:
         """The user's ``held_back`` setting (their global config), or its default."""
         native = self._native
         return native.main.loader.table.held_back if native is not None else "ask"
-
-    def _applies(self, hook: AgentHook, payload: Mapping[str, Any], project: Path | None) -> bool:
-        field = MATCHER_FIELD.get(hook.event)
-        if field is not None and not hook.matcher.matches(payload.get(field)):
-            return False
-        if hook.compiled_if is not None:
-            tool = payload.get("tool_name")
-            args = payload.get("tool_input")
-            if not isinstance(tool, str) or not isinstance(args, dict):
-                return True  # not a tool call: the rule cannot rule it out
-            cwd = payload.get("cwd")
-            cwd = cwd if isinstance(cwd, str) else ""
-            workspace = str(project) if project is not None else cwd
-            return rule_applies(
-                hook.compiled_if, tool=tool, args=args, workspace=workspace, cwd=cwd
-            )
-        return True
 
     async def _run_one(self, row: AgentRow, hook_input: HookInput) -> AgentReply:
         hook, project = row.hook, row.project
@@ -794,7 +693,7 @@ class AgentHooks:
     ) -> AgentReply:
         argv = hook.args if hook.args is not None else ("bash", "-c", hook.command or "")
         env = {**base_env, **hook_environment(hook.agent, project, payload), **dict(hook.env)}
-        cwd = _hook_cwd(payload, project, hook.cwd)
+        cwd = hook_cwd(payload, project, hook.cwd)
         if cwd is None:
             return failed(hook, f"its cwd {hook.cwd!r} is not a directory")
         spec = ProcessSpec(

@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar
 
 import msgspec
 
@@ -90,6 +90,28 @@ class Queue(Protocol):
         hooks: tuple[Any, ...],
         env: Mapping[str, str] | None = None,
     ) -> bool: ...
+
+
+Step = TypeVar("Step")
+Result_contra = TypeVar("Result_contra", contravariant=True)
+
+
+class Plan(Protocol[Step, Result_contra]):
+    """What a driver runs for one event, whatever the dialect: groups of steps, each group's
+    steps at once (a group of one in order), each result handed back before the next group
+    is asked for. A native event's plan is an :class:`EventRun` (one hook per group: a
+    rewrite reaches the next hook); an agent's request is
+    :class:`~triohooks.agents.plan.AgentPlan` (the agent's hooks at once, as the agent runs
+    them, and the user's own hooks as one more lane). The drivers:
+    :func:`triohooks.actors.dispatcher.drive` (Trio) and the asyncio engine's."""
+
+    def next_group(self) -> Sequence[Step] | None:
+        """The steps to run next, at once; None once the plan is done."""
+        ...
+
+    def add(self, step: Step, result: Result_contra) -> None:
+        """Fold the result of ``step`` in."""
+        ...
 
 
 def is_sync(hook: Hook, event: str) -> bool:
@@ -163,7 +185,8 @@ class Pipeline:
 
 
 class EventRun:
-    """One event past its plan: the steps a driver runs, the fold, the answer. Drive it as
+    """One event past its plan: the steps a driver runs, the fold, the answer. A
+    :class:`Plan`: drive it as
 
     ``while (step := run.next_step()) is not None: run.add(step, await <run step>)``,
     then ``run.finish(observer, queue)``."""
@@ -227,6 +250,12 @@ class EventRun:
                 continue
             return hook, HookInput(event, self.ev.session_id, fields=current, env=self.env)
         return None
+
+    def next_group(self) -> tuple[tuple[Hook, HookInput]] | None:
+        """:meth:`next_step` as a group of one (:class:`Plan`): each hook reads the event as
+        the hooks before it left it."""
+        step = self.next_step()
+        return None if step is None else (step,)
 
     def add(self, step: tuple[Hook, HookInput], result: RunResult) -> None:
         """Fold the result of ``step`` (as :meth:`next_step` gave it) into the Outcome."""

@@ -434,15 +434,18 @@ class AsyncioHookEngine(Guards):
         hook in the guest run (a process run, guarded by Trio's reaper)."""
         runs = self._dispatcher.runs
         run.fired(runs)
+        # A native event's plan: a group of one per step, in order (agents' requests, whose
+        # hooks run at once, are the Trio engine's: HookEngine.agent_hook).
         while (step := run.next_step()) is not None:
-            hook, hook_input = step
-            handler = hook.handler
-            if isinstance(handler, PythonHandler) and handler.asyncio_func is not None:
-                result = await runs.run(hook, hook_input, runners=self._loop_runners)
-            else:
-                result = await self._crossing(hook, hook_input)
-            run.add(step, result)
+            run.add(step, await self._run_step(step))
         return run.finish(runs, self._dispatcher.post_worker)
+
+    def _run_step(self, step: tuple[Hook, HookInput]) -> Awaitable[RunResult]:
+        hook, hook_input = step
+        handler = hook.handler
+        if isinstance(handler, PythonHandler) and handler.asyncio_func is not None:
+            return self._dispatcher.runs.run(hook, hook_input, runners=self._loop_runners)
+        return self._crossing(hook, hook_input)
 
     def _crossing(self, hook: Hook, hook_input: HookInput) -> Awaitable[RunResult]:
         runs = self._dispatcher.runs

@@ -27,7 +27,8 @@ from triohooks.actors.process_guard import open_guard
 from triohooks.actors.projects import ProjectDispatchers, ProjectUnreadable
 from triohooks.actors.runs import HookRuns, Listeners
 from triohooks.actors.supervisor import Supervisor
-from triohooks.agents.runner import AgentHooks, AgentInput, AgentResult, AgentRow
+from triohooks.agents.plan import AgentRow
+from triohooks.agents.runner import AgentHooks, AgentInput, AgentResult
 from triohooks.combine.outcome import Outcome
 from triohooks.config.events import (
     EVENT_TYPES,
@@ -502,7 +503,7 @@ class HookEngine(Guards):
 class _BackgroundRuns:
     """The post worker's runner: every item is one event's input and its hooks; a native
     hook runs through the engine's :class:`HookRuns`, an agent's ``async`` hook (an
-    :class:`~triohooks.agents.runner.AgentRow`) through its :class:`AgentHooks` (which observes
+    :class:`~triohooks.agents.plan.AgentRow`) through its :class:`AgentHooks` (which observes
     it the same way), both from the item's :class:`HookInput`."""
 
     def __init__(self, runs: HookRuns) -> None:

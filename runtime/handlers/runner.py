@@ -37,7 +37,7 @@ class HookInput:
     A synchronous event gives ``fields`` (the arguments as rewritten so far); a background event
     gives ``payload``, the bytes encoded when it was fired (docs/design.md §6), so a command hook is
     fed them as they are and only a runner that needs a dict decodes them. Given both, neither
-    is made from the other: an agent's input (:class:`~triohooks.agents.runner.AgentRow`) has
+    is made from the other: an agent's input (:class:`~triohooks.agents.plan.AgentRow`) has
     its bytes as the agent sent them, which its hooks get verbatim, and its fields as the agent
     runner reads them (under Claude Code's names), decoded once. Treat both as read-only.
 
