@@ -32,7 +32,7 @@ BREAK = (
     "import triohooks.match.ifrules as r, triohooks.config.selection as s\n"
     "def boom(*a, **k):\n    raise RuntimeError('matcher bug')\n"
     "r.rule_applies = boom\ns.rule_applies = boom\n"
-    "import triohooks.agents.runner as ar\nar.rule_applies = boom\n"
+    "import triohooks.agents.plan as ap\nap.rule_applies = boom\n"
 )
 
 
@@ -41,7 +41,7 @@ def _break(monkeypatch: pytest.MonkeyPatch) -> None:
         raise RuntimeError("matcher bug")
 
     monkeypatch.setattr("triohooks.config.selection.rule_applies", boom)
-    monkeypatch.setattr("triohooks.agents.runner.rule_applies", boom)
+    monkeypatch.setattr("triohooks.agents.plan.rule_applies", boom)
 
 
 def _internal(reason: str | None) -> bool:
