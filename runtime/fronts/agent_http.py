@@ -39,6 +39,7 @@ from .serve_protocol import (
     HttpConnection,
     HttpError,
     HttpRequest,
+    bearer_token,
     error_body,
     response,
 )
@@ -175,9 +176,9 @@ async def serve_connection(
             path = PATH.fullmatch(request.target)
             refusal = _refusal(request, path, peer.token)
             env = split_environment(request) if refusal is None and peer.token is None else None
-        except HttpError as exc:  # (what is left of the request is unread: lingered on)
-            if not exc.eof and await send(stream, response(exc.status, error_body(exc))):
-                await linger(stream, LINGER_S)
+        except HttpError as exc:
+            if not exc.eof:
+                await answer_unread(stream, response(exc.status, error_body(exc)))
             return
         if refusal is not None or path is None:
             status, why = refusal or (404, "no such path")
@@ -221,13 +222,12 @@ def _refusal(
     if token is None:
         return None
     try:
-        given = (request.header(b"authorization") or b"").decode("latin-1")
+        given = bearer_token(request)
     except HttpError as exc:  # two of them: whichever a reader took, refused
         return 401, str(exc)
-    scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
+    if not given:
         return 401, f"no bearer token (is {TOKEN_VAR} set in the agent's environment?)"
-    if not hmac.compare_digest(value.strip().encode(), token):
+    if not hmac.compare_digest(given.encode(), token):
         return 401, "wrong bearer token (the serve token changed? restart the agent)"
     return None
 
@@ -381,6 +381,14 @@ async def send(stream: trio.abc.Stream, data: bytes) -> bool:
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         return False
     return True
+
+
+async def answer_unread(stream: trio.abc.Stream, answer: bytes) -> None:
+    """The last answer on a connection whose client may still be sending (a request that
+    could not be read whole, one refused unread): written, then lingered on for
+    :data:`LINGER_S`."""
+    if await send(stream, answer):
+        await linger(stream, LINGER_S)
 
 
 async def linger(stream: trio.abc.Stream, seconds: float) -> None:

@@ -172,14 +172,15 @@ class HttpConnection:
         conflict = _framing_conflict(head)
         if conflict is not None:
             raise HttpError(400, f"the request has {conflict}: its body cannot be told apart")
-        length = [v for k, v in event.headers if k == b"content-length"]
+        headers = list(event.headers)  # (h11's Headers is slow to walk: once)
+        length = [v for k, v in headers if k == b"content-length"]
         if length and int(length[0]) > self.max_body:
             raise HttpError(413, f"body over {self.max_body} bytes")
-        connection = [v.lower() for k, v in event.headers if k == b"connection"]
+        connection = [v.lower() for k, v in headers if k == b"connection"]
         self._request = HttpRequest(
             method=event.method.decode("latin-1"),
             target=event.target,
-            headers=list(event.headers),
+            headers=headers,
             keep_alive=event.http_version == b"1.1" and not any(b"close" in v for v in connection),
         )
 
@@ -226,14 +227,20 @@ def error_body(why: object) -> bytes:
     return msgspec.json.encode({"error": str(why)})
 
 
+def bearer_token(request: HttpRequest) -> str | None:
+    """What ``Authorization: Bearer ...`` says (stripped; may be empty), None without one.
+    Raises :class:`HttpError` for two ``Authorization`` headers."""
+    given = request.header(b"authorization") or b""
+    scheme, _, credential = given.decode("latin-1").partition(" ")
+    return credential.strip() if scheme.lower() == "bearer" else None
+
+
 def presented_token(request: HttpRequest) -> str | None:
-    """The bearer token of a websocket handshake: ``Authorization: Bearer ...``, else the
-    ``token`` query parameter. Raises :class:`HttpError` for two ``Authorization`` headers."""
-    given = request.header(b"authorization")
+    """The bearer token of a websocket handshake: :func:`bearer_token`, else the ``token``
+    query parameter. Raises :class:`HttpError` for two ``Authorization`` headers."""
+    given = bearer_token(request)
     if given is not None:
-        scheme, _, credential = given.decode("latin-1").partition(" ")
-        if scheme.lower() == "bearer":
-            return credential.strip()
+        return given
     tokens = parse_qs(urlsplit(request.target.decode("latin-1")).query).get("token")
     return tokens[0] if tokens else None
 

@@ -283,8 +283,7 @@ class HookServer:
         self._slots = trio.CapacityLimiter(settings.max_connections)
         #: TCP connections still sending their first request, oldest first: their read's
         #: cancel scope (a new connection past ``max_connections`` evicts the oldest).
-        self._handshakes: dict[int, trio.CancelScope] = {}
-        self._handshake_no = 0
+        self._handshakes: dict[trio.CancelScope, None] = {}
         #: Connections serving agent hook requests (``POST /claude/v1/hook`` ..., TCP ones once
         #: authenticated, and the relay socket's).
         self._http_connections = 0
@@ -434,17 +433,16 @@ class HookServer:
             # once (every agent, the relay, a websocket client) is never the oldest for long,
             # and one that holds connections open without a request cannot shut the port.
             oldest = next(iter(self._handshakes))
-            self._handshakes.pop(oldest).cancel()
+            del self._handshakes[oldest]
+            oldest.cancel()
             self.refused_handshakes += 1
             self._handshake_report.hit(
                 f"serve: {self.settings.max_connections} connections are sending their first "
                 "request (as many as --max-connections): each new TCP connection closes the "
                 "oldest of them unread (a client that sends nothing useful cannot lock others out)"
             )
-        self._handshake_no += 1
-        mine = self._handshake_no
         reading = trio.move_on_after(self.settings.handshake_timeout_s)
-        self._handshakes[mine] = reading
+        self._handshakes[reading] = None
         http = HttpConnection(self.settings.max_message_bytes)
         request: HttpRequest | HttpError | None = None
         try:
@@ -453,12 +451,11 @@ class HookServer:
         except HttpError as exc:
             request = exc
         finally:
-            self._handshakes.pop(mine, None)  # (before any answer: the slot is free at once)
+            self._handshakes.pop(reading, None)  # (before any answer: the slot is free at once)
         if request is None or (isinstance(request, HttpError) and request.eof):
             return  # the client left, or did not say it all in time
-        if isinstance(request, HttpError):  # (unread bytes may follow: lingered on)
-            if await send(stream, response(request.status, error_body(request))):
-                await linger(stream, agent_http.LINGER_S)
+        if isinstance(request, HttpError):
+            await agent_http.answer_unread(stream, response(request.status, error_body(request)))
         elif request.method == "POST":
             await self._serve_agent_http(stream, http, request)
         elif request.method == "GET":
@@ -665,8 +662,7 @@ class HookServer:
     async def _refuse_unread(self, stream: trio.SocketStream) -> None:
         """HTTP 503 on a connection whose request was not read."""
         try:
-            if await send(stream, _OUT_OF_FDS_REPLY):
-                await linger(stream, agent_http.LINGER_S)
+            await agent_http.answer_unread(stream, _OUT_OF_FDS_REPLY)
         finally:
             await trio.aclose_forcefully(stream)
 
