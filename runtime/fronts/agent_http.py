@@ -333,15 +333,6 @@ async def _watched(
     failure: str | None = None
     async with trio.open_nursery() as nursery:
 
-        async def run() -> None:
-            nonlocal result, failure
-            try:
-                result = await work()
-            except Exception as exc:  # our own fault: fail closed for this event
-                log.exception("hook request failed")
-                failure = repr(exc)
-            nursery.cancel_scope.cancel()
-
         async def watch() -> None:
             reading = True  # (until a pipelined next request came: kept for later)
             while True:
@@ -361,8 +352,13 @@ async def _watched(
                 break  # the client went away or stopped reading: the hooks are cancelled
             nursery.cancel_scope.cancel()
 
-        nursery.start_soon(run)
         nursery.start_soon(watch)
+        try:  # (in the nursery's body, so the watcher's cancel reaches it)
+            result = await work()
+        except Exception as exc:  # our own fault: fail closed for this event
+            log.exception("hook request failed")
+            failure = repr(exc)
+        nursery.cancel_scope.cancel()
     return result, failure
 
 

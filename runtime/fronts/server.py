@@ -291,6 +291,10 @@ class HookServer:
         #: connections from another user.
         self.refused_requests = 0
         self._refusal_report = _LimitReport()
+        #: Who every relay-socket connection is (the kernel vouched for the user's uid).
+        self._relay_peer = agent_http.Peer(
+            token=None, on_refused=self.refused, fire=self._fire_command
+        )
         #: Connections open (any listener, from accept to close), and when the last one closed.
         self._open = 0
         self.last_activity = time.monotonic()
@@ -535,7 +539,7 @@ class HookServer:
             await agent_http.serve_connection(
                 stream,
                 HttpConnection(self.settings.max_message_bytes),
-                peer=agent_http.Peer(token=None, on_refused=self.refused, fire=self._fire_command),
+                peer=self._relay_peer,
                 handle=self._agent_hook,
             )
         finally:
