@@ -124,11 +124,15 @@ _ACCEPT_CAPACITY_ERRNOS: Final = frozenset(
 _ACCEPT_RETRY_S: Final = 0.1
 #: A limit that keeps being hit is logged again at most this often (with the count since).
 LIMIT_REPORT_EVERY_S: Final = 60.0
+_RETRY: Final = [(b"Retry-After", b"1")]
 _OUT_OF_FDS_REPLY: Final = response(
-    503,
-    b"server is out of file descriptors; try again later\n",
+    503, b"server is out of file descriptors; try again later\n", type_=TEXT, headers=_RETRY
+)
+_REFUSED_TOKEN: Final = response(
+    401,
+    b"missing or wrong bearer token\n",
     type_=TEXT,
-    headers=[(b"Retry-After", b"1")],
+    headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
 )
 
 
@@ -1085,15 +1089,6 @@ async def serve(
         await server._close_connections()
         connections.cancel_scope.cancel()
     server.done.set()
-
-
-_RETRY: Final = [(b"Retry-After", b"1")]
-_REFUSED_TOKEN: Final = response(
-    401,
-    b"missing or wrong bearer token\n",
-    type_=TEXT,
-    headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
-)
 
 
 def _closed(event: str, payload: Mapping[str, Any], exc: Exception) -> Outcome:
