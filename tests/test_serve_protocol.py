@@ -168,6 +168,16 @@ def test_a_message_over_the_limit_is_refused_as_its_pieces_cross_it() -> None:
     assert server.closed
 
 
+def test_a_fragmented_message_is_counted_in_utf8_bytes_piece_by_piece() -> None:
+    """Each piece is small next to what is left of the limit, the whole is over it: refused
+    at the piece that crosses it (never made whole for the server to find too big)."""
+    client, server = _client_and_server(limit=10)
+    server.receive(client.send(TextMessage(data="éé", message_finished=False)))  # 4 bytes
+    assert server.messages() == []
+    server.receive(client.send(TextMessage(data="éééé")))  # 8 more: 12
+    assert server.messages() == [] and server.closing == 1009
+
+
 def test_messages_within_the_limit_and_the_clients_close() -> None:
     client, server = _client_and_server(limit=10)
     server.receive(client.send(TextMessage(data="é" * 5)))  # 10 bytes

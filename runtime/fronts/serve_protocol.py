@@ -35,7 +35,7 @@ from wsproto.events import (
 from wsproto.events import Request as WebSocketRequest
 from wsproto.utilities import RemoteProtocolError as WebSocketHandshakeError
 
-from .wire import CLOSE_TOO_BIG, WireError, encode, frame_size
+from .wire import CLOSE_TOO_BIG, WireError, encode
 
 #: A request's line and headers, at most (431 beyond).
 MAX_HEAD_BYTES: Final = 64 * 1024
@@ -318,8 +318,10 @@ class WebSocket:
 
     def _take(self, piece: str | bytes) -> bool:
         """Buffer a piece of the current message; False (and the close queued) when the
-        message went over the limit with it."""
-        self._size += frame_size(piece, self.max_message - self._size)
+        message went over the limit with it. Counted exactly, piece by piece (its UTF-8 bytes):
+        no message over the limit is ever made whole."""
+        exact = isinstance(piece, bytes) or piece.isascii()
+        self._size += len(piece) if exact else len(piece.encode("utf-8", "surrogatepass"))
         if self._size > self.max_message:
             self._parts = []
             limit = self.max_message
