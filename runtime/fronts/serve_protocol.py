@@ -320,8 +320,10 @@ class WebSocket:
         """Buffer a piece of the current message; False (and the close queued) when the
         message went over the limit with it. Counted exactly, piece by piece (its UTF-8 bytes):
         no message over the limit is ever made whole."""
-        exact = isinstance(piece, bytes) or piece.isascii()
-        self._size += len(piece) if exact else len(piece.encode("utf-8", "surrogatepass"))
+        if isinstance(piece, str) and not piece.isascii():
+            self._size += len(piece.encode("utf-8", "surrogatepass"))
+        else:
+            self._size += len(piece)
         if self._size > self.max_message:
             self._parts = []
             limit = self.max_message
