@@ -4,8 +4,10 @@ queue. The same rules over real loopback sockets are in tests/test_server_hostil
 from __future__ import annotations
 
 import ast
+from http import HTTPStatus
 from pathlib import Path
 
+import h11
 import pytest
 from wsproto import ConnectionType, WSConnection
 from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessage
@@ -13,12 +15,15 @@ from wsproto.events import AcceptConnection, CloseConnection, Request, TextMessa
 from triohooks.fronts import relay
 from triohooks.fronts.serve_protocol import (
     CLOSED,
+    INTERIM,
     NEED_DATA,
+    TEXT,
     HttpConnection,
     HttpError,
     HttpRequest,
     WebSocket,
     presented_token,
+    response,
 )
 from triohooks.fronts.wire import ErrorReply, decode_server
 
@@ -83,14 +88,54 @@ def test_a_request_is_read_whole_and_its_headers_kept() -> None:
 
 
 def test_the_answers_are_what_the_relays_read_byte_for_byte() -> None:
+    assert INTERIM == relay.BEAT
+    answer = response(200, b'{"a":1}')
+    assert answer == (
+        b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 7\r\n"
+        b'Connection: close\r\n\r\n{"a":1}'
+    )
+
+
+@pytest.mark.parametrize(
+    ("status", "keep_alive", "type_", "headers"),
+    [
+        (200, True, b"application/json", []),
+        (200, False, b"application/json", []),
+        (401, False, TEXT, [(b"WWW-Authenticate", b'Bearer realm="triohooks"')]),
+        (503, False, TEXT, [(b"Retry-After", b"1")]),
+    ],
+)
+def test_an_answer_is_what_h11_would_write_byte_for_byte(
+    status: int, keep_alive: bool, type_: bytes, headers: list[tuple[bytes, bytes]]
+) -> None:
+    """serve writes its answers itself (h11 only reads): the same bytes h11 makes of them."""
+    h = h11.Connection(h11.SERVER)
+    h.receive_data(b"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 0\r\n\r\n")
+    assert isinstance(h.next_event(), h11.Request)
+    body = b"body\n"
+    fields = [
+        (b"Content-Type", type_),
+        (b"Content-Length", b"%d" % len(body)),
+        (b"Connection", b"keep-alive" if keep_alive else b"close"),
+        *headers,
+    ]
+    reason = HTTPStatus(status).phrase.encode()
+    expected = h.send(h11.Response(status_code=status, headers=fields, reason=reason))
+    expected += h.send(h11.Data(data=body)) + h.send(h11.EndOfMessage())
+    assert response(status, body, keep_alive=keep_alive, type_=type_, headers=headers) == expected
+
+
+def test_a_kept_connection_reads_the_next_request_and_what_was_pipelined() -> None:
     http = HttpConnection(1024)
-    http.receive(HEAD + b"Content-Length: 2\r\nConnection: close\r\n\r\n{}")
-    request = http.next_request()
-    assert isinstance(request, HttpRequest) and not request.keep_alive
-    assert http.interim() == relay.BEAT
-    answer = http.respond(200, b'{"a":1}', keep_alive=False)
-    assert answer.startswith(b"HTTP/1.1 200 OK\r\n") and answer.endswith(b'\r\n\r\n{"a":1}')
-    assert b"Content-Length: 7\r\n" in answer
+    two = HEAD + b"Content-Length: 2\r\n\r\n{}" + HEAD + b"Content-Length: 3\r\n\r\n[1]"
+    http.receive(two)
+    first = http.next_request()
+    assert isinstance(first, HttpRequest) and first.body == b"{}" and first.keep_alive
+    second = http.next_request()
+    assert isinstance(second, HttpRequest) and second.body == b"[1]"
+    assert http.next_request() == NEED_DATA
+    http.receive(b"")
+    assert http.next_request() == CLOSED
 
 
 def _client_and_server(limit: int) -> tuple[WSConnection, WebSocket]:
@@ -121,6 +166,16 @@ def test_a_message_over_the_limit_is_refused_as_its_pieces_cross_it() -> None:
     server.receive(client.send(close.response()))
     server.messages()
     assert server.closed
+
+
+def test_a_fragmented_message_is_counted_in_utf8_bytes_piece_by_piece() -> None:
+    """Each piece is small next to what is left of the limit, the whole is over it: refused
+    at the piece that crosses it (never made whole for the server to find too big)."""
+    client, server = _client_and_server(limit=10)
+    server.receive(client.send(TextMessage(data="éé", message_finished=False)))  # 4 bytes
+    assert server.messages() == []
+    server.receive(client.send(TextMessage(data="éééé")))  # 8 more: 12
+    assert server.messages() == [] and server.closing == 1009
 
 
 def test_messages_within_the_limit_and_the_clients_close() -> None:

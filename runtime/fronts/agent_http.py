@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hmac
 import logging
+import math
 import re
 from collections.abc import Awaitable, Callable
 from typing import Final, TypeVar
@@ -34,15 +35,14 @@ from triohooks.agents.spec import AGENTS, TOKEN_VAR
 from .relay import ENV_LENGTH_HEADER, FIRE_PATH, HEARTBEAT_S, PROTOCOL, with_event
 from .serve_protocol import (
     CLOSED,
+    INTERIM,
     HttpConnection,
     HttpError,
     HttpRequest,
+    bearer_token,
     error_body,
-    error_response,
+    response,
 )
-
-#: The path name of ``triohooks fire``'s requests (:mod:`.fire`), beside the agents'.
-FIRE: Final = FIRE_PATH
 
 log = logging.getLogger("triohooks.serve")
 
@@ -54,7 +54,7 @@ T = TypeVar("T")
 #: and runs the hooks itself.
 PATH: Final = re.compile(
     rb"/("
-    + b"|".join(a.encode() for a in (*AGENTS, FIRE))
+    + b"|".join(a.encode() for a in (*AGENTS, FIRE_PATH))
     + rb")/(v1|"
     + PROTOCOL.encode()
     + rb")/hook(?:\?([^ ]*))?"
@@ -96,16 +96,12 @@ async def read_request(stream: trio.abc.Stream, http: HttpConnection) -> HttpReq
             return got
         if got == CLOSED:
             return None
-        try:
-            data = await stream.receive_some(65536)
-        except (trio.BrokenResourceError, trio.ClosedResourceError):
-            data = b""
-        http.receive(bytes(data))
+        http.receive(await receive(stream))
 
 
 async def reply_busy(stream: trio.abc.Stream) -> None:
     """Over the connection limit: 503 (the agent goes on; the relay runs the hooks itself)."""
-    await send(stream, error_response(503, error_body("too many connections")))
+    await send(stream, response(503, error_body("too many connections")))
 
 
 #: ``(agent, hook input (read once, here), the session's environment or None, the calling
@@ -127,7 +123,6 @@ class Peer(msgspec.Struct):
     on_authenticated: Callable[[], bool] | None = None
     #: Told why a request was refused (missing or wrong token, unreadable input).
     on_refused: Callable[[str], None] | None = None
-    on_answer: Callable[[AgentResult], None] | None = None
     #: Answers ``triohooks fire`` (the relay socket only).
     fire: FireHandler | None = None
 
@@ -141,10 +136,10 @@ def split_environment(request: HttpRequest) -> dict[str, str]:
         raise HttpError(400, f"a relay request needs a valid {ENV_LENGTH_HEADER}")
     block, request.body = request.body[: int(size)], request.body[int(size) :]
     env: dict[str, str] = {}
-    for entry in block.split(b"\0"):
-        name, sep, value = entry.partition(b"=")
+    for entry in block.decode("utf-8", "surrogateescape").split("\0"):  # (NUL is never in a
+        name, sep, value = entry.partition("=")  # multi-byte sequence: decoded once, whole)
         if sep and name:
-            env[name.decode("utf-8", "surrogateescape")] = value.decode("utf-8", "surrogateescape")
+            env[name] = value
     return env
 
 
@@ -178,66 +173,63 @@ async def serve_connection(
                     if http.mid_request:
                         raise HttpError(400, "request not received in time")
                     return
-            refusal = _refusal(request, peer.token)
+            path = PATH.fullmatch(request.target)
+            refusal = _refusal(request, path, peer.token)
             env = split_environment(request) if refusal is None and peer.token is None else None
-        except HttpError as exc:  # (what is left of the request is unread: lingered on)
-            if not exc.eof and await send(stream, error_response(exc.status, error_body(exc))):
-                await linger(stream, LINGER_S)
+        except HttpError as exc:
+            if not exc.eof:
+                await answer_unread(stream, response(exc.status, error_body(exc)))
             return
-        if refusal is None and not authenticated:
+        if refusal is not None or path is None:
+            status, why = refusal or (404, "no such path")
+            if peer.on_refused is not None:
+                peer.on_refused(why)
+            if status == 401 and path is not None:  # a hook path: the event's deny, saying why
+                status, body = 200, _fail_closed(path[1].decode(), request.body, f"refused: {why}")
+            else:
+                body = error_body(why)
+            await send(stream, response(status, body))
+            return
+        if not authenticated:
             authenticated = True
             if peer.on_authenticated is not None and not peer.on_authenticated():
                 await reply_busy(stream)
                 return
-        if refusal is not None:
-            if peer.on_refused is not None:
-                peer.on_refused(refusal[1])
-            status, body = _refused(request, refusal)
-            await send(stream, http.respond(status, body, keep_alive=False))
-            return
         if env is not None:
-            await send(stream, http.interim())  # acknowledged: the relay knows serve has it
-        status, answer = await _answer(stream, http, request, env, handle, peer)
+            await send(stream, INTERIM)  # acknowledged: the relay knows serve has it
+        if path[1] == FIRE_PATH.encode():
+            status, answer = await _answer_fire(stream, http, request, path[3], env, peer)
+        else:
+            status, answer = await _answer(stream, http, request, path, env, handle, peer)
         if answer is None:
             return  # the client went away; its hooks were cancelled
-        await send(stream, http.respond(status, answer, keep_alive=request.keep_alive))
+        await send(stream, response(status, answer, keep_alive=request.keep_alive))
         if not request.keep_alive:
             return
         request = None
 
 
-def _refusal(request: HttpRequest, token: bytes | None) -> tuple[int, str] | None:
+def _refusal(
+    request: HttpRequest, path: re.Match[bytes] | None, token: bytes | None
+) -> tuple[int, str] | None:
     """Why the request is not answered by running hooks (status, reason), or None."""
-    match = PATH.fullmatch(request.target)
-    if match is None or (token is not None and match.group(2) != b"v1"):
+    if path is None or (token is not None and path[2] != b"v1"):
         return 404, "no such path"  # (an older serve answers the relay protocol so, too)
-    if match.group(1) == FIRE.encode() and (token is not None or match.group(2) == b"v1"):
+    if path[1] == FIRE_PATH.encode() and (token is not None or path[2] == b"v1"):
         return 404, "no such path"  # fire: the relay protocol on the relay socket only
     if request.method != "POST":
         return 405, "POST only"
     if token is None:
         return None
     try:
-        given = (request.header(b"authorization") or b"").decode("latin-1")
+        given = bearer_token(request)
     except HttpError as exc:  # two of them: whichever a reader took, refused
         return 401, str(exc)
-    scheme, _, value = given.partition(" ")
-    if scheme.lower() != "bearer" or not value.strip():
+    if not given:
         return 401, f"no bearer token (is {TOKEN_VAR} set in the agent's environment?)"
-    if not hmac.compare_digest(value.strip().encode(), token):
+    if not hmac.compare_digest(given.encode(), token):
         return 401, "wrong bearer token (the serve token changed? restart the agent)"
     return None
-
-
-def _refused(request: HttpRequest, refusal: tuple[int, str]) -> tuple[int, bytes]:
-    """A refused hook request's answer: for a hook path, HTTP 200 with the event's fail-closed
-    answer saying why (an agent goes on after any other status); else the status."""
-    status, why = refusal
-    match = PATH.fullmatch(request.target)
-    if status != 401 or match is None:
-        return status, error_body(why)
-    answer = _fail_closed(match.group(1).decode(), request.body, f"refused: {why}")
-    return 200, answer
 
 
 def _fail_closed(agent: str, body: bytes, why: str) -> bytes:
@@ -268,18 +260,15 @@ async def _answer(
     stream: trio.abc.Stream,
     http: HttpConnection,
     request: HttpRequest,
+    path: re.Match[bytes],
     env: dict[str, str] | None,
     handle: Handler,
     peer: Peer,
 ) -> tuple[int, bytes | None]:
-    match = PATH.fullmatch(request.target)
-    assert match is not None
-    agent = match.group(1).decode()
-    # The relay protocol: heartbeats while the hooks run (the relay socket only: _refusal).
-    beating = match.group(2) == PROTOCOL.encode()
-    query = match.group(3)
-    if agent == FIRE:
-        return await _answer_fire(stream, http, request, env, peer, query)
+    """An agent's hook request (``path``: its match of :data:`PATH`): 200 with the agent's
+    JSON output, a deny when it cannot be read or our own code failed; None when the client
+    went away."""
+    agent, query = path[1].decode(), path[3]
     said = read_query(query) if query is not None else {}
     if said is None:  # not a catch-all we wrote: say so, fail closed
         text = (query or b"")[:64].decode("latin-1")
@@ -296,17 +285,37 @@ async def _answer(
         if peer.on_refused is not None:
             peer.on_refused(f"unreadable hook input: {exc}")
         return 200, _fail_closed(agent, request.body, f"unreadable hook input: {exc}")
-    result, failure, gone = await _watched(
-        stream, http, beating, lambda: handle(agent, read, env, scope)
-    )
-    if gone and result is None:
-        return 200, None
+    # The relay protocol: heartbeats while the hooks run (the relay socket only: _refusal).
+    beating = path[2] == PROTOCOL.encode()
+    result, failure = await _watched(stream, http, beating, lambda: handle(agent, read, env, scope))
     if result is None:
-        answer = internal_error_answer(agent, read.event, failure or "cancelled")
-        return 200, msgspec.json.encode(answer.output)
-    if peer.on_answer is not None:
-        peer.on_answer(result)
+        if failure is None:
+            return 200, None
+        return 200, msgspec.json.encode(internal_error_answer(agent, read.event, failure).output)
     return 200, msgspec.json.encode(result.answer.output)
+
+
+async def _answer_fire(
+    stream: trio.abc.Stream,
+    http: HttpConnection,
+    request: HttpRequest,
+    query: bytes | None,
+    env: dict[str, str] | None,
+    peer: Peer,
+) -> tuple[int, bytes | None]:
+    """``triohooks fire`` through serve (:mod:`.fire`): 200 with its reply; 400 for a query
+    the command does not send; 500 when our own code failed (the command then opens its own
+    engine, which says what failed); None when the client went away."""
+    said = read_query(query, FIRE_QUERY_FIELDS) if query is not None else None
+    fire = peer.fire
+    if said is None or "workspace" not in said or "event" not in said or env is None:
+        return 400, error_body("not a fire request")
+    if fire is None:
+        return 404, error_body("no such path")
+    result, failure = await _watched(stream, http, True, lambda: fire(said, request.body, env))
+    if result is None:
+        return (500, error_body(failure)) if failure is not None else (200, None)
+    return 200, result
 
 
 async def _watched(
@@ -314,86 +323,51 @@ async def _watched(
     http: HttpConnection,
     beating: bool,
     work: Callable[[], Awaitable[T]],
-) -> tuple[T | None, str | None, bool]:
-    """Run ``work`` for a request while watching its connection: ``(result, failure, gone)``.
-    A disconnect cancels it (the hooks' trees are killed: ``gone``); with ``beating`` (the relay
-    protocol) a heartbeat goes out every :data:`~.relay.HEARTBEAT_S`; our own exception is the
-    ``failure`` (logged), never the connection's end."""
+) -> tuple[T | None, str | None]:
+    """Run ``work`` for a request while watching its connection: ``(result, None)``, ``(None,
+    failure)`` when our own code raised (logged, never the connection's end), or ``(None,
+    None)`` when the client went away: a disconnect cancels ``work`` (the hooks' trees are
+    killed). With ``beating`` (the relay protocol) a heartbeat goes out every
+    :data:`~.relay.HEARTBEAT_S`, by the same task that watches."""
     result: T | None = None
     failure: str | None = None
-    gone = False
     async with trio.open_nursery() as nursery:
 
-        async def run() -> None:
-            nonlocal result, failure
-            try:
-                result = await work()
-            except Exception as exc:  # our own fault: fail closed for this event
-                log.exception("hook request failed")
-                failure = repr(exc)
-            nursery.cancel_scope.cancel()
-
         async def watch() -> None:
-            nonlocal gone
-            try:
-                data = await stream.receive_some(65536)
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
-            if not data:
-                gone = True  # a disconnect cancels the hooks (their trees are killed)
-                nursery.cancel_scope.cancel()
-            else:
-                http.receive(bytes(data))  # a pipelined next request: kept for later
-                await trio.sleep_forever()
-
-        async def beat() -> None:
-            nonlocal gone
+            reading = True  # (until a pipelined next request came: kept for later)
             while True:
-                await trio.sleep(HEARTBEAT_S)
+                with trio.move_on_after(HEARTBEAT_S if beating else math.inf):
+                    if reading:
+                        data = await receive(stream)
+                        if not data:
+                            break  # a disconnect: the hooks are cancelled
+                        http.receive(data)
+                        reading = False
+                    await trio.sleep_forever()
                 # Shielded: a heartbeat is written whole or not at all, never cut off by the
                 # answer being ready (half of one would garble the answer after it).
                 with trio.CancelScope(shield=True), trio.move_on_after(BEAT_WRITE_TIMEOUT_S):
-                    try:
-                        await stream.send_all(http.interim())
+                    if await send(stream, INTERIM):
                         continue
-                    except (trio.BrokenResourceError, trio.ClosedResourceError):
-                        pass
-                gone = True  # the client went away or stopped reading: the hooks are cancelled
-                nursery.cancel_scope.cancel()
-                return
+                break  # the client went away or stopped reading: the hooks are cancelled
+            nursery.cancel_scope.cancel()
 
-        nursery.start_soon(run)
         nursery.start_soon(watch)
-        if beating:
-            nursery.start_soon(beat)
-    return result, failure, gone
+        try:  # (in the nursery's body, so the watcher's cancel reaches it)
+            result = await work()
+        except Exception as exc:  # our own fault: fail closed for this event
+            log.exception("hook request failed")
+            failure = repr(exc)
+        nursery.cancel_scope.cancel()
+    return result, failure
 
 
-async def _answer_fire(
-    stream: trio.abc.Stream,
-    http: HttpConnection,
-    request: HttpRequest,
-    env: dict[str, str] | None,
-    peer: Peer,
-    query: bytes | None,
-) -> tuple[int, bytes | None]:
-    """``triohooks fire`` through serve (:mod:`.fire`): 200 with its reply; 400 for a query
-    the command does not send; 500 when our own code failed (the command then opens its own
-    engine, which says what failed)."""
-    said = read_query(query, FIRE_QUERY_FIELDS) if query is not None else None
-    fire = peer.fire
-    if said is None or "workspace" not in said or "event" not in said or env is None:
-        return 400, error_body("not a fire request")
-    if fire is None:
-        return 404, error_body("no such path")
-    result, failure, gone = await _watched(
-        stream, http, True, lambda: fire(said, request.body, env)
-    )
-    if gone and result is None:
-        return 200, None
-    if not isinstance(result, bytes):
-        return 500, error_body(failure or "cancelled")
-    return 200, result
+async def receive(stream: trio.abc.Stream) -> bytes:
+    """The next bytes from the client; ``b""`` when the connection ended (or broke)."""
+    try:
+        return bytes(await stream.receive_some(65536))
+    except (trio.BrokenResourceError, trio.ClosedResourceError):
+        return b""
 
 
 async def send(stream: trio.abc.Stream, data: bytes) -> bool:
@@ -403,6 +377,14 @@ async def send(stream: trio.abc.Stream, data: bytes) -> bool:
     except (trio.BrokenResourceError, trio.ClosedResourceError):
         return False
     return True
+
+
+async def answer_unread(stream: trio.abc.Stream, answer: bytes) -> None:
+    """The last answer on a connection whose client may still be sending (a request that
+    could not be read whole, one refused unread): written, then lingered on for
+    :data:`LINGER_S`."""
+    if await send(stream, answer):
+        await linger(stream, LINGER_S)
 
 
 async def linger(stream: trio.abc.Stream, seconds: float) -> None:

@@ -13,6 +13,7 @@ It must not serve connections (:mod:`.server` does).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import ipaddress
 import logging
 import os
@@ -36,7 +37,7 @@ from triohooks.config.paths import (
 )
 
 from . import otel, relay
-from .serve_file import SERVE_FILE
+from .serve_file import SERVE_FILE, serve_info
 from .server import (
     DEFAULT_HOST,
     DEFAULT_MAX_CONNECTIONS,
@@ -298,14 +299,9 @@ def _announce(server: HookServer, token_path: Path) -> Path | None:
 
 def _withdraw(path: Path | None) -> None:
     """Remove ``serve.json`` if it is still ours (another serve may have replaced it)."""
-    if path is None:
-        return
-    try:
-        info = msgspec.json.decode(path.read_bytes())
-        if isinstance(info, dict) and info.get("pid") == os.getpid():
+    if path is not None and (serve_info(path.parent) or {}).get("pid") == os.getpid():
+        with contextlib.suppress(OSError):
             path.unlink()
-    except (OSError, msgspec.DecodeError):
-        pass
 
 
 async def _on_signals(signals: Any, server: HookServer, hard_stop: trio.CancelScope) -> None:

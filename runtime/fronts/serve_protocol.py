@@ -4,11 +4,11 @@ Owns what ``serve`` reads off a connection and the bytes it answers with, as pla
 machines fed bytes by the trio server (:mod:`.server`): a request's head and body (h11, plus
 the framing rules h11 leaves open: ``Content-Length`` together with ``Transfer-Encoding``, or
 two ``Content-Length`` values, are refused, since two readers could cut such a request in two
-different places), the bodies' size limit, responses and the relay protocol's interim
-``102``; the websocket handshake's validation and ``101`` (wsproto), the frames, the
-message size limit (an over-long message is refused with a ``too_big`` error and close
-1009 as soon as its buffered part crosses the limit, fragmented or not), and the close
-handshake (1002 / 1007 from wsproto's parse failures).
+different places), the bodies' size limit, the bytes of every answer (:func:`response`) and
+the relay protocol's interim ``102`` (:data:`INTERIM`); the websocket handshake's validation
+and ``101`` (wsproto), the frames, the message size limit (an over-long message is refused
+with a ``too_big`` error and close 1009 as soon as its buffered part crosses the limit,
+fragmented or not), and the close handshake (1002 / 1007 from wsproto's parse failures).
 
 It must not import trio, nor do I/O, nor decide what a request is answered (the server and
 :mod:`.agent_http` do).
@@ -102,17 +102,14 @@ def _framing_conflict(head: bytes) -> str | None:
     return None
 
 
-class _Interim:
-    data: bytes | None = None
-
-
 class HttpConnection:
     """The server side of one HTTP/1.1 connection: feed it bytes (:meth:`receive`), take whole
-    requests (:meth:`next_request`), and answer each (:meth:`respond`, :meth:`interim`)."""
+    requests (:meth:`next_request`). h11 reads the requests; the answers are :func:`response`
+    and :data:`INTERIM`, written by the caller in between."""
 
     def __init__(self, max_body: int) -> None:
         self.max_body = max_body
-        self._h11 = h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
+        self._h11 = _reader()
         self._request: HttpRequest | None = None
         self._body = bytearray()
         self._eof = False
@@ -140,8 +137,13 @@ class HttpConnection:
         connection between requests). Raises :class:`HttpError` for a request that cannot be
         read: its status (400, 413, 431, 501) and what was wrong."""
         h = self._h11
-        if h.our_state is h11.DONE and h.their_state is h11.DONE:
-            h.start_next_cycle()  # (the caller answered the last one, keeping the connection)
+        if h.their_state is h11.DONE:  # the last one was answered: a reader for the next one
+            data, closed = h.trailing_data  # (pipelined bytes, and whether the client closed)
+            h = self._h11 = _reader()
+            if data:
+                h.receive_data(data)
+            if closed:
+                h.receive_data(b"")
         while True:
             head = h.trailing_data[0] if h.their_state is h11.IDLE else b""
             try:
@@ -170,56 +172,54 @@ class HttpConnection:
         conflict = _framing_conflict(head)
         if conflict is not None:
             raise HttpError(400, f"the request has {conflict}: its body cannot be told apart")
-        length = [v for k, v in event.headers if k == b"content-length"]
+        headers = list(event.headers)  # (h11's Headers is slow to walk: once)
+        length = [v for k, v in headers if k == b"content-length"]
         if length and int(length[0]) > self.max_body:
             raise HttpError(413, f"body over {self.max_body} bytes")
-        connection = [v.lower() for k, v in event.headers if k == b"connection"]
+        connection = [v.lower() for k, v in headers if k == b"connection"]
         self._request = HttpRequest(
             method=event.method.decode("latin-1"),
             target=event.target,
-            headers=list(event.headers),
+            headers=headers,
             keep_alive=event.http_version == b"1.1" and not any(b"close" in v for v in connection),
         )
 
-    def respond(self, status: int, body: bytes, *, keep_alive: bool, type_: bytes = JSON) -> bytes:
-        """The bytes of the answer to the request just read (``keep_alive``: the connection
-        stays open for the next one)."""
-        response = h11.Response(
-            status_code=status,
-            reason=_reason(status),
-            headers=_headers(body, keep_alive, type_, ()),
-        )
-        return b"".join(
-            (
-                self._h11.send(response),
-                self._h11.send(h11.Data(data=body)),
-                self._h11.send(h11.EndOfMessage()),
-            )
-        )
 
-    def interim(self) -> bytes:
-        """``HTTP/1.1 102 Processing``: the relay protocol's acknowledgement and heartbeat.
-        The same bytes each time, and h11's state is the same after: made once."""
-        if _Interim.data is None:
-            _Interim.data = self._h11.send(
-                h11.InformationalResponse(status_code=102, headers=[], reason=_reason(102))
-            )
-        return _Interim.data
+def _reader() -> h11.Connection:
+    return h11.Connection(h11.SERVER, max_incomplete_event_size=MAX_HEAD_BYTES)
 
 
 def _reason(status: int) -> bytes:
     return HTTPStatus(status).phrase.encode()
 
 
-def _headers(
-    body: bytes, keep_alive: bool, type_: bytes, extra: Iterable[tuple[bytes, bytes]]
-) -> list[tuple[bytes, bytes]]:
-    return [
-        (b"Content-Type", type_),
-        (b"Content-Length", b"%d" % len(body)),
-        (b"Connection", b"keep-alive" if keep_alive else b"close"),
-        *extra,
-    ]
+#: ``HTTP/1.1 102 Processing``: the relay protocol's acknowledgement and heartbeat.
+INTERIM: Final = b"HTTP/1.1 102 %s\r\n\r\n" % _reason(102)
+
+
+def response(
+    status: int,
+    body: bytes,
+    *,
+    keep_alive: bool = False,
+    type_: bytes = JSON,
+    headers: Iterable[tuple[bytes, bytes]] = (),
+) -> bytes:
+    """The bytes of every answer serve gives: the status line, ``Content-Type``,
+    ``Content-Length``, ``Connection`` (``keep_alive``: the connection stays open for the next
+    request, which only a request that was read whole and allows it may ask), ``headers``,
+    the body. Made here rather than by h11, which would validate these same headers on every
+    answer; its output, byte for byte (tests/test_serve_protocol.py)."""
+    status_line = b"HTTP/1.1 %d %s\r\n" % (status, _reason(status))
+    fields = b"".join(b"%s: %s\r\n" % field for field in headers)
+    connection = b"keep-alive" if keep_alive else b"close"
+    head = b"Content-Type: %s\r\nContent-Length: %d\r\nConnection: %s\r\n%s\r\n" % (
+        type_,
+        len(body),
+        connection,
+        fields,
+    )
+    return status_line + head + body
 
 
 def error_body(why: object) -> bytes:
@@ -227,32 +227,20 @@ def error_body(why: object) -> bytes:
     return msgspec.json.encode({"error": str(why)})
 
 
-def error_response(
-    status: int,
-    body: bytes,
-    *,
-    type_: bytes = JSON,
-    headers: Iterable[tuple[bytes, bytes]] = (),
-) -> bytes:
-    """A final answer that closes the connection, whatever state its request left it in (a
-    request that could not be read, one refused, a websocket handshake refused)."""
-    h = h11.Connection(h11.SERVER)  # a server may answer before it has read a request
-    response = h11.Response(
-        status_code=status,
-        reason=_reason(status),
-        headers=_headers(body, False, type_, headers),
-    )
-    return h.send(response) + h.send(h11.Data(data=body)) + h.send(h11.EndOfMessage())
+def bearer_token(request: HttpRequest) -> str | None:
+    """What ``Authorization: Bearer ...`` says (stripped; may be empty), None without one.
+    Raises :class:`HttpError` for two ``Authorization`` headers."""
+    given = request.header(b"authorization") or b""
+    scheme, _, credential = given.decode("latin-1").partition(" ")
+    return credential.strip() if scheme.lower() == "bearer" else None
 
 
 def presented_token(request: HttpRequest) -> str | None:
-    """The bearer token of a websocket handshake: ``Authorization: Bearer ...``, else the
-    ``token`` query parameter. Raises :class:`HttpError` for two ``Authorization`` headers."""
-    given = request.header(b"authorization")
+    """The bearer token of a websocket handshake: :func:`bearer_token`, else the ``token``
+    query parameter. Raises :class:`HttpError` for two ``Authorization`` headers."""
+    given = bearer_token(request)
     if given is not None:
-        scheme, _, credential = given.decode("latin-1").partition(" ")
-        if scheme.lower() == "bearer":
-            return credential.strip()
+        return given
     tokens = parse_qs(urlsplit(request.target.decode("latin-1")).query).get("token")
     return tokens[0] if tokens else None
 
@@ -330,11 +318,12 @@ class WebSocket:
 
     def _take(self, piece: str | bytes) -> bool:
         """Buffer a piece of the current message; False (and the close queued) when the
-        message went over the limit with it."""
-        size = len(piece)
-        if isinstance(piece, str) and 4 * size > self.max_message - self._size:
-            size = len(piece.encode("utf-8", "surrogatepass"))
-        self._size += size
+        message went over the limit with it. Counted exactly, piece by piece (its UTF-8 bytes):
+        no message over the limit is ever made whole."""
+        if isinstance(piece, str) and not piece.isascii():
+            self._size += len(piece.encode("utf-8", "surrogatepass"))
+        else:
+            self._size += len(piece)
         if self._size > self.max_message:
             self._parts = []
             limit = self.max_message

@@ -56,8 +56,7 @@ from triohooks.config.events import PayloadError, UnknownEventError, canonical_e
 from triohooks.engine.hook_engine import HookEngine
 
 from . import agent_http, relay
-from .agent_http import linger as _linger
-from .agent_http import send as _send
+from .agent_http import linger, receive, send
 from .serve_protocol import (
     TEXT,
     HttpConnection,
@@ -65,12 +64,11 @@ from .serve_protocol import (
     HttpRequest,
     WebSocket,
     error_body,
-    error_response,
     presented_token,
+    response,
 )
 from .wire import (
     CLOSE_NORMAL,
-    CLOSE_TOO_BIG,
     EVENT_KINDS,
     MAX_FRAME_BYTES,
     ClientMessage,
@@ -106,7 +104,7 @@ DEFAULT_HOST: Final = "127.0.0.1"
 DEFAULT_PORT: Final = 8765
 DEFAULT_MAX_CONNECTIONS: Final = 256
 #: The relay socket's name in the state dir.
-SOCKET_FILE: Final = "serve.sock"
+SOCKET_FILE: Final = relay.SOCKET_NAME
 _RESERVED_DATA_KEYS: Final = frozenset({"event"})
 #: Event frames queued at once by a subscriber's sender (see ``_Connection._send_events``).
 SEND_BATCH: Final = 128
@@ -126,11 +124,15 @@ _ACCEPT_CAPACITY_ERRNOS: Final = frozenset(
 _ACCEPT_RETRY_S: Final = 0.1
 #: A limit that keeps being hit is logged again at most this often (with the count since).
 LIMIT_REPORT_EVERY_S: Final = 60.0
-_OUT_OF_FDS_REPLY: Final = error_response(
-    503,
-    b"server is out of file descriptors; try again later\n",
+_RETRY: Final = [(b"Retry-After", b"1")]
+_OUT_OF_FDS_REPLY: Final = response(
+    503, b"server is out of file descriptors; try again later\n", type_=TEXT, headers=_RETRY
+)
+_REFUSED_TOKEN: Final = response(
+    401,
+    b"missing or wrong bearer token\n",
     type_=TEXT,
-    headers=[(b"Retry-After", b"1")],
+    headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
 )
 
 
@@ -180,18 +182,17 @@ class _LimitReport:
     """Says, once, that a limit was hit: a warning the first time, then at most one every
     :data:`LIMIT_REPORT_EVERY_S` while it keeps being hit, with how many were refused since."""
 
-    def __init__(self, describe: Callable[[], str]) -> None:
-        self._describe = describe
+    def __init__(self) -> None:
         self._last: float | None = None
         self._since = 0
 
-    def hit(self) -> None:
+    def hit(self, said: str) -> None:
         self._since += 1
         now = time.monotonic()
         if self._last is not None and now - self._last < LIMIT_REPORT_EVERY_S:
             return
         again = f" ({self._since} refused since the last report)" if self._last is not None else ""
-        log.warning("%s%s", self._describe(), again)
+        log.warning("%s%s", said, again)
         self._last, self._since = now, 0
 
 
@@ -216,12 +217,10 @@ def raise_fd_limit(needed: int) -> tuple[int, int]:
             pass
     if soft != resource.RLIM_INFINITY and soft < needed:
         log.warning(
-            "serve: the file descriptor limit (%d, hard limit %s) is below the %d that "
-            "--max-connections can use; connections past it are answered HTTP 503. Raise it "
-            "(ulimit -n; the hard limit: ulimit -Hn, or LimitNOFILE= in a systemd unit) or "
-            "lower --max-connections",
-            soft,
-            "unlimited" if hard == resource.RLIM_INFINITY else hard,
+            "serve: the file descriptor limit (%s) is below the %d that --max-connections can "
+            "use; connections past it are answered HTTP 503. Raise it (ulimit -n; the hard "
+            "limit: ulimit -Hn, or LimitNOFILE= in a systemd unit) or lower --max-connections",
+            _fd_limit_text(),
             needed,
         )
     return soft, hard
@@ -280,60 +279,38 @@ class HookServer:
         self.refused_fds = 0
         #: The OTLP export of this server (:func:`serve`'s ``telemetry``), for the stats.
         self.telemetry: Telemetry | None = None
-        self._cap_report = _LimitReport(self._cap_message)
-        self._handshake_report = _LimitReport(self._handshake_message)
-        self._http_report = _LimitReport(self._http_message)
-        self._fd_report = _LimitReport(self._fd_message)
+        self._cap_report = _LimitReport()
+        self._handshake_report = _LimitReport()
+        self._http_report = _LimitReport()
+        self._fd_report = _LimitReport()
         self._reserve_fd: int | None = None
         self._slots = trio.CapacityLimiter(settings.max_connections)
         #: TCP connections still sending their first request, oldest first: their read's
         #: cancel scope (a new connection past ``max_connections`` evicts the oldest).
-        self._handshakes: dict[int, trio.CancelScope] = {}
-        self._handshake_no = 0
+        self._handshakes: dict[trio.CancelScope, None] = {}
         #: Connections serving agent hook requests (``POST /claude/v1/hook`` ..., TCP ones once
         #: authenticated, and the relay socket's).
         self._http_connections = 0
-        self._last_refusal = ""
         #: Agent-hook requests refused (no or wrong token, unreadable input) and relay
         #: connections from another user.
         self.refused_requests = 0
-        self._refusal_report = _LimitReport(self._refusal_message)
+        self._refusal_report = _LimitReport()
+        #: Who every relay-socket connection is (the kernel vouched for the user's uid).
+        self._relay_peer = agent_http.Peer(
+            token=None, on_refused=self.refused, fire=self._fire_command
+        )
+        #: Connections open (any listener, from accept to close), and when the last one closed.
+        self._open = 0
         self.last_activity = time.monotonic()
-
-    def _cap_message(self) -> str:
-        limit = self.settings.max_connections
-        return (
-            f"serve: at the connection limit, {limit} websockets open (--max-connections "
-            f"{limit}): new ones are answered HTTP 503 until one closes; start serve with a "
-            "larger --max-connections to allow more"
-        )
-
-    def _handshake_message(self) -> str:
-        return (
-            f"serve: {self.settings.max_connections} connections are sending their first "
-            "request (as many as --max-connections): each new TCP connection closes the "
-            "oldest of them unread (a client that sends nothing useful cannot lock others out)"
-        )
-
-    def _http_message(self) -> str:
-        limit = self.settings.max_connections
-        return (
-            f"serve: {limit} agent hook connections open (as many as --max-connections "
-            f"{limit}): new ones are answered HTTP 503 (the relay then runs the hooks itself)"
-        )
-
-    def _refusal_message(self) -> str:
-        return f"serve: agent hook request refused: {self._last_refusal}"
 
     def refused(self, why: str) -> None:
         """An agent-hook request was refused: counted, and logged (rate-limited)."""
         self.refused_requests += 1
-        self._last_refusal = why
-        self._refusal_report.hit()
+        self._refusal_report.hit(f"serve: agent hook request refused: {why}")
 
-    def _fd_message(self) -> str:
+    def _out_of_fds(self) -> None:
         limit = self.settings.max_connections
-        return (
+        self._fd_report.hit(
             f"serve: out of file descriptors (limit {_fd_limit_text()}): new connections are "
             "answered HTTP 503 until some close; raise the limit (ulimit -n) or lower "
             f"--max-connections ({limit}, which can use {fds_needed(limit)})"
@@ -439,10 +416,9 @@ class HookServer:
             conn.fires.cancel_scope.cancel()
 
     async def exit_when_idle(self, idle_s: float) -> None:
-        """Shut down once no connection is open and nothing happened for ``idle_s``."""
+        """Shut down once no connection is open and none closed for ``idle_s``."""
         while True:
-            busy = self.connections or self._http_connections or self._in_flight
-            if busy:
+            if self._open:
                 self.last_activity = time.monotonic()
             wait = self.last_activity + idle_s - time.monotonic()
             if wait <= 0:
@@ -465,13 +441,16 @@ class HookServer:
             # once (every agent, the relay, a websocket client) is never the oldest for long,
             # and one that holds connections open without a request cannot shut the port.
             oldest = next(iter(self._handshakes))
-            self._handshakes.pop(oldest).cancel()
+            del self._handshakes[oldest]
+            oldest.cancel()
             self.refused_handshakes += 1
-            self._handshake_report.hit()
-        self._handshake_no += 1
-        mine = self._handshake_no
+            self._handshake_report.hit(
+                f"serve: {self.settings.max_connections} connections are sending their first "
+                "request (as many as --max-connections): each new TCP connection closes the "
+                "oldest of them unread (a client that sends nothing useful cannot lock others out)"
+            )
         reading = trio.move_on_after(self.settings.handshake_timeout_s)
-        self._handshakes[mine] = reading
+        self._handshakes[reading] = None
         http = HttpConnection(self.settings.max_message_bytes)
         request: HttpRequest | HttpError | None = None
         try:
@@ -480,30 +459,23 @@ class HookServer:
         except HttpError as exc:
             request = exc
         finally:
-            self._handshakes.pop(mine, None)  # (before any answer: the slot is free at once)
+            self._handshakes.pop(reading, None)  # (before any answer: the slot is free at once)
         if request is None or (isinstance(request, HttpError) and request.eof):
             return  # the client left, or did not say it all in time
-        if isinstance(request, HttpError):  # (unread bytes may follow: lingered on)
-            if await _send(stream, error_response(request.status, error_body(request))):
-                await _linger(stream, agent_http.LINGER_S)
+        if isinstance(request, HttpError):
+            await agent_http.answer_unread(stream, response(request.status, error_body(request)))
         elif request.method == "POST":
             await self._serve_agent_http(stream, http, request)
         elif request.method == "GET":
             await self._serve_websocket(stream, http, request)
         else:
             why = "a websocket handshake (GET) or an agent hook request (POST) only"
-            await _send(stream, error_response(400, error_body(why)))
+            await send(stream, response(400, error_body(why)))
 
     async def _agent_hook(
         self, agent: str, body: AgentInput, env: dict[str, str] | None, scope: str | None
     ) -> Any:
-        self.last_activity = time.monotonic()
-        try:
-            return await self.engine.agent_hook(
-                agent, body, adopted_only=True, env=env, scope=scope
-            )
-        finally:
-            self.last_activity = time.monotonic()
+        return await self.engine.agent_hook(agent, body, adopted_only=True, env=env, scope=scope)
 
     async def _fire_command(self, said: dict[str, str], body: bytes, env: dict[str, str]) -> bytes:
         """``triohooks fire`` from the relay socket (:mod:`.fire`): answered here when this
@@ -518,15 +490,15 @@ class HookServer:
             or engine.get("trust")
             or engine.get("audit") is False
         )
-        self.last_activity = time.monotonic()
-        try:
-            return await answer_request(self.engine, said, body, env, own_settings=plain)
-        finally:
-            self.last_activity = time.monotonic()
+        return await answer_request(self.engine, said, body, env, own_settings=plain)
 
     def _take_http_slot(self) -> bool:
-        if self._http_connections >= self.settings.max_connections:
-            self._http_report.hit()
+        limit = self.settings.max_connections
+        if self._http_connections >= limit:
+            self._http_report.hit(
+                f"serve: {limit} agent hook connections open (as many as --max-connections "
+                f"{limit}): new ones are answered HTTP 503 (the relay then runs the hooks itself)"
+            )
             return False
         self._http_connections += 1
         return True
@@ -571,7 +543,7 @@ class HookServer:
             await agent_http.serve_connection(
                 stream,
                 HttpConnection(self.settings.max_message_bytes),
-                peer=agent_http.Peer(token=None, on_refused=self.refused, fire=self._fire_command),
+                peer=self._relay_peer,
                 handle=self._agent_hook,
             )
         finally:
@@ -586,26 +558,30 @@ class HookServer:
             ws = WebSocket(request, self.settings.max_message_bytes)
             given = presented_token(request)
         except HttpError as exc:
-            await _send(stream, error_response(exc.status, error_body(exc)))
+            await send(stream, response(exc.status, error_body(exc)))
             return
         if given is None or not hmac.compare_digest(given.encode(), self._token):
             self.rejected += 1
-            await _send(stream, _REFUSED_TOKEN)
+            await send(stream, _REFUSED_TOKEN)
             return
         if not self._accepting:
-            await _send(stream, error_response(503, b"server is shutting down\n", type_=TEXT))
+            await send(stream, response(503, b"server is shutting down\n", type_=TEXT))
             return
         try:
             self._slots.acquire_nowait()  # synchronous: no race between check and take
         except trio.WouldBlock:
             self.refused_full += 1
-            self._cap_report.hit()
             limit = self.settings.max_connections
+            self._cap_report.hit(
+                f"serve: at the connection limit, {limit} websockets open (--max-connections "
+                f"{limit}): new ones are answered HTTP 503 until one closes; start serve with a "
+                "larger --max-connections to allow more"
+            )
             body = f"server is at its connection limit ({limit}); try again later\n".encode()
-            await _send(stream, error_response(503, body, type_=TEXT, headers=_RETRY))
+            await send(stream, response(503, body, type_=TEXT, headers=_RETRY))
             return
         try:
-            if await _send(stream, ws.accept(http.trailing_data)):
+            if await send(stream, ws.accept(http.trailing_data)):
                 conn = _Connection(self, stream, ws)
                 self._connections.add(conn)
                 try:
@@ -615,18 +591,18 @@ class HookServer:
         finally:
             self._slots.release()
         if not ws.closed:  # cut off (bad input unanswered, a stalled client): unread bytes
-            await _linger(stream, FAIL_LINGER_S)
+            await linger(stream, FAIL_LINGER_S)
 
     # -- accepting ----------------------------------------------------------------------------
     async def accept_loop(
         self,
         listener: trio.SocketListener,
         handlers: trio.Nursery,
-        on_stream: Callable[[trio.SocketStream], Awaitable[None]] | None = None,
+        on_stream: Callable[[trio.SocketStream], Awaitable[None]],
         *,
         task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED,
     ) -> None:
-        """Accept connections and start :meth:`on_stream` for each, until cancelled (then the
+        """Accept connections and start ``on_stream`` for each, until cancelled (then the
         listener is closed). What ``trio.serve_listeners`` does, except when accept() fails for
         want of resources: out of file descriptors, a connection is still accepted on the one
         kept in reserve and answered HTTP 503 (and the limit logged once); otherwise it waits
@@ -639,31 +615,35 @@ class HookServer:
                 except OSError as exc:
                     if exc.errno not in _ACCEPT_CAPACITY_ERRNOS:
                         raise
-                    await self._accept_starved(listener, handlers, exc)
+                    await self._accept_starved(listener, handlers, on_stream, exc)
                     continue
-                self.last_activity = time.monotonic()
-                handlers.start_soon(self._run_stream, stream, on_stream or self.on_stream)
+                handlers.start_soon(self._run_stream, stream, on_stream)
 
     async def _run_stream(
-        self,
-        stream: trio.SocketStream,
-        on_stream: Callable[[trio.SocketStream], Awaitable[None]] | None = None,
+        self, stream: trio.SocketStream, on_stream: Callable[[trio.SocketStream], Awaitable[None]]
     ) -> None:
+        self._open += 1
         try:
-            await (on_stream or self.on_stream)(stream)
+            await on_stream(stream)
         except (trio.BrokenResourceError, trio.ClosedResourceError):
             pass
         except Exception:
             log.exception("connection failed")
         finally:
+            self._open -= 1
+            self.last_activity = time.monotonic()
             await trio.aclose_forcefully(stream)
 
     async def _accept_starved(
-        self, listener: trio.SocketListener, handlers: trio.Nursery, exc: OSError
+        self,
+        listener: trio.SocketListener,
+        handlers: trio.Nursery,
+        on_stream: Callable[[trio.SocketStream], Awaitable[None]],
+        exc: OSError,
     ) -> None:
         """accept() failed with ``exc`` (EMFILE, ENFILE, ENOMEM, ENOBUFS)."""
         if exc.errno not in (errno.EMFILE, errno.ENFILE) or self._reserve_fd is None:
-            self._fd_report.hit()
+            self._out_of_fds()
             await trio.sleep(_ACCEPT_RETRY_S)
             if self._reserve_fd is None:
                 self._reserve_fd = _open_reserve_fd()
@@ -673,16 +653,16 @@ class HookServer:
         try:
             stream = await listener.accept()  # on the descriptor just freed
         except OSError:
-            self._fd_report.hit()
+            self._out_of_fds()
             await trio.sleep(_ACCEPT_RETRY_S)
             return
         finally:
             self._reserve_fd = _open_reserve_fd()
         if self._reserve_fd is not None:  # a descriptor came free meanwhile: serve it
-            handlers.start_soon(self._run_stream, stream)
+            handlers.start_soon(self._run_stream, stream, on_stream)
             return
         self.refused_fds += 1
-        self._fd_report.hit()
+        self._out_of_fds()
         await self._refuse_unread(stream)
         if self._reserve_fd is None:
             self._reserve_fd = _open_reserve_fd()
@@ -690,8 +670,7 @@ class HookServer:
     async def _refuse_unread(self, stream: trio.SocketStream) -> None:
         """HTTP 503 on a connection whose request was not read."""
         try:
-            if await _send(stream, _OUT_OF_FDS_REPLY):
-                await _linger(stream, agent_http.LINGER_S)
+            await agent_http.answer_unread(stream, _OUT_OF_FDS_REPLY)
         finally:
             await trio.aclose_forcefully(stream)
 
@@ -750,7 +729,7 @@ class _Connection:
             self._wakeup = trio.Event()
             while self.ws.pending:
                 self._writing = True
-                sent = await _send(self.stream, self.ws.data_to_send())
+                sent = await send(self.stream, self.ws.data_to_send())
                 self._writing = False
                 if not sent:
                     self.scope.cancel()  # the connection broke: nothing more to do on it
@@ -784,19 +763,13 @@ class _Connection:
     async def _read_loop(self) -> None:
         limit = self.server.settings.max_message_bytes
         while not self.ws.closed:
-            try:
-                data = bytes(await self.stream.receive_some(65536))
-            except (trio.BrokenResourceError, trio.ClosedResourceError):
-                data = b""
+            data = await receive(self.stream)
             self.ws.receive(data)
             for message in self.ws.messages():
-                try:
-                    msg = decode_client(message, limit)  # raises nothing but WireError
-                    await self._handle(msg)
+                try:  # (never over the limit: the protocol refused such a message)
+                    await self._handle(decode_client(message, limit))  # raises only WireError
                 except WireError as err:
                     await self.send(encode(err.reply()))
-                    if err.code == "too_big":
-                        self.ws.close(CLOSE_TOO_BIG, f"message over {limit} bytes")
             self._wakeup.set()  # pongs, close frames, an error and its close: written now
             if self.ws.closing not in (None, CLOSE_NORMAL) and not self._lingering:
                 # Bad input closed it: the client gets FAIL_LINGER_S to answer the close.
@@ -1089,7 +1062,9 @@ async def serve(
                     if listeners:
                         server.port = listeners[0].socket.getsockname()[1]
                     for listener in listeners:
-                        await listening.start(server.accept_loop, listener, connections)
+                        await listening.start(
+                            server.accept_loop, listener, connections, server.on_stream
+                        )
                     if settings.agent_socket is not None:
                         unix, bound = await open_relay_listener(settings.agent_socket)
                         await listening.start(
@@ -1114,15 +1089,6 @@ async def serve(
         await server._close_connections()
         connections.cancel_scope.cancel()
     server.done.set()
-
-
-_RETRY: Final = [(b"Retry-After", b"1")]
-_REFUSED_TOKEN: Final = error_response(
-    401,
-    b"missing or wrong bearer token\n",
-    type_=TEXT,
-    headers=[(b"WWW-Authenticate", b'Bearer realm="triohooks"')],
-)
 
 
 def _closed(event: str, payload: Mapping[str, Any], exc: Exception) -> Outcome:
