@@ -584,6 +584,67 @@ async def test_hooks_start_here_while_there_is_no_watchdog_helper() -> None:
 
 
 @pytest.mark.linux_guard
+async def test_while_its_helper_is_replaced_the_linux_backend_runs_hooks_the_posix_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The helper killed and its successor held back: hooks then start here, through the posix
+    guard's path (its spawn, exit watch, stop and sweeps), and still nothing survives -- even a
+    descendant that left the group *and* dropped the marker, found under its stopped leader
+    (the posix stop's snapshot; a marker sweep alone would miss it). Once the new helper is
+    up, hooks are its children again."""
+    from triohooks.actors import _subreaper, posix_guard
+
+    real_start = _subreaper.WatchdogHelper.start
+    starts: list[str] = []
+    go_on = trio.Event()
+
+    async def start(engine_id: str) -> _subreaper.WatchdogHelper:
+        starts.append(engine_id)
+        if len(starts) > 1:
+            await go_on.wait()
+        return await real_start(engine_id)
+
+    monkeypatch.setattr(_subreaper.WatchdogHelper, "start", start)
+    stops: list[int] = []
+    real_stop = posix_guard.PosixGuard._stop
+
+    async def stop(self: posix_guard.PosixGuard, no: int, process: trio.Process) -> None:
+        stops.append(no)
+        await real_stop(self, no, process)
+
+    monkeypatch.setattr(posix_guard.PosixGuard, "_stop", stop)
+    words, argv = _unique_sleep()
+    try:
+        with trio.fail_after(15):
+            async with open_guard() as reaper:
+                first = reaper.watchdog_pid
+                assert first is not None
+                os.kill(first, signal.SIGKILL)
+                while reaper.watchdog_pid is not None:  # given up; the next one is held back
+                    await trio.sleep(0.01)
+                here = await reaper.run(sh("echo $PPID; setsid sleep 100 & exit 3"))
+                assert (here.status, here.exit_code) == ("exited", 3)
+                assert int(here.stdout.split()[0]) == os.getpid()  # spawned by this process
+                await assert_no_survivors(reaper, within=1.0)  # the marked one: swept
+                script = f"env -i setsid {words} & sleep 100"
+                timed_out = await reaper.run(sh(script, timeout_s=0.5))
+                assert timed_out.status == "timeout" and stops  # the posix guard's stop
+                with trio.move_on_after(1):
+                    while _argv_running(argv):
+                        await trio.sleep(0.02)
+                assert _argv_running(argv) == []
+                assert reaper.stats().spawned == 2 and reaper.live == 0
+                go_on.set()
+                while reaper.watchdog_pid is None:
+                    await trio.sleep(0.01)
+                again = await reaper.run(sh("echo $PPID"))
+                assert int(again.stdout) == reaper.watchdog_pid
+                assert len(stops) == 1  # (not the posix guard's any more)
+    finally:
+        _kill_pids(_argv_running(argv))
+
+
+@pytest.mark.linux_guard
 async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
