@@ -205,6 +205,19 @@ def spawn_error(spec: ProcessSpec, exc: Exception) -> str:
     return f"cannot start {program!r}: {exc}"
 
 
+def write_some(fd: int, data: memoryview) -> memoryview | None:
+    """Write what the pipe (non-blocking) takes now; the rest, or None when nothing more will
+    be written."""
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except BlockingIOError:
+        return data
+    except OSError:  # EPIPE: the hook exited (or closed stdin) without reading it all
+        return None
+    return None
+
+
 Environment = dict[str, str] | dict[bytes, bytes]
 
 
@@ -588,7 +601,23 @@ class PosixGuard:
         )
 
     async def _run(self, spec: ProcessSpec, started: float) -> ProcessResult:
-        launched = await self._start(spec)
+        # Its stdin pipe holds what of the payload fits before the spawn: the child reads it as
+        # it starts, and only a payload bigger than the pipe needs feeding after.
+        stdin_r, stdin_w = os.pipe()
+        try:
+            os.set_blocking(stdin_w, False)
+            rest = write_some(stdin_w, memoryview(spec.stdin))
+            launched = await self._start(spec, stdio=[stdin_r, subprocess.PIPE, subprocess.PIPE])
+        except BaseException:
+            os.close(stdin_w)
+            raise
+        finally:
+            os.close(stdin_r)
+        if rest is None or isinstance(launched, ProcessResult):
+            os.close(stdin_w)
+            feeder = None
+        else:
+            feeder = trio.lowlevel.FdStream(stdin_w)
         if isinstance(launched, ProcessResult):
             return launched
         no, process = launched
@@ -608,13 +637,9 @@ class PosixGuard:
                     overflowed = True
                     waiting.cancel()
 
-        async def feed() -> None:
-            stdin = process.stdin
-            if stdin is None:
-                return
+        async def feed(stdin: trio.lowlevel.FdStream, data: memoryview) -> None:
             try:
-                if spec.stdin:
-                    await stdin.send_all(spec.stdin)
+                await stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the hook did not read it all: its business
             finally:
@@ -626,7 +651,8 @@ class PosixGuard:
                 outputs.start_soon(read, process.stderr, err)
                 with waiting:
                     async with trio.open_nursery() as feeding:
-                        feeding.start_soon(feed)
+                        if feeder is not None and rest is not None:
+                            feeding.start_soon(feed, feeder, rest)
                         await process.wait()
                         feeding.cancel_scope.cancel()
                 if process.returncode is None:  # timeout, overflow or close
@@ -642,7 +668,7 @@ class PosixGuard:
             raise
         finally:
             with trio.CancelScope(shield=True):
-                for stream in (process.stdin, process.stdout, process.stderr):
+                for stream in (feeder, process.stdout, process.stderr):
                     if stream is not None:
                         await stream.aclose()
             self._forget(no, process)

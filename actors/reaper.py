@@ -66,7 +66,7 @@ from .guard import (
     WorkerProcess,
     process_result,
 )
-from .posix_guard import Environment, PosixGuard, guarding, spawn_error
+from .posix_guard import Environment, PosixGuard, guarding, spawn_error, write_some
 from .supervisor import Supervisor
 from .workers import LINUX_WORKER_FDS
 
@@ -222,24 +222,12 @@ async def _spawn_via(
     inline = stdin if len(stdin) <= STDIN_INLINE else b""
     new = await helper.spawn(no, spec.argv, executable, cwd, env, inline, payload_file)
     rest = (
-        _write_some(new.stdin, memoryview(stdin)[new.written :])
+        write_some(new.stdin, memoryview(stdin)[new.written :])
         if new.written < len(stdin)
         else None
     )
     child = _HelperChild(helper, new.pid, new.status)
     return _Run(no, child, new.stdin, new.stdout, new.stderr, new.writers, rest)
-
-
-def _write_some(fd: int, data: memoryview) -> memoryview | None:
-    """Write what the pipe takes now; the rest, or None when nothing more will be written."""
-    try:
-        while data:
-            data = data[os.write(fd, data) :]
-    except BlockingIOError:
-        return data
-    except OSError:  # EPIPE: the hook exited (or closed stdin) without reading it all
-        return None
-    return None
 
 
 class _Plumbing:
@@ -309,7 +297,7 @@ class _Plumbing:
                 self.exited = True
             elif fd == run.stdin:
                 assert self.stdin_rest is not None
-                self.stdin_rest = _write_some(fd, self.stdin_rest)
+                self.stdin_rest = write_some(fd, self.stdin_rest)
                 if self.stdin_rest is None:
                     self.poller.unregister(fd)
                     run.close_stdin()

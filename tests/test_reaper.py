@@ -613,6 +613,10 @@ async def test_while_its_helper_is_replaced_the_linux_backend_runs_hooks_the_pos
         await real_stop(self, no, process)
 
     monkeypatch.setattr(posix_guard.PosixGuard, "_stop", stop)
+
+    def helper_of(guard: ProcessGuard) -> int | None:  # (read afresh: it changes under us)
+        return guard.watchdog_pid
+
     words, argv = _unique_sleep()
     try:
         with trio.fail_after(15):
@@ -620,7 +624,7 @@ async def test_while_its_helper_is_replaced_the_linux_backend_runs_hooks_the_pos
                 first = reaper.watchdog_pid
                 assert first is not None
                 os.kill(first, signal.SIGKILL)
-                while reaper.watchdog_pid is not None:  # given up; the next one is held back
+                while helper_of(reaper) is not None:  # given up; the next one is held back
                     await trio.sleep(0.01)
                 here = await reaper.run(sh("echo $PPID; setsid sleep 100 & exit 3"))
                 assert (here.status, here.exit_code) == ("exited", 3)
@@ -635,7 +639,7 @@ async def test_while_its_helper_is_replaced_the_linux_backend_runs_hooks_the_pos
                 assert _argv_running(argv) == []
                 assert reaper.stats().spawned == 2 and reaper.live == 0
                 go_on.set()
-                while reaper.watchdog_pid is None:
+                while helper_of(reaper) is None:
                     await trio.sleep(0.01)
                 again = await reaper.run(sh("echo $PPID"))
                 assert int(again.stdout) == reaper.watchdog_pid
