@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 from contextlib import suppress
@@ -18,6 +19,7 @@ import psutil
 import pytest
 import trio
 
+from triohooks.actors import _watchdog
 from triohooks.actors._watchdog import RUN_VAR, FrameReader, frame, marked_processes
 from triohooks.actors.guard import ProcessGuard
 from triohooks.actors.process_guard import open_guard
@@ -776,6 +778,40 @@ async def test_a_big_payload_file_is_written_in_a_thread_not_sent(tmp_path: Any)
             result = await reaper.run(spec)
             assert result.stdout.strip() == str(len(big))
             assert not os.path.exists(path)
+
+
+def test_the_marker_scan_finds_exactly_what_psutil_reads() -> None:
+    """The scan's raw read of each environment (Linux) finds the processes, and the run
+    numbers, that psutil's parsed environment names: this engine's marker (the last one set
+    wins), not another engine's, not a variable whose name only ends with the marker's."""
+    engine = os.urandom(6).hex()
+    envs = {
+        "ours": {RUN_VAR: f"{engine}:7"},
+        "another run": {RUN_VAR: f"{engine}:8"},
+        "other engine": {RUN_VAR: f"{engine}x:9"},
+        "lookalike": {"X_" + RUN_VAR: f"{engine}:10"},
+        "not a number": {RUN_VAR: f"{engine}:1a"},
+    }
+    started = []
+    try:
+        for extra in envs.values():
+            env = {k: v for k, v in os.environ.items() if k != RUN_VAR}
+            started.append(subprocess.Popen(["sleep", "30"], env={**env, **extra}))
+        # The environment block as the kernel holds it, with a marker set twice.
+        twice = f"{RUN_VAR}={engine}:1\0{RUN_VAR}={engine}:8\0".encode()
+        assert _watchdog._run_in(twice, f"{engine}:") == 8
+        found = sorted(marked_processes(engine))
+        by_psutil = sorted(
+            (proc.pid, run)
+            for proc in psutil.process_iter()
+            if proc.pid != os.getpid()
+            and (run := _watchdog._run_of(proc, f"{engine}:")) is not None
+        )
+        assert found == by_psutil == [(started[0].pid, 7), (started[1].pid, 8)]
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
 
 
 def test_frames_of_many_chunks_and_leftovers_read_whole() -> None:
