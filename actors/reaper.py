@@ -38,7 +38,6 @@ there; the posix guard alone elsewhere.
 
 from __future__ import annotations
 
-import itertools
 import logging
 import os
 import select
@@ -46,7 +45,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
-from typing import Final, cast
+from typing import Final
 
 import msgspec
 import trio
@@ -54,7 +53,7 @@ import trio
 from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 from ._subreaper import HelperGone, HostEnvironment, WatchdogHelper
-from ._watchdog import RUN_VAR, STDIN_INLINE, run_marker
+from ._watchdog import STDIN_INLINE, run_marker
 from .guard import (
     EOF_GRACE_S,
     READ_CHUNK,
@@ -66,7 +65,14 @@ from .guard import (
     WorkerProcess,
     process_result,
 )
-from .posix_guard import Environment, PosixGuard, guarding, spawn_error, write_some
+from .posix_guard import (
+    HOST_ENVIRONMENT,
+    Environment,
+    PosixGuard,
+    guarding,
+    spawn_error,
+    write_some,
+)
 from .supervisor import Supervisor
 from .workers import LINUX_WORKER_FDS
 
@@ -75,7 +81,6 @@ log = logging.getLogger("triohooks.reaper")
 #: The largest payload file the watchdog helper writes (it comes with the spawn request, which
 #: the loop sends synchronously); a larger one is written in a worker thread.
 PAYLOAD_FILE_INLINE: Final = 256 * 1024
-_RUN_VAR_BYTES: Final = RUN_VAR.encode()
 
 
 class _HelperChild:
@@ -324,46 +329,6 @@ class _Plumbing:
 def _close_poller(poller: select.epoll) -> None:
     trio.lowlevel.notify_closing(poller.fileno())
     poller.close()
-
-
-def _host_environment(marker: str) -> Environment:
-    """The host's environment as the bytes dict Popen takes, plus the run marker: a fresh
-    dict, the caller's to change (see :class:`_EnvironmentSnapshot`)."""
-    env = dict(_HOST_ENVIRONMENT.take()[0])
-    env[_RUN_VAR_BYTES] = marker.encode()
-    return env
-
-
-class _EnvironmentSnapshot:
-    """The host's environment as ``os.environb`` (public, POSIX) has it on each run, so a
-    variable the embedding application sets later reaches later hooks, with a version that
-    changes only when the contents did (the watchdog helper then keeps its copy: the request
-    carries the run marker alone).
-
-    Copied on every run (~30 us for 35 variables: every item goes through its Python-level
-    ``__getitem__``); comparing the copy with the last one costs ~1 us. Noticing changes without
-    copying would take a process-wide audit hook (``sys.addaudithook``: never removable, called
-    on every audit event of the embedding application), not a side effect a library should
-    impose for 30 us.
-    """
-
-    def __init__(self) -> None:
-        self._snapshot: dict[bytes, bytes] | None = None
-        self._versions = itertools.count(1)
-        self._version = 0
-
-    def take(self) -> tuple[dict[bytes, bytes], int]:
-        """The environment (not to be changed) and its version: the same version, the same
-        contents."""
-        current = dict(os.environb)
-        if current != self._snapshot:
-            self._snapshot = current
-            self._version = next(self._versions)
-        assert self._snapshot is not None
-        return self._snapshot, self._version
-
-
-_HOST_ENVIRONMENT: Final = _EnvironmentSnapshot()
 
 
 class WorkerRun:
@@ -771,18 +736,14 @@ class Reaper(PosixGuard):
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
-        marker = run_marker(self.engine_id, no)
         env: Environment
-        if spec.env is not None:
-            env = {**spec.env, **(extra_env or {}), RUN_VAR: marker}
-        elif extra_env:
-            host = cast("dict[bytes, bytes]", _host_environment(marker))
-            for name, value in extra_env.items():
-                host[name.encode()] = value.encode()
-            env = host
-        else:  # the common case: the helper keeps the host's environment between runs
-            snapshot, version = _HOST_ENVIRONMENT.take()
-            env = HostEnvironment(snapshot, version, marker.encode())
+        if spec.env is None and not extra_env:
+            # The common case: the helper keeps the host's environment between runs.
+            snapshot, version = HOST_ENVIRONMENT.take()
+            marker = run_marker(self.engine_id, no).encode()
+            env = HostEnvironment(snapshot, version, marker)
+        else:
+            env = self._env(spec, no, extra_env or {})
         try:
             # Shielded: a process the helper starts is tracked (in ``live``) before a cancel
             # can act, and then stopped and reaped by the same cancel path as any run -- not

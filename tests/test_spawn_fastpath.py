@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from triohooks.actors import reaper as reaper_module
+from triohooks.actors import posix_guard
 from triohooks.actors._watchdog import STDIN_INLINE
 from triohooks.actors.reaper import open_reaper
 from triohooks.handlers.process import ProcessSpec
@@ -47,7 +47,7 @@ async def test_host_environment_changes_reach_hooks_through_the_helper(
 
 
 def test_the_snapshot_is_kept_only_while_nothing_changed(monkeypatch: pytest.MonkeyPatch) -> None:
-    snapshots = reaper_module._EnvironmentSnapshot()
+    snapshots = posix_guard.EnvironmentSnapshot()
     first, version = snapshots.take()
     assert first == dict(os.environb)
     assert snapshots.take()[1] == version  # kept
