@@ -586,19 +586,19 @@ class PosixGuard:
     async def _start(
         self,
         spec: ProcessSpec,
-        extra: Mapping[str, str] | None = None,
-        stdio: list[int] | None = None,
+        extra: Mapping[str, str],
+        stdio: list[int],
     ) -> tuple[int, trio.Process] | ProcessResult:
-        """Spawn ``spec``'s process, numbered, marked and live: with three pipes trio makes,
-        or on ``stdio`` (the child's ends of a worker's pipes). ``argv[0]`` is looked up in the
-        guard's :class:`CommandHash`; a hashed file that fails to start is forgotten and the
-        spawn retried with the child searching PATH."""
+        """Spawn ``spec``'s process, numbered, marked and live, on ``stdio``: the child's ends
+        of its stdin, stdout and stderr (``subprocess.PIPE``: a pipe trio makes). ``argv[0]``
+        is looked up in the guard's :class:`CommandHash`; a hashed file that fails to start is
+        forgotten and the spawn retried with the child searching PATH."""
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
         self._spawning += 1
         try:
-            env = self._env(spec, no, extra or {})
+            env = self._env(spec, no, extra)
             program = spec.argv[0]
             executable = self._commands.lookup(program, env)
             try:
@@ -626,9 +626,9 @@ class PosixGuard:
 
     @staticmethod
     async def _open(
-        spec: ProcessSpec, env: Environment, stdio: list[int] | None, executable: str | None
+        spec: ProcessSpec, env: Environment, stdio: list[int], executable: str | None
     ) -> trio.Process:
-        stdin, stdout, stderr = stdio or (subprocess.PIPE,) * 3
+        stdin, stdout, stderr = stdio
         return await trio.lowlevel.open_process(
             list(spec.argv),
             executable=executable,
@@ -647,7 +647,7 @@ class PosixGuard:
         try:
             os.set_blocking(stdin_w, False)
             rest = write_some(stdin_w, memoryview(spec.stdin))
-            launched = await self._start(spec, stdio=[stdin_r, subprocess.PIPE, subprocess.PIPE])
+            launched = await self._start(spec, {}, [stdin_r, subprocess.PIPE, subprocess.PIPE])
         except BaseException:
             os.close(stdin_w)
             raise
