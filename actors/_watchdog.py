@@ -245,6 +245,10 @@ def _run_of(proc: Any, prefix: str) -> int | None:
         value = proc.environ().get(RUN_VAR)
     except (psutil.Error, OSError):  # gone, a zombie, or not ours to read
         return None
+    return _run_number(value, prefix)
+
+
+def _run_number(value: str | None, prefix: str) -> int | None:
     if value is None or not value.startswith(prefix):
         return None
     number = value[len(prefix) :]
@@ -252,15 +256,40 @@ def _run_of(proc: Any, prefix: str) -> int | None:
 
 
 def marked_processes(engine_id: str) -> Iterator[tuple[int, int]]:
-    """``(pid, run_no)`` of every live process we can see that carries this engine's marker."""
+    """``(pid, run_no)`` of every live process we can see that carries this engine's marker.
+
+    On Linux each ``/proc/<pid>/environ`` is read as it is and searched for the marker's bytes,
+    and only a process whose environment holds them is parsed (as psutil parses it: the last
+    ``TRIOHOOKS_RUN`` wins); a scan is then a few times cheaper than psutil's. Elsewhere,
+    psutil's."""
     prefix = f"{engine_id}:"
     me = os.getpid()
-    for proc in _psutil().process_iter():
-        if proc.pid == me:
+    if not sys.platform.startswith("linux"):
+        for proc in _psutil().process_iter():
+            if proc.pid != me and (run := _run_of(proc, prefix)) is not None:
+                yield proc.pid, run
+        return
+    needle = RUN_VAR_BYTES + b"=" + prefix.encode()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
             continue
-        run = _run_of(proc, prefix)
-        if run is not None:
-            yield proc.pid, run
+        try:
+            with open(f"/proc/{name}/environ", "rb") as environ:
+                data = environ.read()
+        except OSError:  # gone, or not ours to read
+            continue
+        if needle in data and (run := _run_in(data, prefix)) is not None:
+            yield int(name), run
+
+
+def _run_in(environ: bytes, prefix: str) -> int | None:
+    """The run number in a raw environment block's marker if it names our engine."""
+    value = None
+    for entry in environ.split(b"\0"):
+        name, sep, rest = entry.partition(b"=")
+        if sep and name == RUN_VAR_BYTES:
+            value = rest
+    return _run_number(None if value is None else os.fsdecode(value), prefix)
 
 
 def kill_marked(engine_id: str, spare: Callable[[int], bool] | None = None) -> int:

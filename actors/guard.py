@@ -2,12 +2,14 @@
 
 Two backends keep the same promises as far as their OS lets them (docs/platforms.md):
 
-- ``linux`` (:mod:`triohooks.actors.reaper`): a child-subreaper watchdog helper spawns every
-  hook, pidfds watch them; no escapee survives, even a double fork that drops its marker.
 - ``posix`` (:mod:`triohooks.actors.posix_guard`): what macOS and the BSDs offer -- trio's own
   process API (kqueue on macOS), each hook in its own session and group, group kills, the
   run-marker sweep, and a small host-death watchdog process; an escapee that left the group
-  *and* dropped the marker is not found.
+  *and* dropped the marker is found only while its leader is stopped unreaped.
+- ``linux`` (:mod:`triohooks.actors.reaper`): the posix backend plus a child-subreaper watchdog
+  helper, which spawns every hook (pidfds watch them in the helper); no escapee survives, even a
+  double fork that drops its marker. Without the helper (``watchdog=False``, or while a new
+  one starts) hooks run through the posix backend's code.
 
 :func:`backend` picks ``linux`` when every API it needs is there (``os.pidfd_open``,
 ``os.waitid``, ``signal.pidfd_send_signal``, ``socket.MSG_CMSG_CLOEXEC``, ``select.epoll``),

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import itertools
 import logging
 import os
 import signal
@@ -40,7 +41,7 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final, Generic, TypeVar, cast
 
 import trio
 
@@ -48,6 +49,7 @@ from triohooks.handlers.process import ProcessResult, ProcessSpec
 
 from ._watchdog import (
     RUN_VAR,
+    RUN_VAR_BYTES,
     kill_marked,
     remove_file,
     run_marker,
@@ -64,6 +66,7 @@ from .guard import (
     Backend,
     Capture,
     GuardStats,
+    WorkerProcess,
     process_result,
     unfinished,
 )
@@ -189,8 +192,12 @@ def _psutil_path() -> list[str]:
     return [str(Path(spec.origin).parent.parent)]
 
 
-def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
+def spawn_error(spec: ProcessSpec, exc: Exception) -> str:
+    """What a run that could not start says (both backends' spawn paths)."""
     program = spec.argv[0]
+    payload = spec.payload_file
+    if isinstance(exc, OSError) and payload is not None and exc.filename == payload[0]:
+        return f"cannot write the payload file {payload[0]!r}: {exc.strerror or exc}"
     if isinstance(exc, OSError) and exc.filename == spec.cwd:
         return f"cannot start {program!r}: working directory {spec.cwd!r}: {exc.strerror}"
     if isinstance(exc, FileNotFoundError):
@@ -198,6 +205,110 @@ def _spawn_error(spec: ProcessSpec, exc: Exception) -> str:
     if isinstance(exc, OSError):
         return f"cannot start {program!r}: {exc.strerror or exc}"
     return f"cannot start {program!r}: {exc}"
+
+
+class EnvironmentSnapshot:
+    """The host's environment as ``os.environb`` (public, POSIX) has it on each run, so a
+    variable the embedding application sets later reaches later hooks, with a version that
+    changes only when the contents did (the watchdog helper then keeps its copy: the request
+    carries the run marker alone).
+
+    Copied on every run (~30 us for 35 variables: every item goes through its Python-level
+    ``__getitem__``); comparing the copy with the last one costs ~1 us. Noticing changes without
+    copying would take a process-wide audit hook (``sys.addaudithook``: never removable, called
+    on every audit event of the embedding application), not a side effect a library should
+    impose for 30 us.
+    """
+
+    def __init__(self) -> None:
+        self._snapshot: dict[bytes, bytes] | None = None
+        self._versions = itertools.count(1)
+        self._version = 0
+
+    def take(self) -> tuple[dict[bytes, bytes], int]:
+        """The environment (not to be changed) and its version: the same version, the same
+        contents."""
+        current = dict(os.environb)
+        if current != self._snapshot:
+            self._snapshot = current
+            self._version = next(self._versions)
+        assert self._snapshot is not None
+        return self._snapshot, self._version
+
+
+HOST_ENVIRONMENT: Final = EnvironmentSnapshot()
+
+
+def write_some(fd: int, data: memoryview) -> memoryview | None:
+    """Write what the pipe (non-blocking) takes now; the rest, or None when nothing more will
+    be written."""
+    try:
+        while data:
+            data = data[os.write(fd, data) :]
+    except BlockingIOError:
+        return data
+    except OSError:  # EPIPE: the hook exited (or closed stdin) without reading it all
+        return None
+    return None
+
+
+Environment = dict[str, str] | dict[bytes, bytes]
+
+
+class CommandHash:
+    """``argv[0]`` -> the file PATH finds for it, remembered per PATH, like a shell's hash table.
+
+    Without it the child tries ``execve`` in every PATH directory before the right one (~60 us
+    for bash on a PATH of 9 entries; bench/spawn_overhead.py). Only bare names on a PATH of
+    absolute directories are hashed (a relative entry is searched from the child's cwd, which
+    is not ours). The caller forgets an entry whose spawn failed and retries without it, so
+    failures read exactly as before. Stale only the way a shell's hash is: a program installed
+    *earlier* on PATH while the engine runs is not seen until PATH changes or the hashed file
+    fails to start. One per guard, used by every spawn it makes (the linux backend's helper
+    spawns too).
+    """
+
+    #: Past this many entries the table is cleared (names come from config; PATHs rarely vary).
+    MAX_ENTRIES: Final = 256
+
+    def __init__(self) -> None:
+        self._paths: dict[tuple[str, str | bytes | None], str | None] = {}
+
+    def lookup(self, program: str, env: Environment) -> str | None:
+        """The file to exec for ``program`` under ``env``'s PATH; None: let the child search."""
+        if "/" in program:
+            return None
+        key = (program, _path_variable(env))
+        try:
+            return self._paths[key]
+        except KeyError:
+            pass
+        if len(self._paths) >= self.MAX_ENTRIES:
+            self._paths.clear()
+        # A miss is remembered too: the child then searches PATH itself, as without the hash.
+        found = self._paths[key] = _find_on_path(program, env)
+        return found
+
+    def forget(self, program: str) -> None:
+        for key in [key for key in self._paths if key[0] == program]:
+            del self._paths[key]
+
+
+def _path_variable(env: Environment) -> str | bytes | None:
+    if env and isinstance(next(iter(env)), bytes):
+        return cast("dict[bytes, bytes]", env).get(b"PATH")
+    return cast("dict[str, str]", env).get("PATH")
+
+
+def _find_on_path(program: str, env: Environment) -> str | None:
+    """What the child's PATH search would exec first, or None to let the child search."""
+    for directory in os.get_exec_path(cast("dict[str, str]", env)):  # bytes keys work too
+        if not os.path.isabs(directory):
+            return None
+        candidate = os.path.join(directory, program)
+        if os.access(candidate, os.X_OK) and not os.path.isdir(candidate):
+            return candidate
+    return None
 
 
 class _Watchdog:
@@ -304,9 +415,11 @@ def _worker_pipes() -> tuple[list[int], list[int]]:
 
 class PosixGuard:
     """Spawns, guards, kills and reaps hook processes on any POSIX system. Create with
-    :func:`open_posix_guard`."""
+    :func:`open_posix_guard`. The linux backend (:class:`~triohooks.actors.reaper.Reaper`) is
+    this guard plus its watchdog helper: whatever the helper does not spawn runs here."""
 
-    def __init__(self, *, engine_id: str | None = None) -> None:
+    def __init__(self, *, engine_id: str | None = None, worker_fds: int = POSIX_WORKER_FDS) -> None:
+        #: Part of every hook's ``TRIOHOOKS_RUN`` marker.
         self.engine_id = engine_id or uuid.uuid4().hex
         #: Live runs: run number -> the process (its pid is its pgid).
         self._live: dict[int, trio.Process] = {}
@@ -335,7 +448,8 @@ class PosixGuard:
         #: Each stopping run's snapshot, killed together with the others of its round.
         self._to_kill: dict[int, list[tuple[int, float]]] = {}
         self._snapshot_kills: _Batched[int, int] = _Batched(self._kill_snapshots)
-        self._workers = Workers(self.start_worker, self.run, fds=POSIX_WORKER_FDS)
+        self._commands = CommandHash()
+        self._workers = Workers(self.start_worker, self.run, fds=worker_fds)
         #: Where each worker's exit watch runs (the guard's own nursery, once open).
         self._nursery: trio.Nursery | None = None
 
@@ -359,7 +473,7 @@ class PosixGuard:
             timeouts=self._timeouts,
             overflows=self._overflows,
             escapees_killed=self._escapees_killed,
-            live=len(self._live),
+            live=self.live,
         )
 
     def retire_workers(self) -> None:
@@ -371,15 +485,21 @@ class PosixGuard:
         if self._watchdog is not None:
             self._watchdog.say(line.encode() + b"\n")
 
+    def track_file(self, path: str, present: bool) -> None:
+        """Register (``present``) a file the host-death watchdog removes if this process dies
+        before it is released (``present=False``, after its removal). Never raises, never
+        blocks; without a watchdog, a no-op."""
+        self._say(("f" if present else "F") + os.fsencode(path).hex())
+
     # -- payload files ---------------------------------------------------------------------
     async def write_payload(self, path: str, data: bytes) -> None:
         """Create a payload file (0600, exclusively, not through a symlink) in a worker thread,
-        told to the watchdog first. Raises the OSError of the write."""
-        self._say("f" + os.fsencode(path).hex())
+        registered with the watchdog first. Raises the OSError of the write."""
+        self.track_file(path, True)  # before a byte of it exists
         try:
             await trio.to_thread.run_sync(write_private_file, path, data)
         except BaseException:
-            self._say("F" + os.fsencode(path).hex())
+            self.track_file(path, False)
             raise
 
     async def remove_payload(self, path: str, *, wait: bool = False) -> None:
@@ -389,7 +509,7 @@ class PosixGuard:
                 await trio.to_thread.run_sync(remove_file, path)
             except OSError as exc:
                 log.warning("cannot remove payload file %s: %s", path, exc.strerror or exc)
-        self._say("F" + os.fsencode(path).hex())
+        self.track_file(path, False)
 
     # -- runs ------------------------------------------------------------------------------
     async def run(self, spec: ProcessSpec) -> ProcessResult:
@@ -410,10 +530,9 @@ class PosixGuard:
                 await self.write_payload(*spec.payload_file)
             except OSError as exc:
                 self._spawn_failures += 1
-                path = spec.payload_file[0]
                 return ProcessResult(
                     status="spawn_failed",
-                    error=f"cannot write the payload file {path!r}: {exc.strerror or exc}",
+                    error=spawn_error(spec, exc),
                     duration_ms=(time.perf_counter() - started) * 1000,
                 )
         try:
@@ -422,15 +541,21 @@ class PosixGuard:
             if spec.payload_file is not None:
                 await self.remove_payload(spec.payload_file[0], wait=True)
 
-    def _env(self, spec: ProcessSpec, no: int, extra: Mapping[str, str]) -> dict[str, str]:
-        env = dict(os.environ if spec.env is None else spec.env)
-        env.update(extra)
-        env[RUN_VAR] = run_marker(self.engine_id, no)
+    def _env(self, spec: ProcessSpec, no: int, extra: Mapping[str, str]) -> Environment:
+        """The run's environment: the spec's, or the host's (:data:`HOST_ENVIRONMENT`, as the
+        bytes Popen takes), plus ``extra`` and the run marker."""
+        marker = run_marker(self.engine_id, no)
+        if spec.env is not None:
+            return {**spec.env, **extra, RUN_VAR: marker}
+        env = dict(HOST_ENVIRONMENT.take()[0])
+        for name, value in extra.items():
+            env[os.fsencode(name)] = os.fsencode(value)
+        env[RUN_VAR_BYTES] = marker.encode()
         return env
 
     async def start_worker(
         self, spec: ProcessSpec, extra_env: Mapping[str, str] | None = None
-    ) -> PosixWorker | ProcessResult:
+    ) -> WorkerProcess | ProcessResult:
         """Start a warm worker's process (``spec.stdin`` is not written; ``extra_env`` is added
         to its environment): its handle, a live run until its ``reap``, or why it could not
         start (a ProcessResult, as a one-shot run's)."""
@@ -443,7 +568,7 @@ class PosixGuard:
             theirs, ours = _worker_pipes()
         except OSError as exc:
             self._spawn_failures += 1
-            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+            return ProcessResult(status="spawn_failed", error=spawn_error(spec, exc))
         try:
             launched = await self._start(spec, extra_env or {}, theirs[:3])
         finally:
@@ -461,32 +586,34 @@ class PosixGuard:
     async def _start(
         self,
         spec: ProcessSpec,
-        extra: Mapping[str, str] | None = None,
-        stdio: list[int] | None = None,
+        extra: Mapping[str, str],
+        stdio: list[int],
     ) -> tuple[int, trio.Process] | ProcessResult:
-        """Spawn ``spec``'s process, numbered, marked and live: with three pipes trio makes,
-        or on ``stdio`` (the child's ends of a worker's pipes)."""
+        """Spawn ``spec``'s process, numbered, marked and live, on ``stdio``: the child's ends
+        of its stdin, stdout and stderr (``subprocess.PIPE``: a pipe trio makes). ``argv[0]``
+        is looked up in the guard's :class:`CommandHash`; a hashed file that fails to start is
+        forgotten and the spawn retried with the child searching PATH."""
         self._last_no += 1
         no = self._last_no
         self._unfinished.add(no)
         self._spawning += 1
         try:
-            stdin, stdout, stderr = stdio or (subprocess.PIPE,) * 3
-            process = await trio.lowlevel.open_process(
-                list(spec.argv),
-                stdin=stdin,
-                stdout=stdout,
-                stderr=stderr,
-                cwd=spec.cwd,
-                env=self._env(spec, no, extra or {}),
-                start_new_session=True,
-            )
+            env = self._env(spec, no, extra)
+            program = spec.argv[0]
+            executable = self._commands.lookup(program, env)
+            try:
+                process = await self._open(spec, env, stdio, executable)
+            except OSError:
+                if executable is None:
+                    raise
+                self._commands.forget(program)
+                process = await self._open(spec, env, stdio, None)
         except BaseException as exc:
             self._unfinished.discard(no)
             if not isinstance(exc, OSError | ValueError):
                 raise
             self._spawn_failures += 1
-            return ProcessResult(status="spawn_failed", error=_spawn_error(spec, exc))
+            return ProcessResult(status="spawn_failed", error=spawn_error(spec, exc))
         else:
             self._spawned += 1
             self._live[no] = process
@@ -497,8 +624,40 @@ class PosixGuard:
             if not self._spawning and self._closing:
                 self._spawns_landed.set()
 
+    @staticmethod
+    async def _open(
+        spec: ProcessSpec, env: Environment, stdio: list[int], executable: str | None
+    ) -> trio.Process:
+        stdin, stdout, stderr = stdio
+        return await trio.lowlevel.open_process(
+            list(spec.argv),
+            executable=executable,
+            stdin=stdin,
+            stdout=stdout,
+            stderr=stderr,
+            cwd=spec.cwd,
+            env=cast("Mapping[str, str]", env),  # (Popen takes bytes too)
+            start_new_session=True,
+        )
+
     async def _run(self, spec: ProcessSpec, started: float) -> ProcessResult:
-        launched = await self._start(spec)
+        # Its stdin pipe holds what of the payload fits before the spawn: the child reads it as
+        # it starts, and only a payload bigger than the pipe needs feeding after.
+        stdin_r, stdin_w = os.pipe()
+        try:
+            os.set_blocking(stdin_w, False)
+            rest = write_some(stdin_w, memoryview(spec.stdin))
+            launched = await self._start(spec, {}, [stdin_r, subprocess.PIPE, subprocess.PIPE])
+        except BaseException:
+            os.close(stdin_w)
+            raise
+        finally:
+            os.close(stdin_r)
+        if rest is None or isinstance(launched, ProcessResult):
+            os.close(stdin_w)
+            feeder = None
+        else:
+            feeder = trio.lowlevel.FdStream(stdin_w)
         if isinstance(launched, ProcessResult):
             return launched
         no, process = launched
@@ -518,13 +677,9 @@ class PosixGuard:
                     overflowed = True
                     waiting.cancel()
 
-        async def feed() -> None:
-            stdin = process.stdin
-            if stdin is None:
-                return
+        async def feed(stdin: trio.lowlevel.FdStream, data: memoryview) -> None:
             try:
-                if spec.stdin:
-                    await stdin.send_all(spec.stdin)
+                await stdin.send_all(data)
             except (trio.BrokenResourceError, trio.ClosedResourceError):
                 pass  # the hook did not read it all: its business
             finally:
@@ -536,7 +691,8 @@ class PosixGuard:
                 outputs.start_soon(read, process.stderr, err)
                 with waiting:
                     async with trio.open_nursery() as feeding:
-                        feeding.start_soon(feed)
+                        if feeder is not None and rest is not None:
+                            feeding.start_soon(feed, feeder, rest)
                         await process.wait()
                         feeding.cancel_scope.cancel()
                 if process.returncode is None:  # timeout, overflow or close
@@ -552,7 +708,7 @@ class PosixGuard:
             raise
         finally:
             with trio.CancelScope(shield=True):
-                for stream in (process.stdin, process.stdout, process.stderr):
+                for stream in (feeder, process.stdout, process.stderr):
                     if stream is not None:
                         await stream.aclose()
             self._forget(no, process)
@@ -624,15 +780,22 @@ class PosixGuard:
     async def _sweeper(
         self, *, task_status: trio.TaskStatus[None] = trio.TASK_STATUS_IGNORED
     ) -> None:
+        """Actor: kill marked processes of finished runs (escapees), at most every
+        SWEEP_INTERVAL_S. Stateless between sweeps, so the supervisor can restart it."""
         task_status.started()
         while True:
             await self._sweep_wanted.wait()
             self._sweep_wanted = trio.Event()
             await trio.sleep(SWEEP_INTERVAL_S)
+            # Runs started after this snapshot, or live in it, are spared: their processes are
+            # legitimately alive. Any other marked process belongs to a finished run.
             spared = functools.partial(unfinished, self._last_no, frozenset(self._unfinished))
-            self._escapees_killed += await trio.to_thread.run_sync(
-                kill_marked, self.engine_id, spared
-            )
+            try:
+                self._escapees_killed += await trio.to_thread.run_sync(
+                    kill_marked, self.engine_id, spared
+                )
+            except OSError:  # a sweep the OS refuses must not take the engine down
+                log.exception("sweeping escaped hook processes failed")
 
     async def kill_all(self) -> int:
         """Engine close: stop new runs, SIGTERM every live group, grace, SIGKILL, then kill
@@ -640,6 +803,12 @@ class PosixGuard:
         Call it shielded."""
         self._closing = True
         await self._workers.close()  # idle workers: EOF, grace, group kill, reaped
+        return await self._kill_groups(sweep_markers=True)
+
+    async def _kill_groups(self, *, sweep_markers: bool) -> int:
+        """:meth:`kill_all` of the runs this guard spawned (the close began): SIGTERM, grace,
+        SIGKILL, their snapshotted descendants, and (``sweep_markers``) every process still
+        carrying this engine's marker. Returns how many groups were live."""
         if self._spawning:  # their processes run already: wait until they are in _live
             with trio.move_on_after(REAP_BUDGET_S):
                 await self._spawns_landed.wait()
@@ -659,13 +828,15 @@ class PosixGuard:
         every = [entry for snapshot in snapshots for entry in snapshot]
         if every:
             self._escapees_killed += await trio.to_thread.run_sync(_kill_all_of, every)
-        self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
+        if sweep_markers:
+            self._escapees_killed += await trio.to_thread.run_sync(kill_marked, self.engine_id)
         with trio.move_on_after(REAP_BUDGET_S):
             for process in live:
                 await process.wait()
         return len(live)
 
-    async def _start_watchdog(self, nursery: trio.Nursery) -> None:
+    async def _start_watchdog(self, nursery: trio.Nursery, actors: Supervisor) -> None:
+        """The host-death watchdog process, and the task that writes to it."""
         env = {k: v for k, v in os.environ.items() if k != RUN_VAR}
         process = await trio.lowlevel.open_process(
             [sys.executable, "-I", "-S", str(SCRIPT), self.engine_id, *_psutil_path()],
@@ -701,24 +872,48 @@ async def _watch_exit(process: trio.Process, exit_w: int) -> None:
         os.close(exit_w)
 
 
+G = TypeVar("G", bound=PosixGuard)
+
+
 @asynccontextmanager
-async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard]:
-    """A posix guard with its host-death watchdog (unless ``watchdog=False``). On exit, even on
-    cancel: :meth:`PosixGuard.kill_all`, then the watchdog is stopped, shielded and bounded."""
-    guard = PosixGuard()
+async def guarding(guard: G, *, watchdog: bool) -> AsyncIterator[G]:
+    """``guard`` with its actors -- its watchdog (unless ``watchdog=False``), the escapee
+    sweeper, the worker janitor -- started before this yields. On exit, even on cancel:
+    :meth:`PosixGuard.kill_all`, then the watchdog is stopped, shielded and bounded. An
+    exception from the body comes out as itself, not wrapped in an ExceptionGroup by the
+    actors' nursery."""
+    body_error: BaseException | None = None
+    unwrapped: BaseException | None = None
     try:
         async with trio.open_nursery() as nursery:
+            actors = Supervisor(nursery)
             if watchdog:
-                await guard._start_watchdog(nursery)
-            actors = Supervisor(nursery)  # as the linux backend's actors
+                await guard._start_watchdog(nursery, actors)
             await actors.start("escapee sweeper", guard._sweeper)
             await actors.start("worker janitor", guard._workers.janitor)
             guard._nursery = nursery
             try:
                 yield guard
+            except BaseException as exc:
+                body_error = exc
+                raise
             finally:
                 with trio.move_on_after(TERM_GRACE_S + 2 * REAP_BUDGET_S, shield=True):
                     await guard.kill_all()
                 nursery.cancel_scope.cancel()
+    except BaseExceptionGroup as group:
+        if body_error is None or group.exceptions != (body_error,):
+            raise
+        unwrapped = body_error
     finally:
         await guard._stop_watchdog()
+    if unwrapped is not None:
+        raise unwrapped
+
+
+@asynccontextmanager
+async def open_posix_guard(*, watchdog: bool = True) -> AsyncIterator[PosixGuard]:
+    """A posix guard with its host-death watchdog (unless ``watchdog=False``): see
+    :func:`guarding`."""
+    async with guarding(PosixGuard(), watchdog=watchdog) as guard:
+        yield guard

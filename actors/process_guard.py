@@ -1,9 +1,10 @@
 """Opens the process guard of this OS: the backend :func:`triohooks.actors.guard.backend` picks.
 
 The interface and what both backends share live in :mod:`triohooks.actors.guard`, which imports
-neither backend; each backend (:mod:`triohooks.actors.reaper`, :mod:`triohooks.actors.posix_guard`)
-imports the interface; only this module imports the backends. So the guard's modules import
-in one direction, without a circle.
+neither backend; each backend imports the interface, and the linux one
+(:mod:`triohooks.actors.reaper`) is the posix one (:mod:`triohooks.actors.posix_guard`) plus the
+watchdog helper, so it imports that too; only this module opens them. So the guard's modules
+import in one direction, without a circle.
 """
 
 from __future__ import annotations

@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 import signal
 import socket
+import subprocess
 import sys
 import threading
 from contextlib import suppress
@@ -18,6 +19,7 @@ import psutil
 import pytest
 import trio
 
+from triohooks.actors import _watchdog
 from triohooks.actors._watchdog import RUN_VAR, FrameReader, frame, marked_processes
 from triohooks.actors.guard import ProcessGuard
 from triohooks.actors.process_guard import open_guard
@@ -584,6 +586,71 @@ async def test_hooks_start_here_while_there_is_no_watchdog_helper() -> None:
 
 
 @pytest.mark.linux_guard
+async def test_while_its_helper_is_replaced_the_linux_backend_runs_hooks_the_posix_way(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The helper killed and its successor held back: hooks then start here, through the posix
+    guard's path (its spawn, exit watch, stop and sweeps), and still nothing survives -- even a
+    descendant that left the group *and* dropped the marker, found under its stopped leader
+    (the posix stop's snapshot; a marker sweep alone would miss it). Once the new helper is
+    up, hooks are its children again."""
+    from triohooks.actors import _subreaper, posix_guard
+
+    real_start = _subreaper.WatchdogHelper.start
+    starts: list[str] = []
+    go_on = trio.Event()
+
+    async def start(engine_id: str) -> _subreaper.WatchdogHelper:
+        starts.append(engine_id)
+        if len(starts) > 1:
+            await go_on.wait()
+        return await real_start(engine_id)
+
+    monkeypatch.setattr(_subreaper.WatchdogHelper, "start", start)
+    stops: list[int] = []
+    real_stop = posix_guard.PosixGuard._stop
+
+    async def stop(self: posix_guard.PosixGuard, no: int, process: trio.Process) -> None:
+        stops.append(no)
+        await real_stop(self, no, process)
+
+    monkeypatch.setattr(posix_guard.PosixGuard, "_stop", stop)
+
+    def helper_of(guard: ProcessGuard) -> int | None:  # (read afresh: it changes under us)
+        return guard.watchdog_pid
+
+    words, argv = _unique_sleep()
+    try:
+        with trio.fail_after(15):
+            async with open_guard() as reaper:
+                first = reaper.watchdog_pid
+                assert first is not None
+                os.kill(first, signal.SIGKILL)
+                while helper_of(reaper) is not None:  # given up; the next one is held back
+                    await trio.sleep(0.01)
+                here = await reaper.run(sh("echo $PPID; setsid sleep 100 & exit 3"))
+                assert (here.status, here.exit_code) == ("exited", 3)
+                assert int(here.stdout.split()[0]) == os.getpid()  # spawned by this process
+                await assert_no_survivors(reaper, within=1.0)  # the marked one: swept
+                script = f"env -i setsid {words} & sleep 100"
+                timed_out = await reaper.run(sh(script, timeout_s=0.5))
+                assert timed_out.status == "timeout" and stops  # the posix guard's stop
+                with trio.move_on_after(1):
+                    while _argv_running(argv):
+                        await trio.sleep(0.02)
+                assert _argv_running(argv) == []
+                assert reaper.stats().spawned == 2 and reaper.live == 0
+                go_on.set()
+                while helper_of(reaper) is None:
+                    await trio.sleep(0.01)
+                again = await reaper.run(sh("echo $PPID"))
+                assert int(again.stdout) == reaper.watchdog_pid
+                assert len(stops) == 1  # (not the posix guard's any more)
+    finally:
+        _kill_pids(_argv_running(argv))
+
+
+@pytest.mark.linux_guard
 async def test_a_hung_watchdog_helper_is_given_up_after_the_reply_timeout(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -711,6 +778,40 @@ async def test_a_big_payload_file_is_written_in_a_thread_not_sent(tmp_path: Any)
             result = await reaper.run(spec)
             assert result.stdout.strip() == str(len(big))
             assert not os.path.exists(path)
+
+
+def test_the_marker_scan_finds_exactly_what_psutil_reads() -> None:
+    """The scan's raw read of each environment (Linux) finds the processes, and the run
+    numbers, that psutil's parsed environment names: this engine's marker (the last one set
+    wins), not another engine's, not a variable whose name only ends with the marker's."""
+    engine = os.urandom(6).hex()
+    envs = {
+        "ours": {RUN_VAR: f"{engine}:7"},
+        "another run": {RUN_VAR: f"{engine}:8"},
+        "other engine": {RUN_VAR: f"{engine}x:9"},
+        "lookalike": {"X_" + RUN_VAR: f"{engine}:10"},
+        "not a number": {RUN_VAR: f"{engine}:1a"},
+    }
+    started = []
+    try:
+        for extra in envs.values():
+            env = {k: v for k, v in os.environ.items() if k != RUN_VAR}
+            started.append(subprocess.Popen(["sleep", "30"], env={**env, **extra}))
+        # The environment block as the kernel holds it, with a marker set twice.
+        twice = f"{RUN_VAR}={engine}:1\0{RUN_VAR}={engine}:8\0".encode()
+        assert _watchdog._run_in(twice, f"{engine}:") == 8
+        found = sorted(marked_processes(engine))
+        by_psutil = sorted(
+            (proc.pid, run)
+            for proc in psutil.process_iter()
+            if proc.pid != os.getpid()
+            and (run := _watchdog._run_of(proc, f"{engine}:")) is not None
+        )
+        assert found == by_psutil == [(started[0].pid, 7), (started[1].pid, 8)]
+    finally:
+        for proc in started:
+            proc.kill()
+            proc.wait()
 
 
 def test_frames_of_many_chunks_and_leftovers_read_whole() -> None:

@@ -1,5 +1,6 @@
 """The spawn fast path through the watchdog helper: the cached host environment, pipes the
-helper makes (stdin written by it, the rest by us), a host out of descriptors."""
+helper makes (stdin written by it, the rest by us), a host out of descriptors; and stdin
+without the helper (the posix guard's path)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any
 import pytest
 import trio
 
-from triohooks.actors import reaper as reaper_module
+from triohooks.actors import posix_guard
 from triohooks.actors._watchdog import STDIN_INLINE
 from triohooks.actors.reaper import open_reaper
 from triohooks.handlers.process import ProcessSpec
@@ -46,7 +47,7 @@ async def test_host_environment_changes_reach_hooks_through_the_helper(
 
 
 def test_the_snapshot_is_kept_only_while_nothing_changed(monkeypatch: pytest.MonkeyPatch) -> None:
-    snapshots = reaper_module._EnvironmentSnapshot()
+    snapshots = posix_guard.EnvironmentSnapshot()
     first, version = snapshots.take()
     assert first == dict(os.environb)
     assert snapshots.take()[1] == version  # kept
@@ -56,14 +57,17 @@ def test_the_snapshot_is_kept_only_while_nothing_changed(monkeypatch: pytest.Mon
     assert snapshots.take()[1] == changed
 
 
+@pytest.mark.parametrize("helper", [True, False], ids=["helper", "posix-path"])
 @pytest.mark.parametrize(
     "size", [0, 1, STDIN_INLINE - 1, STDIN_INLINE, STDIN_INLINE + 1, 70_000, 3_000_000]
 )
-async def test_stdin_of_any_size_arrives_whole(size: int) -> None:
+async def test_stdin_of_any_size_arrives_whole(size: int, helper: bool) -> None:
+    """Through the helper (a small payload sent with the request), and without it (the posix
+    guard's path: what fits in the pipe written before the spawn, the rest fed after)."""
     payload = bytes(i % 251 for i in range(size))
     with trio.fail_after(10):
-        async with open_reaper() as reaper:
-            assert reaper.watchdog_pid is not None
+        async with open_reaper(watchdog=helper) as reaper:
+            assert (reaper.watchdog_pid is not None) == helper
             result = await reaper.run(sh("cksum", stdin=payload))
     expected = subprocess.run(["cksum"], input=payload, capture_output=True, check=True)
     assert (result.status, result.stdout) == ("exited", expected.stdout.decode())
