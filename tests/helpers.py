@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import io
 import json
+import logging
 import os
 import random
 import resource
+import signal
 import subprocess
 import sys
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,40 +24,168 @@ import trio
 CLI_MODULE = ("-m", "triohooks")
 
 
-def run_cli(
-    *args: str,
-    config_dir: Path,
-    state_dir: Path,
-    cwd: Path,
-    stdin: str = "",
+def cli_here(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str] | None = None,
+    stdin: str | bytes = b"",
+) -> subprocess.CompletedProcess[str]:
+    """The ``triohooks`` command's ``main`` run in this process, as ``python -m triohooks ARGV``
+    would run in a child with environment ``env`` (default: this one), working directory ``cwd``
+    and ``stdin`` as a pipe gives it: its stdout and stderr (text) and the exit code the process would
+    have (``SystemExit`` codes as the interpreter turns them into one). An exception ``main``
+    lets out -- a traceback and exit 1 in a real process -- is raised here, failing the test.
+
+    For tests whose subject is what the command says, exits with or writes, not its start-up:
+    a child process costs 0.3-1 s of interpreter start and imports. What a call changes of the
+    process is put back afterwards (:func:`_as_a_fresh_process`). Tests about start-up, signals,
+    process lifetime, a terminal or the installed script run the real command
+    (:func:`cli_process`)."""
+    data = stdin.encode() if isinstance(stdin, str) else stdin
+    out, err = io.BytesIO(), io.BytesIO()
+    with _as_a_fresh_process(argv, cwd, env, data, out, err) as streams:
+        try:
+            from triohooks.fronts.cli import main
+
+            code: object = main(list(argv))
+        except SystemExit as exc:  # as the interpreter ends on one
+            code = exc.code
+        if code is not None and not isinstance(code, int):
+            print(code, file=sys.stderr)
+            code = 1
+        for stream in streams:
+            stream.flush()
+        said = out.getvalue().decode(), err.getvalue().decode()
+    return subprocess.CompletedProcess(
+        ["triohooks", *argv], 0 if code is None else code & 0xFF, *said
+    )
+
+
+@contextmanager
+def _as_a_fresh_process(
+    argv: Sequence[str],
+    cwd: Path | str,
+    env: Mapping[str, str] | None,
+    stdin: bytes,
+    out: io.BytesIO,
+    err: io.BytesIO,
+) -> Iterator[tuple[io.TextIOWrapper, ...]]:
+    """For one in-process run of the CLI: the environment, working directory, argv, standard
+    streams (pipes: no terminal), logging and signal dispositions a new ``triohooks`` process
+    starts with, and the CLI's per-process cache of the terminal width empty; all of it as it
+    was before, afterwards (signal dispositions only from the main thread, the one place they
+    can be set)."""
+    from triohooks.fronts import cli
+
+    streams = (
+        io.TextIOWrapper(io.BytesIO(stdin), encoding="utf-8"),
+        io.TextIOWrapper(out, encoding="utf-8", write_through=True),
+        io.TextIOWrapper(err, encoding="utf-8", errors="backslashreplace", write_through=True),
+    )
+    names = ("stdin", "stdout", "stderr", "__stdin__", "__stdout__", "__stderr__", "argv")
+    saved_sys = {name: getattr(sys, name) for name in names}
+    saved_env = dict(os.environ)
+    saved_cwd = os.getcwd()
+    saved_columns, saved_commands = list(cli._COLUMNS), dict(cli.COMMANDS)
+    root = logging.getLogger()
+    saved_logging = {
+        name: (logger.level, list(logger.handlers), logger.propagate, logger.disabled)
+        for name, logger in [("", root), *logging.Logger.manager.loggerDict.items()]
+        if isinstance(logger, logging.Logger)
+    }
+    main_thread = threading.current_thread() is threading.main_thread()
+    saved_signals = {}
+    if main_thread:
+        for signum in signal.valid_signals():
+            try:
+                saved_signals[signum] = signal.getsignal(signum)
+            except (OSError, ValueError):
+                continue
+    try:
+        if env is not None:
+            os.environ.clear()
+            os.environ.update(env)
+        os.chdir(cwd)
+        sys.stdin, sys.stdout, sys.stderr = streams
+        sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
+        sys.argv = ["triohooks", *argv]
+        cli._COLUMNS.clear()
+        root.handlers = []
+        root.setLevel(logging.WARNING)
+        yield streams
+    finally:
+        for name, value in saved_sys.items():
+            setattr(sys, name, value)
+        os.chdir(saved_cwd)
+        os.environ.clear()
+        os.environ.update(saved_env)
+        cli._COLUMNS[:] = saved_columns
+        cli.COMMANDS.clear()
+        cli.COMMANDS.update(saved_commands)
+        for name, (level, handlers, propagate, disabled) in saved_logging.items():
+            logger = logging.getLogger(name) if name else root
+            logger.setLevel(level)
+            logger.handlers = handlers
+            logger.propagate, logger.disabled = propagate, disabled
+        for signum, handler in saved_signals.items():
+            if handler is not None and signal.getsignal(signum) is not handler:
+                signal.signal(signum, handler)
+
+
+def cli_process(
+    argv: Sequence[str],
+    *,
+    cwd: Path | str,
+    env: Mapping[str, str] | None = None,
+    stdin: str | None = "",
     timeout: float = 60,
     program: Sequence[str] = CLI_MODULE,
     memory_limit: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """Run the CLI in a child process with its own config and state dirs; ``program`` is what
-    follows the interpreter (``("-c", code)`` runs a patched CLI); ``memory_limit`` (bytes)
+    """The real command in a child process (``python -m triohooks ARGV``; ``program`` is what
+    follows the interpreter, ``("-c", code)`` runs a patched CLI): for tests about start-up,
+    signals, process lifetime, a terminal or the installed script; what :func:`cli_here` runs
+    in this process otherwise. ``stdin`` None inherits this process's; ``memory_limit`` (bytes)
     caps the child's address space, so a runaway read fails fast instead of eating the host."""
 
     def limit() -> None:  # pragma: no cover - runs in the child
         assert memory_limit is not None
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
-    env = {
-        **os.environ,
-        "TRIOHOOKS_CONFIG_DIR": str(config_dir),
-        "TRIOHOOKS_STATE_DIR": str(state_dir),
-    }
     return subprocess.run(
-        [sys.executable, *program, *args],
+        [sys.executable, *program, *argv],
         input=stdin,
         capture_output=True,
         text=True,
-        env=env,
+        env=None if env is None else dict(env),
         cwd=cwd,
         timeout=timeout,
         preexec_fn=limit if memory_limit is not None else None,
         check=False,
     )
+
+
+def run_cli(
+    *args: str,
+    config_dir: Path,
+    state_dir: Path,
+    cwd: Path,
+    stdin: str = "",
+    process: bool = False,
+    **child: Any,
+) -> subprocess.CompletedProcess[str]:
+    """The CLI with its own config and state dirs, in this process (:func:`cli_here`), or with
+    ``process`` in a child (:func:`cli_process`, which takes the ``child`` options)."""
+    env = {
+        **os.environ,
+        "TRIOHOOKS_CONFIG_DIR": str(config_dir),
+        "TRIOHOOKS_STATE_DIR": str(state_dir),
+    }
+    if process:
+        return cli_process(args, cwd=cwd, env=env, stdin=stdin, **child)
+    assert not child, f"{sorted(child)}: options of a child process"
+    return cli_here(args, cwd=cwd, env=env, stdin=stdin)
 
 
 def write_json_hooks(directory: Path, hooks: list[dict[str, Any]], **top: Any) -> Path:
@@ -127,25 +260,25 @@ async def survivors_after(argv: list[str], seconds: float = 2.0) -> list[psutil.
 
 
 def triohooks_cli(
-    *argv: str, cwd: Path, config_dir: Path, timeout: float = 120, **env_vars: str
+    *argv: str,
+    cwd: Path,
+    config_dir: Path,
+    timeout: float = 120,
+    process: bool = False,
+    **env_vars: str,
 ) -> subprocess.CompletedProcess[str]:
-    """``python -m triohooks ARGV`` as a user runs it, with the global config dir (and the
-    state dir under it) set by the environment, and ``env_vars`` (``HOME`` ...)."""
+    """``triohooks ARGV`` as a user runs it, with the global config dir (and the state dir under
+    it) set by the environment, and ``env_vars`` (``HOME`` ...): in this process
+    (:func:`cli_here`), or with ``process`` as ``python -m triohooks`` in a child."""
     env = {
         **os.environ,
         "TRIOHOOKS_CONFIG_DIR": str(config_dir),
         "TRIOHOOKS_STATE_DIR": str(config_dir / "s"),
         **env_vars,
     }
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", *argv],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=timeout,
-        check=False,
-    )
+    if process:
+        return cli_process(argv, cwd=cwd, env=env, stdin=None, timeout=timeout)
+    return cli_here(argv, cwd=cwd, env=env)
 
 
 def installed_cli(
