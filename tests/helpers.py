@@ -27,21 +27,29 @@ CLI_MODULE = ("-m", "triohooks")
 def cli_here(
     argv: Sequence[str],
     *,
-    cwd: Path | str,
+    cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: str | bytes = b"",
 ) -> subprocess.CompletedProcess[str]:
     """The ``triohooks`` command's ``main`` run in this process, as ``python -m triohooks ARGV``
-    would run in a child with environment ``env`` (default: this one), working directory ``cwd``
-    and ``stdin`` as a pipe gives it: its stdout and stderr (text) and the exit code the process would
-    have (``SystemExit`` codes as the interpreter turns them into one). An exception ``main``
-    lets out -- a traceback and exit 1 in a real process -- is raised here, failing the test.
+    would run in a child with environment ``env`` and working directory ``cwd`` (default: this
+    process's), and ``stdin`` as a pipe gives it: its stdout and stderr (text) and the exit code
+    the process would have (``SystemExit`` codes as the interpreter turns them into one). An
+    exception ``main`` lets out -- a traceback and exit 1 in a real process -- is raised here,
+    failing the test. From a trio test: ``await trio.to_thread.run_sync(...)`` (the command
+    makes its own trio run).
 
     For tests whose subject is what the command says, exits with or writes, not its start-up:
     a child process costs 0.3-1 s of interpreter start and imports. What a call changes of the
     process is put back afterwards (:func:`_as_a_fresh_process`). Tests about start-up, signals,
     process lifetime, a terminal or the installed script run the real command
     (:func:`cli_process`)."""
+    try:
+        trio.lowlevel.current_trio_token()
+    except RuntimeError:
+        pass  # not in a trio run (the command makes its own)
+    else:
+        raise RuntimeError("cli_here in a trio run: await trio.to_thread.run_sync(cli_here, ...)")
     data = stdin.encode() if isinstance(stdin, str) else stdin
     out, err = io.BytesIO(), io.BytesIO()
     with _as_a_fresh_process(argv, cwd, env, data, out, err) as streams:
@@ -65,7 +73,7 @@ def cli_here(
 @contextmanager
 def _as_a_fresh_process(
     argv: Sequence[str],
-    cwd: Path | str,
+    cwd: Path | str | None,
     env: Mapping[str, str] | None,
     stdin: bytes,
     out: io.BytesIO,
@@ -106,7 +114,7 @@ def _as_a_fresh_process(
         if env is not None:
             os.environ.clear()
             os.environ.update(env)
-        os.chdir(cwd)
+        os.chdir(saved_cwd if cwd is None else cwd)
         sys.stdin, sys.stdout, sys.stderr = streams
         sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
         sys.argv = ["triohooks", *argv]
@@ -136,7 +144,7 @@ def _as_a_fresh_process(
 def cli_process(
     argv: Sequence[str],
     *,
-    cwd: Path | str,
+    cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: str | None = "",
     timeout: float = 60,
