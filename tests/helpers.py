@@ -36,8 +36,8 @@ def cli_here(
     process's), and ``stdin`` as a pipe gives it: its stdout and stderr (text) and the exit code
     the process would have (``SystemExit`` codes as the interpreter turns them into one). An
     exception ``main`` lets out -- a traceback and exit 1 in a real process -- is raised here,
-    failing the test. From a trio test: ``await trio.to_thread.run_sync(...)`` (the command
-    makes its own trio run).
+    failing the test. Called from a trio test, it blocks that test's loop for the command's
+    run, as waiting for a child did.
 
     For tests whose subject is what the command says, exits with or writes, not its start-up:
     a child process costs 0.3-1 s of interpreter start and imports. What a call changes of the
@@ -46,10 +46,30 @@ def cli_here(
     (:func:`cli_process`)."""
     try:
         trio.lowlevel.current_trio_token()
-    except RuntimeError:
-        pass  # not in a trio run (the command makes its own)
-    else:
-        raise RuntimeError("cli_here in a trio run: await trio.to_thread.run_sync(cli_here, ...)")
+    except RuntimeError:  # not in a trio run
+        return _cli_here(argv, cwd, env, stdin)
+    # A trio test: the command makes a trio run of its own, so it runs in a thread, which the
+    # test waits for as it waited for a child process.
+    done: list[subprocess.CompletedProcess[str]] = []
+    failed: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            done.append(_cli_here(argv, cwd, env, stdin))
+        except BaseException as exc:  # raised in the test's thread below
+            failed.append(exc)
+
+    thread = threading.Thread(target=run, name="cli_here")
+    thread.start()
+    thread.join()
+    if failed:
+        raise failed[0]
+    return done[0]
+
+
+def _cli_here(
+    argv: Sequence[str], cwd: Path | str | None, env: Mapping[str, str] | None, stdin: str | bytes
+) -> subprocess.CompletedProcess[str]:
     data = stdin.encode() if isinstance(stdin, str) else stdin
     out, err = io.BytesIO(), io.BytesIO()
     with _as_a_fresh_process(argv, cwd, env, data, out, err) as streams:

@@ -201,7 +201,7 @@ async def test_a_trusted_broken_workspace_file_is_still_a_startup_error(d: Dirs)
         async with HookEngine.open(workspace=d.ws, config_dir=d.g, audit=False):
             pass  # pragma: no cover - open must fail
     assert str(info.value).startswith(f"{path}: pre_tools: unknown event")
-    r = await trio.to_thread.run_sync(partial(d.cli, "fire", "pre_tool", stdin=PUSH))
+    r = d.cli("fire", "pre_tool", stdin=PUSH)
     assert r.returncode == 1 and "nothing was run" in r.stderr
     no_traceback(r)
 
