@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import faulthandler
 import io
 import json
 import logging
@@ -30,6 +31,7 @@ def cli_here(
     cwd: Path | str | None = None,
     env: Mapping[str, str] | None = None,
     stdin: str | bytes = b"",
+    timeout: float = 60,
 ) -> subprocess.CompletedProcess[str]:
     """The ``triohooks`` command's ``main`` run in this process, as ``python -m triohooks ARGV``
     would run in a child with environment ``env`` and working directory ``cwd`` (default: this
@@ -37,7 +39,9 @@ def cli_here(
     the process would have (``SystemExit`` codes as the interpreter turns them into one). An
     exception ``main`` lets out -- a traceback and exit 1 in a real process -- is raised here,
     failing the test. Called from a trio test, it blocks that test's loop for the command's
-    run, as waiting for a child did.
+    run, as waiting for a child did. A run that takes ``timeout`` seconds ends this process
+    with every thread's traceback on stderr (``faulthandler``; the test fails, its worker is
+    replaced): it cannot be killed alone as a hung child can, but it does not hang the suite.
 
     For tests whose subject is what the command says, exits with or writes, not its start-up:
     a child process costs 0.3-1 s of interpreter start and imports. What a call changes of the
@@ -47,7 +51,7 @@ def cli_here(
     try:
         trio.lowlevel.current_trio_token()
     except RuntimeError:  # not in a trio run
-        return _cli_here(argv, cwd, env, stdin)
+        return _cli_here(argv, cwd, env, stdin, timeout)
     # A trio test: the command makes a trio run of its own, so it runs in a thread, which the
     # test waits for as it waited for a child process.
     done: list[subprocess.CompletedProcess[str]] = []
@@ -55,7 +59,7 @@ def cli_here(
 
     def run() -> None:
         try:
-            done.append(_cli_here(argv, cwd, env, stdin))
+            done.append(_cli_here(argv, cwd, env, stdin, timeout))
         except BaseException as exc:  # raised in the test's thread below
             failed.append(exc)
 
@@ -68,17 +72,24 @@ def cli_here(
 
 
 def _cli_here(
-    argv: Sequence[str], cwd: Path | str | None, env: Mapping[str, str] | None, stdin: str | bytes
+    argv: Sequence[str],
+    cwd: Path | str | None,
+    env: Mapping[str, str] | None,
+    stdin: str | bytes,
+    timeout: float,
 ) -> subprocess.CompletedProcess[str]:
     data = stdin.encode() if isinstance(stdin, str) else stdin
     out, err = io.BytesIO(), io.BytesIO()
     with _as_a_fresh_process(argv, cwd, env, data, out, err) as streams:
-        try:
-            from triohooks.fronts.cli import main
+        from triohooks.fronts.cli import main
 
+        faulthandler.dump_traceback_later(timeout, exit=True, file=2)
+        try:
             code: object = main(list(argv))
         except SystemExit as exc:  # as the interpreter ends on one
             code = exc.code
+        finally:
+            faulthandler.cancel_dump_traceback_later()
         if code is not None and not isinstance(code, int):
             print(code, file=sys.stderr)
             code = 1
