@@ -317,7 +317,7 @@ def triohooks_cli(
     }
     if process:
         return cli_process(argv, cwd=cwd, env=env, stdin=None, timeout=timeout)
-    return cli_here(argv, cwd=cwd, env=env)
+    return cli_here(argv, cwd=cwd, env=env, timeout=timeout)
 
 
 def installed_cli(
