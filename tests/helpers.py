@@ -21,9 +21,6 @@ from typing import Any
 import psutil
 import trio
 
-#: ``python -m triohooks``: the real command line.
-CLI_MODULE = ("-m", "triohooks")
-
 
 def cli_here(
     argv: Sequence[str],
@@ -110,11 +107,12 @@ def _as_a_fresh_process(
     out: io.BytesIO,
     err: io.BytesIO,
 ) -> Iterator[tuple[io.TextIOWrapper, ...]]:
-    """For one in-process run of the CLI: the environment, working directory, argv, standard
-    streams (pipes: no terminal), logging and signal dispositions a new ``triohooks`` process
-    starts with, and the CLI's per-process cache of the terminal width empty; all of it as it
-    was before, afterwards (signal dispositions only from the main thread, the one place they
-    can be set)."""
+    """For one in-process run of the CLI, what a new ``triohooks`` process would have: its
+    environment, working directory and argv, standard streams that are no terminal, a root
+    logger with no handler at WARNING, and the CLI's per-process cache of the terminal width
+    empty. Afterwards all of it is as it was, and so are every logger's level, handlers and
+    switches (loggers the run made are reset) and the signal dispositions the run changed
+    (from the main thread, the one place they can be set)."""
     from triohooks.fronts import cli
 
     streams = (
@@ -146,9 +144,8 @@ def _as_a_fresh_process(
             os.environ.clear()
             os.environ.update(env)
         os.chdir(saved_cwd if cwd is None else cwd)
-        sys.stdin, sys.stdout, sys.stderr = streams
-        sys.__stdin__, sys.__stdout__, sys.__stderr__ = streams
-        sys.argv = ["triohooks", *argv]
+        for name, value in zip(names, (*streams, *streams, ["triohooks", *argv]), strict=True):
+            setattr(sys, name, value)  # (typeshed calls sys.__stdout__ final: it is not)
         cli._COLUMNS.clear()
         root.handlers = []
         root.setLevel(logging.WARNING)
@@ -162,6 +159,9 @@ def _as_a_fresh_process(
         cli._COLUMNS[:] = saved_columns
         cli.COMMANDS.clear()
         cli.COMMANDS.update(saved_commands)
+        for name, logger in logging.Logger.manager.loggerDict.items():
+            if isinstance(logger, logging.Logger) and name not in saved_logging:
+                saved_logging[name] = (logging.NOTSET, [], True, False)  # made by the run
         for name, (level, handlers, propagate, disabled) in saved_logging.items():
             logger = logging.getLogger(name) if name else root
             logger.setLevel(level)
@@ -179,21 +179,20 @@ def cli_process(
     env: Mapping[str, str] | None = None,
     stdin: str | None = "",
     timeout: float = 60,
-    program: Sequence[str] = CLI_MODULE,
     memory_limit: int | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """The real command in a child process (``python -m triohooks ARGV``; ``program`` is what
-    follows the interpreter, ``("-c", code)`` runs a patched CLI): for tests about start-up,
-    signals, process lifetime, a terminal or the installed script; what :func:`cli_here` runs
-    in this process otherwise. ``stdin`` None inherits this process's; ``memory_limit`` (bytes)
-    caps the child's address space, so a runaway read fails fast instead of eating the host."""
+    """The real command in a child process, ``python -m triohooks ARGV``: for tests about
+    start-up, signals, process lifetime, a terminal, or where only a child can be bounded
+    (``timeout``; ``memory_limit``, bytes, caps its address space, so a runaway read fails fast
+    instead of eating the host); what :func:`cli_here` runs in this process otherwise.
+    ``stdin`` None inherits this process's."""
 
     def limit() -> None:  # pragma: no cover - runs in the child
         assert memory_limit is not None
         resource.setrlimit(resource.RLIMIT_AS, (memory_limit, memory_limit))
 
     return subprocess.run(
-        [sys.executable, *program, *argv],
+        [sys.executable, "-m", "triohooks", *argv],
         input=stdin,
         capture_output=True,
         text=True,
