@@ -60,35 +60,29 @@ def test_answers_as_the_real_command_does(tmp_path: Path) -> None:
     assert (ws / "seen").read_text() == f"from the environment given\n{ws}\n"
 
 
+def _process_state() -> tuple[object, ...]:
+    """What a run of the command could change in this process."""
+    root = logging.getLogger()
+    return (
+        dict(os.environ),
+        os.getcwd(),
+        list(root.handlers),
+        root.level,
+        logging.getLogger("triohooks.runs").level,
+        signal.getsignal(signal.SIGINT),
+        sys.stdout,
+        sys.stdin,
+        list(sys.argv),
+        dict(cli.COMMANDS),
+    )
+
+
 def test_leaves_the_process_as_it_found_it(tmp_path: Path) -> None:
     ws, env = _world(tmp_path)
-    root = logging.getLogger()
-    before = (
-        dict(os.environ),
-        os.getcwd(),
-        list(root.handlers),
-        root.level,
-        logging.getLogger("triohooks.runs").level,
-        signal.getsignal(signal.SIGINT),
-        sys.stdout,
-        sys.stdin,
-        list(sys.argv),
-        dict(cli.COMMANDS),
-    )
+    before = _process_state()
     done = cli_here(["fire", "pre_tool"], cwd=ws, env=env, stdin='{"tool": "bash"}')
     assert done.returncode == 2, done.stderr
-    assert before == (
-        dict(os.environ),
-        os.getcwd(),
-        list(root.handlers),
-        root.level,
-        logging.getLogger("triohooks.runs").level,
-        signal.getsignal(signal.SIGINT),
-        sys.stdout,
-        sys.stdin,
-        list(sys.argv),
-        dict(cli.COMMANDS),
-    )
+    assert _process_state() == before
 
 
 def test_a_crash_fails_the_test(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
