@@ -242,34 +242,23 @@ async def test_reaper_watchdog_helper_dying_past_its_budget_fails_the_engine_lou
 
 # -- fire and serve when the engine fails: they say so, and fire never allows ---------------
 
-#: Runs the real CLI with a loader that crashes every time it restarts: the restart budget is
-#: spent at once and the engine fails with ActorFailed.
-CRASHING_CLI = """
-import sys
-from triohooks.actors.loader import Loader
-from triohooks.fronts.cli import main
 
-real = Loader.serve
+def crashing_cli(tmp_path: Path, monkeypatch: Any, *args: str, stdin: str = "") -> Any:
+    """The CLI with a loader that crashes every time it restarts: the restart budget is spent
+    at once and the engine fails with ActorFailed."""
 
-async def serve(self, *, task_status=None):
-    if task_status is None:
+    async def serve(self: loader_module.Loader, *, task_status: Any = None) -> None:
+        if task_status is not None:
+            task_status.started()
         raise RuntimeError("a bug in the loader")
-    task_status.started()
-    raise RuntimeError("a bug in the loader")
 
-Loader.serve = serve
-sys.exit(main(sys.argv[1:]))
-"""
-
-
-def crashing_cli(tmp_path: Path, *args: str, stdin: str = "") -> Any:
+    monkeypatch.setattr(loader_module.Loader, "serve", serve)
     return run_cli(
         *args,
         config_dir=tmp_path / "g",
         state_dir=tmp_path / "state",
         cwd=tmp_path / "ws",
         stdin=stdin,
-        program=("-c", CRASHING_CLI),
     )
 
 
@@ -280,13 +269,15 @@ def crashing_cli(tmp_path: Path, *args: str, stdin: str = "") -> Any:
         ("prompt_submit", {"prompt": "hi"}, 4),
     ],
 )
-def test_fire_blocks_when_the_engine_fails(dirs, event: str, payload: Any, code: int) -> None:
+def test_fire_blocks_when_the_engine_fails(
+    dirs, monkeypatch, event: str, payload: Any, code: int
+) -> None:
     tmp_path = dirs[0].parent
     slow = (
         '\n[[hooks.prompt_submit]]\ncommand = "sleep 1"\n[[hooks.pre_tool]]\ncommand = "sleep 1"\n'
     )
     write_toml_hooks(dirs[1], slow)
-    done = crashing_cli(tmp_path, "fire", event, stdin=json.dumps(payload))
+    done = crashing_cli(tmp_path, monkeypatch, "fire", event, stdin=json.dumps(payload))
     assert done.returncode == code, done.stderr
     assert "Traceback" not in done.stderr
     assert "triohooks: internal error: ActorFailed: actor 'loader' crashed" in done.stderr
@@ -295,10 +286,10 @@ def test_fire_blocks_when_the_engine_fails(dirs, event: str, payload: Any, code:
     assert out["reason"].startswith(f"internal error while handling {event}: ActorFailed")
 
 
-def test_fire_on_an_advisory_event_warns_when_the_engine_fails(dirs) -> None:
+def test_fire_on_an_advisory_event_warns_when_the_engine_fails(dirs, monkeypatch) -> None:
     tmp_path = dirs[0].parent
     write_toml_hooks(dirs[1], '[[hooks.session_start]]\ncommand = "sleep 1"\n')
-    done = crashing_cli(tmp_path, "fire", "session_start", stdin="{}")
+    done = crashing_cli(tmp_path, monkeypatch, "fire", "session_start", stdin="{}")
     assert done.returncode == 0, done.stderr
     assert "triohooks: internal error: ActorFailed" in done.stderr
     out = json.loads(done.stdout)
@@ -306,9 +297,9 @@ def test_fire_on_an_advisory_event_warns_when_the_engine_fails(dirs) -> None:
     assert any(w.startswith("internal error while handling session_start") for w in out["warnings"])
 
 
-def test_serve_says_so_and_exits_3_when_the_engine_fails(dirs) -> None:
+def test_serve_says_so_and_exits_3_when_the_engine_fails(dirs, monkeypatch) -> None:
     tmp_path = dirs[0].parent
-    done = crashing_cli(tmp_path, "serve", "--port", "0")
+    done = crashing_cli(tmp_path, monkeypatch, "serve", "--port", "0")
     assert done.returncode == 3, done.stderr
     assert "Traceback" not in done.stderr
     assert "triohooks serve: engine failed, stopped serving: ActorFailed" in done.stderr

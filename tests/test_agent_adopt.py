@@ -15,6 +15,8 @@ import pytest
 from triohooks.agents.adopt import member_spans, relay_command
 from triohooks.agents.spec import PORTABLE_RELAY, scope_arg
 
+from .helpers import cli_here
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -66,16 +68,7 @@ class Dirs:
         }
 
     def cli(self, *args: str, stdin: bytes = b"") -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", *args],
-            input=stdin.decode(),
-            capture_output=True,
-            text=True,
-            env=self.env(),
-            cwd=self.ws,
-            timeout=60,
-            check=False,
-        )
+        return cli_here(args, stdin=stdin, env=self.env(), cwd=self.ws)
 
     def relay(self, body: dict[str, Any]) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

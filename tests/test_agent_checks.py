@@ -15,6 +15,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import cli_here
+
 pytestmark = pytest.mark.slow
 
 HOOKS = {"PreToolUse": [{"hooks": [{"type": "command", "command": "exit 0"}]}]}
@@ -46,15 +48,7 @@ class Dirs:
         }
 
     def cli(self, *args: str, **extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", *args],
-            capture_output=True,
-            text=True,
-            env=self.env(**extra),
-            cwd=self.ws,
-            timeout=60,
-            check=False,
-        )
+        return cli_here(args, env=self.env(**extra), cwd=self.ws)
 
 
 @pytest.fixture

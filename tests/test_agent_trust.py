@@ -13,7 +13,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -26,6 +25,8 @@ from triohooks import HookEngine
 from triohooks.agents.config import find_project, load_agent_table
 from triohooks.config.table import load_table
 from triohooks.config.trust import record_trust
+
+from .helpers import cli_here
 
 pytestmark = pytest.mark.slow
 
@@ -244,14 +245,7 @@ def test_a_command_trust_cannot_see_into_is_held_back_with_what_to_do(p: P) -> N
     where = [str(p.project)]
 
     def trust(*extra: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", "claude", "trust", "--workspace", *where, *extra],
-            env=env,
-            capture_output=True,
-            text=True,
-            timeout=60,
-            check=False,
-        )
+        return cli_here(["claude", "trust", "--workspace", *where, *extra], env=env)
 
     done = trust()
     assert done.returncode == 1 and "Traceback" not in done.stderr

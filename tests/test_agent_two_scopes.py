@@ -23,6 +23,8 @@ import pytest
 from triohooks.agents.config import load_agent_table
 from triohooks.agents.spec import SPECS
 
+from .helpers import cli_here
+
 pytestmark = pytest.mark.slow
 
 TIMEOUT_S = 60
@@ -163,15 +165,7 @@ class Setup:
         }
 
     def cli(self, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", *args],
-            capture_output=True,
-            text=True,
-            env=self.env(),
-            cwd=cwd or self.project,
-            timeout=TIMEOUT_S,
-            check=False,
-        )
+        return cli_here(args, env=self.env(), cwd=cwd or self.project, timeout=TIMEOUT_S)
 
     def write_settings(self, where: Path, who: str) -> Path:
         path = where / (self.agent.user if where == self.home else self.agent.project)

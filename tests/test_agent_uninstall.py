@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import cli_here
+
 pytestmark = pytest.mark.slow
 
 #: Where ``install`` (project scope) writes, per agent.
@@ -80,15 +82,7 @@ class Dirs:
             "TRIOHOOKS_STATE_DIR": str(self.home / "state"),
             "PATH": f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}",
         }
-        done = subprocess.run(
-            [sys.executable, "-m", "triohooks", self.agent, *args, "--workspace", str(self.ws)],
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=self.ws,
-            timeout=60,
-            check=False,
-        )
+        done = cli_here([self.agent, *args, "--workspace", str(self.ws)], cwd=self.ws, env=env)
         assert done.returncode == 0, done.stderr
         return done
 
@@ -208,13 +202,9 @@ def test_a_broken_install_record_is_named_and_nothing_changes(tmp_path: Path) ->
     d.cli("install")
     installed = d.settings.read_text()
     (d.config / "installed.json").write_text("[1, 2]")
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks", "claude", "uninstall", "--workspace", str(d.ws)],
-        capture_output=True,
-        text=True,
+    done = cli_here(
+        ["claude", "uninstall", "--workspace", str(d.ws)],
         env={**os.environ, "HOME": str(d.home), "TRIOHOOKS_CONFIG_DIR": str(d.config)},
-        timeout=60,
-        check=False,
     )
     assert done.returncode == 1
     assert f"triohooks: {d.config / 'installed.json'}: not a triohooks install record" in (

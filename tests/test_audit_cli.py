@@ -5,14 +5,12 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import msgspec
 import pytest
 
-from tests.helpers import write_toml_hooks
+from tests.helpers import cli_here, write_toml_hooks
 from triohooks.actors.audit_records import AuditRecord
 
 HOOKS = """
@@ -29,16 +27,7 @@ command = "exit 7"
 
 
 def cli(*argv: str, cwd: Path, env: dict[str, str], stdin: str = "") -> str:
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks", *argv],
-        cwd=cwd,
-        env=env,
-        input=stdin,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = cli_here(argv, cwd=cwd, env=env, stdin=stdin)
     assert done.returncode in (0, 2), done.stderr
     return done.stdout
 
@@ -117,15 +106,7 @@ def test_a_torn_line_is_skipped_and_a_bad_since_is_one_line(
     (copy / newest.name).write_bytes(newest.read_bytes() + b'{"time": "2026-')
     moved = {**env, "TRIOHOOKS_STATE_DIR": str(tmp_path / "state")}
     assert len(cli("audit", "search", cwd=ws, env=moved).splitlines()) == 3
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks", "audit", "tail", "--since", "soon"],
-        cwd=ws,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
+    done = cli_here(["audit", "tail", "--since", "soon"], cwd=ws, env=env)
     assert done.returncode == 1
     assert done.stderr.strip() == (
         "triohooks audit: --since 'soon': write an age (30m, 2h, 7d) or an ISO time"

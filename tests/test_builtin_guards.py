@@ -6,15 +6,13 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.helpers import write_json_hooks, write_toml_hooks
+from tests.helpers import cli_here, write_json_hooks, write_toml_hooks
 from triohooks import HookEngine
 from triohooks.config.json_dialect import parse_json_bytes
 from triohooks.config.toml_dialect import parse_toml_text
@@ -559,16 +557,8 @@ def test_guards_through_fire(tmp_path: Path) -> None:
     ws.mkdir()
     write_toml_hooks(cfg, CONFIG_TOML)
     env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks", "fire", "pre_tool"],
-        input=json.dumps({"tool": "Bash", "args": {"command": "cat ~/.aws/credentials"}}),
-        capture_output=True,
-        text=True,
-        cwd=ws,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    payload = {"tool": "Bash", "args": {"command": "cat ~/.aws/credentials"}}
+    done = cli_here(["fire", "pre_tool"], stdin=json.dumps(payload), cwd=ws, env=env)
     assert done.returncode == 2, done.stderr
     assert json.loads(done.stdout)["reason"] == (
         "secret_reads guard: `cat ~/.aws/credentials` reads ~/.aws/credentials (under ~/.aws)"

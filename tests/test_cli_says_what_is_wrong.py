@@ -13,14 +13,22 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import write_json_hooks, write_toml_hooks
+from tests.helpers import cli_here, write_json_hooks, write_toml_hooks
 from triohooks.config.toml_dialect import parse_toml_text
 from triohooks.match.globs import has_bare_bar
 
 
 def triohooks(
+    *argv: str, cwd: Path, cfg: Path, stdin: str = ""
+) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
+    return cli_here(argv, cwd=cwd, env=env, stdin=stdin)
+
+
+def triohooks_process(
     *argv: str, cwd: Path, cfg: Path, stdin: str = "", stdout: int = subprocess.PIPE
 ) -> subprocess.CompletedProcess[str]:
+    """The real command in a child, for what a process has: its file descriptors, its start."""
     env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
     return subprocess.run(
         [sys.executable, "-m", "triohooks", *argv],
@@ -233,7 +241,7 @@ def test_did_you_mean_for_commands_and_fired_events(dirs: tuple[Path, Path]) -> 
 def test_version(dirs: tuple[Path, Path]) -> None:
     from importlib.metadata import version
 
-    done = triohooks("--version", cwd=dirs[0], cfg=dirs[1])
+    done = triohooks_process("--version", cwd=dirs[0], cfg=dirs[1])
     assert done.returncode == 0
     assert done.stdout.startswith(f"triohooks {version('triohooks')} (Python ")
 
@@ -267,7 +275,7 @@ def test_fire_with_stdout_closed_still_says_blocked_by_its_exit_code(
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will read the Outcome
     try:
-        done = triohooks(
+        done = triohooks_process(
             "fire",
             "pre_tool",
             cwd=ws,

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -15,6 +14,8 @@ from typing import Any
 import pytest
 
 from triohooks.agents.codex_trust import hook_state_key, hook_states, trusted_hash
+
+from .helpers import cli_here
 
 pytestmark = pytest.mark.slow
 
@@ -47,14 +48,7 @@ class Codex:
             "TRIOHOOKS_CONFIG_DIR": str(self.g),
             "TRIOHOOKS_STATE_DIR": str(self.home / "state"),
         }
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", "codex", *args, "--workspace", str(self.ws)],
-            capture_output=True,
-            text=True,
-            env=env,
-            timeout=60,
-            check=False,
-        )
+        return cli_here(["codex", *args, "--workspace", str(self.ws)], env=env)
 
     def states(self) -> Any:
         doc = tomllib.loads(self.config.read_text()) if self.config.exists() else {}

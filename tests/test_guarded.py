@@ -13,7 +13,7 @@ import trio
 
 from triohooks import AsyncioHookEngine, HookEngine
 
-from .helpers import write_toml_hooks
+from .helpers import running, unique_sleep, write_toml_hooks
 
 pytestmark = pytest.mark.slow
 
@@ -187,8 +187,9 @@ def test_the_asyncio_engine_has_the_same_guarded_call_and_session(dirs) -> None:
 
 def test_an_asyncio_session_cancelled_mid_hook_still_ends(dirs, tmp_path: Path) -> None:
     ws = dirs[0]
+    sleep, sleep_argv = unique_sleep()
     write_toml_hooks(
-        dirs[1], HOOKS + '\n[[hooks.pre_tool]]\nmatch = "slow"\ncommand = "sleep 30"\n'
+        dirs[1], HOOKS + f'\n[[hooks.pre_tool]]\nmatch = "slow"\ncommand = "{sleep}"\n'
     )
 
     async def main() -> None:
@@ -200,7 +201,8 @@ def test_an_asyncio_session_cancelled_mid_hook_still_ends(dirs, tmp_path: Path) 
                         await s.guarded_call("slow", {}, lambda a: None)
 
                 task = asyncio.create_task(run())
-                await asyncio.sleep(0.5)
+                while not running(sleep_argv):  # mid-hook: its sleep runs
+                    await asyncio.sleep(0.01)
                 task.cancel()
                 with pytest.raises(asyncio.CancelledError):
                     await task

@@ -7,15 +7,13 @@ each is an audit record `held_back`. And `trust` refuses hooks that would not lo
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 import trio
 
-from tests.helpers import run_cli, write_toml_hooks
+from tests.helpers import cli_here, run_cli, write_toml_hooks
 from triohooks import HookEngine
 from triohooks.actors.audit_records import read_records
 
@@ -227,13 +225,6 @@ async def test_an_unreadable_untrusted_settings_file_costs_a_warning(
     assert not ls.answer.blocked and "internal error" not in json.dumps(ls.answer.output)
     assert push.answer.blocked  # the user's own guard, from their settings
     env = {"HOME": str(home), "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g"), "PATH": "/usr/bin:/bin"}
-    validate = subprocess.run(
-        [sys.executable, "-m", "triohooks", "claude", "validate", "--workspace", str(project)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    validate = cli_here(["claude", "validate", "--workspace", str(project)], env=env)
     assert "nested too deeply" in validate.stdout + validate.stderr
     assert "Traceback" not in validate.stderr

@@ -3,8 +3,9 @@ every file read is bounded and never blocks; self-configuration writes never lea
 ``validate`` catches what a run would trip on; ``list`` / ``hooks get`` mask secrets.
 
 Every test that could hang on a FIFO or eat memory on a device runs the real CLI in a child
-process with a timeout and an address-space limit, or a read in an abandonable thread under
-``trio.fail_after``: a regression fails fast instead of hanging the suite.
+process with a timeout and an address-space limit (``Dirs.child``), or a read in an abandonable
+thread under ``trio.fail_after``: a regression fails fast instead of hanging the suite. The
+others run the command in this process (``Dirs.cli``).
 """
 
 from __future__ import annotations
@@ -55,12 +56,17 @@ class Dirs:
         self.agents = self.ws / ".agents"
 
     def cli(self, *args: str, stdin: str = "{}") -> subprocess.CompletedProcess[str]:
+        return run_cli(*args, config_dir=self.g, state_dir=self.state, cwd=self.ws, stdin=stdin)
+
+    def child(self, *args: str, stdin: str = "{}") -> subprocess.CompletedProcess[str]:
+        """:meth:`cli` in a child process bounded in time and memory: for a hostile file."""
         return run_cli(
             *args,
             config_dir=self.g,
             state_dir=self.state,
             cwd=self.ws,
             stdin=stdin,
+            process=True,
             timeout=CHILD_TIMEOUT,
             memory_limit=CHILD_MEMORY,
         )
@@ -279,7 +285,7 @@ def test_hostile_config_file_named_by_config_is_refused_at_once(
     write_toml_hooks(d.g, GUARD)
     path = d.root / f"x{suffix}"
     what = HOSTILE[kind](path, fifo)
-    r = d.cli("fire", "pre_tool", "--config", str(path), stdin=PUSH)
+    r = d.child("fire", "pre_tool", "--config", str(path), stdin=PUSH)
     no_traceback(r)
     lines = [line for line in r.stderr.splitlines() if str(path) in line]
     assert len(lines) == 1 and what in lines[0], r.stderr
@@ -297,11 +303,11 @@ def test_hostile_workspace_file_is_a_warning_and_the_guard_runs(
     write_toml_hooks(d.g, GUARD)
     path = d.agents / name
     what = HOSTILE[kind](path, fifo)
-    r = d.cli("fire", "pre_tool", stdin=PUSH)
+    r = d.child("fire", "pre_tool", stdin=PUSH)
     blocked_by_guard(r)
     lines = [line for line in r.stderr.splitlines() if str(path) in line]
     assert len(lines) == 1 and what in lines[0], r.stderr
-    validate = d.cli("validate")
+    validate = d.child("validate")
     no_traceback(validate)
     assert validate.returncode == 1 and str(path) in validate.stderr
 
@@ -315,7 +321,7 @@ def test_hostile_global_file_is_refused_at_once(
         write_toml_hooks(d.g, GUARD)
     path = d.g / name
     what = HOSTILE[kind](path, fifo)
-    r = d.cli("fire", "pre_tool", stdin=PUSH)
+    r = d.child("fire", "pre_tool", stdin=PUSH)
     no_traceback(r)
     lines = [line for line in r.stderr.splitlines() if str(path) in line]
     assert len(lines) == 1 and what in lines[0], r.stderr
@@ -387,14 +393,14 @@ def test_hooks_cli_with_hostile_targets(d: Dirs, fifo: Callable[[Path], Path]) -
     fifo(d.g / "hooks.json")
     spec = d.root / "spec.json"
     spec.write_text(json.dumps(bash_hook("a", "true")))
-    r = d.cli("hooks", "set", str(spec))
+    r = d.child("hooks", "set", str(spec))
     no_traceback(r)
     assert r.returncode == 1 and "FIFO" in r.stderr and str(d.g / "hooks.json") in r.stderr
-    r = d.cli("hooks", "list")
+    r = d.child("hooks", "list")
     no_traceback(r)
     assert r.returncode == 0 and "FIFO" in r.stderr
     # The spec to set may come from a pipe (`hooks set <(...)`), but is read bounded.
-    r = d.cli("hooks", "set", "/dev/zero")
+    r = d.child("hooks", "set", "/dev/zero")
     no_traceback(r)
     assert r.returncode == 1 and "a hook spec is at most 262144 bytes" in r.stderr
 
@@ -403,7 +409,7 @@ def test_trust_store_that_is_a_device_trusts_nothing(d: Dirs) -> None:
     write_toml_hooks(d.g, GUARD)
     write_toml_hooks(d.agents, '[[hooks.pre_tool]]\ncommand = "exit 2"\n')
     (d.g / "trust.json").symlink_to("/dev/zero")
-    r = d.cli("list", "--json")
+    r = d.child("list", "--json")
     no_traceback(r)
     assert json.loads(r.stdout)["trust"]["state"] == "new"
 

@@ -9,7 +9,6 @@ import json
 import logging
 import os
 import subprocess
-import sys
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 
@@ -17,7 +16,7 @@ import pytest
 import trio
 
 from tests.asyncio_support import run
-from tests.helpers import bash_hook, write_json_hooks, write_toml_hooks
+from tests.helpers import bash_hook, cli_here, write_json_hooks, write_toml_hooks
 from triohooks import HookEngine
 from triohooks.config.table import load_table
 from triohooks.config.trust import record_trust
@@ -137,14 +136,8 @@ def test_the_asyncio_engine_says_it_too(tmp_path: Path) -> None:
 
 def fire(ws: Path, cfg: Path, payload: dict[str, object]) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "TRIOHOOKS_CONFIG_DIR": str(cfg), "TRIOHOOKS_STATE_DIR": str(cfg / "s")}
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", "fire", "pre_tool", "--workspace", str(ws)],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
+    return cli_here(
+        ["fire", "pre_tool", "--workspace", str(ws)], stdin=json.dumps(payload), env=env
     )
 
 

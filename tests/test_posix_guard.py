@@ -20,7 +20,14 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers import running, survivors_after, unique_sleep, write_json_hooks, write_toml_hooks
+from tests.helpers import (
+    cli_here,
+    running,
+    survivors_after,
+    unique_sleep,
+    write_json_hooks,
+    write_toml_hooks,
+)
 from triohooks import HookEngine
 from triohooks.actors.guard import BACKEND_VAR, GuardUnavailable, backend, describe
 
@@ -399,14 +406,7 @@ async def test_after_a_normal_exit_the_sweep_kills_what_left_the_group(
 )
 def test_doctor_names_the_active_backend(tmp_path: Path, forced: str, line: str) -> None:
     env = {**os.environ, BACKEND_VAR: forced, "TRIOHOOKS_CONFIG_DIR": str(tmp_path / "g")}
-    done = subprocess.run(
-        [sys.executable, "-m", "triohooks", "doctor", "--workspace", str(tmp_path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    done = cli_here(["doctor", "--workspace", str(tmp_path)], env=env)
     assert done.stdout.splitlines()[0].startswith(line), done.stdout
     assert "Traceback" not in done.stderr
 

@@ -30,6 +30,7 @@ from triohooks.agents.spec import NATIVE_RELAY, RELAY_BOOT
 from triohooks.fronts import relay, relay_build
 from triohooks.fronts.server import SOCKET_FILE
 
+from .helpers import cli_here
 from .test_agent_endpoint import FORGED_REPLY, GUARD, Env, _fake_server, _serve_process, make_env
 from .test_relay_liveness import ANSWER_REPLY, BEAT, FakeServe, record, socket_key
 
@@ -446,14 +447,11 @@ def _fresh(env: Env) -> None:
 
 
 def _install(env: Env, extra: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", "claude", "install", "--scope", "user"],
-        capture_output=True,
-        text=True,
+    return cli_here(
+        ["claude", "install", "--scope", "user"],
         env={**env.environ(), **extra},
         cwd=env.project,
         timeout=120,
-        check=False,
     )
 
 
@@ -511,10 +509,7 @@ def test_without_a_compiler_the_catch_all_runs_the_python_relay_precompiled(env:
     assert reason(ran) == ("deny", "no pushing")
     status = relay_build.status(str(env.state))
     assert status.kind == "python" and "/nonexistent/cc" in status.why
-    validate = subprocess.run(
-        [sys.executable, "-m", "triohooks", "claude", "validate"], capture_output=True,
-        text=True, env=env.environ(), cwd=env.project, timeout=120, check=False,
-    )  # fmt: skip
+    validate = cli_here(["claude", "validate"], env=env.environ(), cwd=env.project, timeout=120)
     assert "relay client: the Python relay (the build failed: /nonexistent/cc: " in validate.stdout
     assert "runs the Python relay " in validate.stdout
 

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import pytest
 
+from .helpers import cli_here
+
 pytestmark = pytest.mark.slow
 
 
@@ -18,14 +20,7 @@ def run(home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {k: v for k, v in os.environ.items() if k != "XDG_CONFIG_HOME"}
     env["HOME"] = str(home)
     env["PATH"] = "/nonexistent"  # no systemctl/launchctl: nothing is started or stopped here
-    return subprocess.run(
-        [sys.executable, "-m", "triohooks", "service", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=60,
-        check=False,
-    )
+    return cli_here(["service", *args], env=env)
 
 
 def test_a_systemd_user_unit_runs_this_installs_serve(tmp_path: Path) -> None:

@@ -1,9 +1,10 @@
 """Conformance with the written specs, checked the way an outsider would check them.
 
 Every test here is derived from a sentence of docs/design.md or one of the two seeds (blitz
-``spec_hooks_010`` and the yolop hooks spec), not from the implementation: the real CLI in a
-subprocess (``TRIOHOOKS_CONFIG_DIR`` / ``TRIOHOOKS_STATE_DIR`` pointed at temp dirs), real bash
-hooks, and the public ``runtime.HookEngine``. Checks are batched into few engine / CLI runs so the
+``spec_hooks_010`` and the yolop hooks spec), not from the implementation: the real CLI (its
+``main`` as a child process would run it, ``tests.helpers.cli_here``; ``TRIOHOOKS_CONFIG_DIR`` /
+``TRIOHOOKS_STATE_DIR`` pointed at temp dirs), real bash hooks, and the public
+``runtime.HookEngine``. Checks are batched into few engine / CLI runs so the
 module stays fast; hook timeouts are short.
 """
 
@@ -13,7 +14,6 @@ import json
 import os
 import stat
 import subprocess
-import sys
 import threading
 from collections.abc import Iterator
 from datetime import UTC, datetime
@@ -26,7 +26,7 @@ import trio
 
 from triohooks import ConfigError, HookEngine, JudgeReply
 
-from .helpers import OUTCOME_KEYS, RUN_KEYS
+from .helpers import OUTCOME_KEYS, RUN_KEYS, cli_here
 
 CLI_TIMEOUT_S = 30
 
@@ -62,16 +62,7 @@ class Env:
         words = list(args)
         if words and words[0] in ("fire", "list", "validate", "doctor", "trust"):
             words += ["--workspace", str(self.ws)]
-        return subprocess.run(
-            [sys.executable, "-m", "triohooks", *words],
-            input=stdin,
-            capture_output=True,
-            text=True,
-            env=self.env(),
-            cwd=self.ws,
-            timeout=CLI_TIMEOUT_S,
-            check=False,
-        )
+        return cli_here(words, stdin=stdin, env=self.env(), cwd=self.ws, timeout=CLI_TIMEOUT_S)
 
     def fire(
         self, event: str, payload: Any, *extra: str

@@ -61,13 +61,15 @@ class Ws:
         return t.trust.state
 
     def cli(self, *args: str, stdin: str = "{}") -> subprocess.CompletedProcess[str]:
-        # A read of /dev/zero must fail fast (MemoryError), not take the machine's memory.
+        # In a child: a read of /dev/zero must fail fast (MemoryError), not take the machine's
+        # memory, and a read that blocks must not hang the suite.
         return run_cli(
             *args,
             config_dir=self.g,
             state_dir=self.root / "state",
             cwd=self.ws,
             stdin=stdin,
+            process=True,
             timeout=30,
             memory_limit=1536 * 1024 * 1024,
         )

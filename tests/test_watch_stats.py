@@ -13,6 +13,7 @@ import argparse
 import io
 import json
 import re
+from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
 from typing import Any
@@ -520,9 +521,10 @@ async def test_stats_of_a_real_server_with_real_hooks(
     assert guard.split()[:6] == ["pre_tool", "guard", "3", "0", "0", "3"]
 
 
-def _dying_server(frames: list[str]) -> Any:
-    """A websocket server's connection handler that answers one subscribe with ``frames``, then
-    drops the TCP connection without a close frame, as a server that dies would."""
+def _dying_server(frames: list[str], seen: Callable[[], bool]) -> Any:
+    """A websocket server's connection handler that answers one subscribe with ``frames`` and,
+    once ``seen()`` says the client has shown them, drops the TCP connection without a close
+    frame, as a server that dies would."""
 
     async def handle(stream: trio.SocketStream) -> None:
         async with trio.open_nursery() as nursery:
@@ -532,7 +534,8 @@ def _dying_server(frames: list[str]) -> Any:
             await ws.send_message(json.dumps({**reply, "kinds": subscribe["kinds"]}))
             for frame in frames:
                 await ws.send_message(frame)
-            await trio.sleep(0.3)  # a snapshot or two while connected
+            while not seen():
+                await trio.sleep(0.02)
             await stream.aclose()
             nursery.cancel_scope.cancel()
 
@@ -554,20 +557,31 @@ async def test_a_server_that_goes_away_is_reported_and_exits_1(
         _frame(Lagged(missed=7)),
         _frame(msgspec.structs.replace(_finished("guard", "block", 3.0), seq=2)),
     ]
+    said = {"out": "", "err": ""}
+
+    def seen() -> bool:
+        """Whether a snapshot taken while connected has both records (printed, so far)."""
+        captured = capsys.readouterr()
+        said["out"] += captured.out
+        said["err"] += captured.err
+        lines = said["out"].split("\n")[:-1]  # whole lines only
+        snaps = [json.loads(line) for line in lines]
+        return any(s["connection"]["state"] == "connected" and s["records"] == 2 for s in snaps)
+
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
             listeners = await trio.open_tcp_listeners(0, host="127.0.0.1")
             url = f"ws://127.0.0.1:{listeners[0].socket.getsockname()[1]}/"
-            nursery.start_soon(trio.serve_listeners, _dying_server(frames), listeners)
+            nursery.start_soon(trio.serve_listeners, _dying_server(frames, seen), listeners)
             argv = ["--token-file", str(token_file), "--stats", "--json", "--interval", "0.1"]
             args = _watch_args(url, *argv)
             code = await trio.to_thread.run_sync(cmd_watch, args, abandon_on_cancel=True)
             nursery.cancel_scope.cancel()
     assert code == 1
     captured = capsys.readouterr()
-    (err,) = captured.err.splitlines()
+    (err,) = (said["err"] + captured.err).splitlines()
     assert err.startswith(f"triohooks: connection to {url} ended abnormally: ")
-    snaps = [json.loads(line) for line in captured.out.splitlines()]
+    snaps = [json.loads(line) for line in (said["out"] + captured.out).splitlines()]
     final = snaps[-1]
     assert final["connection"]["state"] == "lost"
     assert final["connection"]["detail"] == "1006 ABNORMAL_CLOSURE"
