@@ -100,7 +100,7 @@ for line in sys.stdin:
         with open(os.environ["PIDS_FILE"], "a") as f:
             f.write(f"{os.getpid()} {child.pid}\n")
     if command == "slow":
-        time.sleep(0.3)
+        time.sleep(0.3)  # busy a while: events that overlap it need another worker
     if command == "big":
         print(json.dumps({"exit": 0, "stdout": "y" * 300_000}), flush=True)
         continue
