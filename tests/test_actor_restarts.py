@@ -125,7 +125,9 @@ async def test_post_worker_crash_restarts_and_background_hooks_go_on(
     with trio.fail_after(20):
         async with engine(dirs) as e:
             await e.post_tool("bash", {"command": "one"}, result="1")
-            await trio.sleep(0.2)  # the consumer crashes; contained, it starts again
+            worker = e._dispatcher.post_worker
+            while worker.crashes == 0:  # the consumer crashes on it; the next offer restarts it
+                await trio.sleep(0.01)
             await assert_guarded(e)
             await e.post_tool("bash", {"command": "two"}, result="2")
     assert crashes == 1
@@ -150,7 +152,11 @@ async def test_audit_crash_restarts_and_loses_no_record(dirs, monkeypatch) -> No
     with trio.fail_after(20):
         async with engine(dirs) as e:
             await assert_guarded(e)
-            await trio.sleep(0.2)  # the writer crashes on that record; it is carried over
+            sink = e._audit
+            assert sink is not None
+            # The writer crashes on its first batch, which the restarted one writes first.
+            while crashes == 0 or sink.written == 0:
+                await trio.sleep(0.01)
             await assert_guarded(e)
     assert crashes == 1
     files = list((dirs[2] / "audit").glob("audit-*.jsonl"))

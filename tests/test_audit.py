@@ -146,7 +146,8 @@ async def test_one_file_per_utc_day(tmp_path: Path) -> None:
         async with trio.open_nursery() as nursery:
             await nursery.start(sink.serve)
             sink.submit(rec("a"))
-            await trio.sleep(0.05)
+            while sink.written == 0:  # "a" written alone: the next batch finds 03-01 open
+                await trio.sleep(0.005)
             now.when += timedelta(milliseconds=200)
             sink.submit(rec("b"))
             # 01:30 at +02:00 is 23:30 UTC the day before.
@@ -260,7 +261,8 @@ async def test_write_failure_is_counted_and_the_sink_goes_on(
         async with trio.open_nursery() as nursery:
             await nursery.start(sink.serve)
             sink.submit(rec("a"))
-            await trio.sleep(0.05)
+            while sink.dropped == 0:  # the write of "a" failed
+                await trio.sleep(0.005)
             (tmp_path / "audit").unlink()
             sink.submit(rec("b"))
             await sink.close()

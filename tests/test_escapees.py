@@ -60,7 +60,8 @@ async def assert_outcome(argv: list[str], backend: str, phase: str, name: str) -
     """None of ``argv`` is left within the deadline; or, where the table says the posix
     backend cannot find it, it is still there after a sweep (and the test kills it)."""
     if backend == "posix" and name in POSIX_SURVIVES[phase]:
-        await trio.sleep(0.5)  # two sweeps' time
+        # Two sweeps' time (nothing here counts the sweeps): what holds is that it is NOT killed.
+        await trio.sleep(0.5)
         assert len(running(argv)) == 1
     else:
         assert await survivors_after(argv) == []

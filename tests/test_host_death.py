@@ -160,6 +160,15 @@ time.sleep(1000)
 """
 
 
+def noted_paths(file: Path) -> list[Path]:
+    """The paths in the whole lines of ``file`` so far (none before it exists)."""
+    try:
+        text = file.read_text()
+    except FileNotFoundError:
+        return []
+    return [Path(line.strip()) for line in text.splitlines(keepends=True) if line.endswith("\n")]
+
+
 @both_backends
 @pytest.mark.parametrize(
     ("count", "worker"), [(1, False), (3, False), (2, True)], ids=["1", "3", "2 workers"]
@@ -188,11 +197,10 @@ async def test_sigkilled_host_leaves_no_payload_file(
                 env={**os.environ, "PYTHONPATH": str(REPO)},
             )
             try:
-                while len(list(seen.iterdir())) < count:
+                # Each hook writes its path's line after its copy: whole lines, once all came.
+                while len(paths := noted_paths(Path(f"{seen}.paths"))) < count:
                     await trio.sleep(0.02)
-                await trio.sleep(0.05)  # the last path line follows its copy
-                paths = [Path(line) for line in Path(f"{seen}.paths").read_text().split()]
-                assert len(paths) == count
+                assert len(paths) == count and len(list(seen.iterdir())) == count
                 for path in paths:
                     assert path.name.startswith("triohooks-payload-")
                     assert path.stat().st_mode & 0o777 == 0o600

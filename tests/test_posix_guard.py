@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -417,20 +418,30 @@ async def test_stops_at_once_share_their_scans_of_the_process_table() -> None:
     from triohooks.actors.posix_guard import _Batched
 
     calls: list[frozenset[int]] = []
+    callers = 0
+    all_waiting = threading.Event()
 
     def work(keys: frozenset[int]) -> dict[int, int]:
         calls.append(keys)
-        time.sleep(0.05)  # a scan's time, in the worker thread
+        all_waiting.wait(5)  # the first scan runs until every caller waits for a scan
         return {k: k * 10 for k in keys}
 
     batched: _Batched[int, int] = _Batched(work)
     got: dict[int, int] = {}
 
     async def one(key: int) -> None:
-        got[key] = await batched(key)
+        nonlocal callers
+        callers += 1
+        got[key] = await batched(key)  # its key is taken before the first checkpoint
+
+    async def when_all_wait() -> None:
+        while callers < 20:
+            await trio.sleep(0.005)
+        all_waiting.set()
 
     with trio.fail_after(10):
         async with trio.open_nursery() as nursery:
+            nursery.start_soon(when_all_wait)
             for key in range(20):
                 nursery.start_soon(one, key)
     assert got == {k: k * 10 for k in range(20)}

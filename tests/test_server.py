@@ -335,7 +335,7 @@ async def test_shutdown_finishes_fires_drains_post_queue_then_closes_1000(tmp_pa
                 server.shutdown()
                 with pytest.raises(OSError):  # no longer accepting
                     await handshake_status(server, "/", AUTH)
-                nursery.start_soon(_release_later, release)
+                nursery.start_soon(_release_when_waited_for, server, release)
                 slow_reply = await reply(firer)
                 while True:
                     try:
@@ -353,8 +353,10 @@ async def test_shutdown_finishes_fires_drains_post_queue_then_closes_1000(tmp_pa
     assert close_code == 1000
 
 
-async def _release_later(event: trio.Event) -> None:
-    await trio.sleep(0.1)
+async def _release_when_waited_for(server: HookServer, event: trio.Event) -> None:
+    """Set ``event`` once the shutdown waits for the fires in flight (so it is what ends it)."""
+    while server._idle is None:
+        await trio.sleep(0.01)
     event.set()
 
 

@@ -90,15 +90,17 @@ for line in sys.stdin:
         continue
     if command == "stray later":
         print(json.dumps({"exit": 0}), flush=True)
-        time.sleep(0.05)
+        time.sleep(0.05)  # apart: the reply is read alone, the stray line comes after it
         print("stray", flush=True)
+        with open(os.environ["PIDS_FILE"], "a") as f:  # the stray line is out
+            f.write(f"{os.getpid()}\n")
         continue
     if command == "grandchild":
         child = subprocess.Popen(["sleep", "300"])  # holds our stdout and stderr
         with open(os.environ["PIDS_FILE"], "a") as f:
             f.write(f"{os.getpid()} {child.pid}\n")
     if command == "slow":
-        time.sleep(0.3)
+        time.sleep(0.3)  # busy a while: events that overlap it need another worker
     if command == "big":
         print(json.dumps({"exit": 0, "stdout": "y" * 300_000}), flush=True)
         continue
@@ -280,7 +282,8 @@ async def test_output_between_requests_retires_the_worker_not_the_event(tmp_path
     with trio.fail_after(20):
         async with engine(tmp_path) as e:
             first = await e.pre_tool("bash", {"command": "stray later"})
-            await trio.sleep(0.2)
+            while not recorded_pids(tmp_path):  # the worker wrote its stray line
+                await trio.sleep(0.01)
             after = await e.pre_tool("bash", {"command": "ls"})
     assert first.runs[0].outcome == "ok"
     assert after.runs[0].outcome == "ok" and info(after)["served"] == 1
@@ -417,7 +420,8 @@ async def test_overlapping_events_use_a_small_pool(tmp_path: Path) -> None:
             async with trio.open_nursery() as nursery:
                 for _ in range(5):
                     nursery.start_soon(one)
-                await trio.sleep(0.1)
+                while e.live_processes < 2 and len(results) < 2:  # the pool's workers start
+                    await trio.sleep(0.01)
                 assert e.live_processes == 2
     pids = {info(o)["pid"] for o in results}
     assert len(results) == 5 and len(pids) == 2
