@@ -46,8 +46,16 @@ async def test_host_environment_changes_reach_hooks_through_the_helper(
             assert reaper.stats().spawned == 5
 
 
-def test_the_snapshot_is_kept_only_while_nothing_changed(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("store", [True, False], ids=["environ-store", "environb"])
+def test_the_snapshot_is_kept_only_while_nothing_changed(
+    monkeypatch: pytest.MonkeyPatch, store: bool
+) -> None:
+    """What os.environb holds, every change seen (set through os.environ or os.environb,
+    deleted), from the store os.environ keeps or, where there is none, through os.environb."""
+    if not store:
+        monkeypatch.setattr(posix_guard, "_environ_store", lambda: None)
     snapshots = posix_guard.EnvironmentSnapshot()
+    assert (snapshots._store is not None) == store
     first, version = snapshots.take()
     assert first == dict(os.environb)
     assert snapshots.take()[1] == version  # kept
@@ -55,6 +63,11 @@ def test_the_snapshot_is_kept_only_while_nothing_changed(monkeypatch: pytest.Mon
     second, changed = snapshots.take()
     assert changed != version and second[b"TRIOHOOKS_PROBE"] == b"x"
     assert snapshots.take()[1] == changed
+    monkeypatch.setitem(os.environb, b"TRIOHOOKS_PROBE", b"y")
+    assert snapshots.take()[0][b"TRIOHOOKS_PROBE"] == b"y"
+    monkeypatch.delenv("TRIOHOOKS_PROBE")
+    third, _ = snapshots.take()
+    assert b"TRIOHOOKS_PROBE" not in third and third == dict(os.environb)
 
 
 @pytest.mark.parametrize("helper", [True, False], ids=["helper", "posix-path"])
