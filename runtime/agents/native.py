@@ -135,6 +135,12 @@ def native_reply(
         specific["permissionDecision"] = "ask"
         if canonical == "pre_tool":
             specific["permissionDecisionReason"] = reason
+    elif canonical == "pre_tool" and outcome.decision == "allow" and SPECS[agent].allows:
+        # The agent's allow (approve_read_only's, a hook's): the call runs without its
+        # permission prompt. The agent's merge lets any deny or ask of its own hooks win.
+        specific["permissionDecision"] = "allow"
+        if outcome.reason:
+            specific["permissionDecisionReason"] = outcome.reason
     rewritten = outcome.args is not None and outcome.args != asked.get("args")
     if rewritten and canonical in ("pre_tool", "permission_request"):
         specific["tool_input" if SPECS[agent].answer == "gemini" else "updatedInput"] = outcome.args

@@ -1,11 +1,12 @@
 """The Outcome of one event, and how the hooks' replies combine into it (docs/design.md §5, §7).
 
 Owns the decision rules: the first block wins and stops the chain; the first ``decision`` and
-any ``continue`` count; contexts join with newlines; every ``system_message`` is kept; rewrites
-chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``: shallow merge);
-failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it must not run
-anything or do I/O. It never mutates the dicts it is given (rewrites build new ones), so the
-caller's arguments and the hooks' decoded replies need no copying.
+any ``continue`` count, but an ``allow`` gives way to a later ``ask`` (the more restrictive
+answer, as in the agents' own merge); contexts join with newlines; every ``system_message`` is
+kept; rewrites chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``:
+shallow merge); failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it
+must not run anything or do I/O. It never mutates the dicts it is given (rewrites build new
+ones), so the caller's arguments and the hooks' decoded replies need no copying.
 """
 
 from __future__ import annotations
@@ -192,7 +193,10 @@ class Combiner:
         if decision in ("block", "deny"):
             self._block(hook, r.reason or "blocked by hook", r.user_message)
             return
-        if decision and o.decision is None:
+        if decision and (o.decision is None or (o.decision == "allow" and decision == "ask")):
+            # An allow (a hook's, approve_read_only's) never outranks another hook's ask.
+            if o.decision is not None:
+                o.reason = None  # the allow's reason goes with it
             o.decision = decision
             if r.reason and o.reason is None:
                 o.reason = r.reason
