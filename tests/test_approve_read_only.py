@@ -20,7 +20,7 @@ from tests.guard_tables import GO_ON_ROWS, SHAPES, SHOULD_BLOCK, Row
 from tests.helpers import write_toml_hooks
 from tests.test_guard_tables import Layout
 from triohooks import HookEngine
-from triohooks.agents.spec import AGENTS, SPECS
+from triohooks.agents.spec import AGENTS, SPECS, AgentName
 from triohooks.config.toml_dialect import parse_toml_text
 from triohooks.match.guards import GO_ON, Call, build
 from triohooks.match.ifrules import call_cwd
@@ -343,7 +343,7 @@ def agent_setup(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> tuple[Path, 
 
 @pytest.mark.parametrize("agent", AGENTS)
 async def test_the_allow_reaches_the_agents_that_have_one(
-    agent_setup: tuple[Path, Path, Path], tmp_path: Path, agent: str
+    agent_setup: tuple[Path, Path, Path], tmp_path: Path, agent: AgentName
 ) -> None:
     """Claude Code and Cursor get the allow (no permission prompt); Codex, Gemini CLI, Qwen
     Code and Copilot CLI have none that skips their own confirmation: no decision. A call not
