@@ -207,8 +207,9 @@ def layout() -> Iterator[Layout]:
         made.remove()
 
 
-def _check_row(row: Row, layout: Layout) -> bool:
-    """Whether approve_read_only approves the row's call, read as the guard runner reads it."""
+def approves_row(row: Row, layout: Layout) -> bool:
+    """Whether approve_read_only approves the row's call, read as the guard runner reads it
+    (bench/builtin_guards.py counts them)."""
     check, _ = build("approve_read_only", {})
     shape = SHAPES[row.shape]
     args: dict[str, Any] = layout.subst(row.args)
@@ -221,7 +222,7 @@ def _check_row(row: Row, layout: Layout) -> bool:
 
 
 def test_no_should_block_row_is_approved(layout: Layout) -> None:
-    approved = [r for r in SHOULD_BLOCK if _check_row(r, layout)]
+    approved = [r for r in SHOULD_BLOCK if approves_row(r, layout)]
     assert approved == [], approved
     assert len(SHOULD_BLOCK) > 300  # the whole table was read
 
@@ -229,7 +230,7 @@ def test_no_should_block_row_is_approved(layout: Layout) -> None:
 def test_some_everyday_rows_are_approved_and_none_that_writes(layout: Layout) -> None:
     """The go-on table's reading rows are approved (the share is the bench's figure); its
     builds, installs, deletes and writes are not."""
-    approved = {_text(r) for r in GO_ON_ROWS if _check_row(r, layout)}
+    approved = {_text(r) for r in GO_ON_ROWS if approves_row(r, layout)}
     assert {"git status --porcelain", "git log --oneline -20", "git diff"} <= approved, approved
     writes = {"git stash", "git tag v1.2.0", "git add -A", "make", "git push", "git fetch origin"}
     assert len(writes & {_text(r) for r in GO_ON_ROWS}) == len(writes)  # rows of the table
