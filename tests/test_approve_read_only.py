@@ -83,6 +83,10 @@ CALLS = [
     ("ls > out", N),
     ("ls >> out.txt", N),
     ("ls 2> err.txt", N),
+    ("cat < /dev/tcp/example.com/80", N),  # bash opens a connection
+    ("cat < notes.txt", A),
+    ("git status 2>&1 | head", A),
+    ("cat < $F", N),
     ("echo x | tee out", N),
     ("FOO=1 ls", N),
     ("GIT_DIR=../x/.git git log", N),
@@ -398,3 +402,33 @@ async def test_the_agents_own_deny_or_ask_wins(
     assert result.answer.output["hookSpecificOutput"]["permissionDecision"] == theirs
     assert result.answer.blocked == (theirs == "deny")
     assert any("approve_read_only" in r.hook for r in result.runs)
+
+
+async def test_on_a_permission_request_it_answers_the_request(
+    agent_setup: tuple[Path, Path, Path], tmp_path: Path
+) -> None:
+    """On ``permission_request`` the allow answers the agent's permission dialog (Claude Code's
+    ``PermissionRequest``: ``behavior: allow``); a call it cannot prove is left to the user."""
+    _, project, config = agent_setup
+    (config / "hooks.toml").write_text(APPROVE.replace("pre_tool", "permission_request"))
+
+    def body(command: str) -> bytes:
+        return json.dumps(
+            {
+                "session_id": "s1",
+                "cwd": str(project),
+                "hook_event_name": "PermissionRequest",
+                "tool_name": "Bash",
+                "tool_input": {"command": command},
+            }
+        ).encode()
+
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=project, config_dir=config, state_dir=tmp_path / "state", audit=False
+        ) as engine:
+            status = await engine.agent_hook("claude", body("git status"))
+            push = await engine.agent_hook("claude", body("git push"))
+    decision = status.answer.output["hookSpecificOutput"]["decision"]
+    assert decision == {"behavior": "allow"} and not status.answer.blocked
+    assert push.answer.output == {} and push.answer.decision is None

@@ -6,11 +6,12 @@ harmless, on the same reading of the call (:func:`~.guards.read_call`) and the s
 Closed world: it approves only when it read every part of the command line and each part is
 in its table -- every simple command a program of :data:`READ_ONLY` (a bare name, not a path),
 its options and operands held to that program's row, no word known only at run time but a
-glob that cannot expand to an option, no redirect writing a file but ``/dev/null``, no
-variable assignment, no function defined, nothing the reader could not read -- and when every
-other built-in guard, with its default parameters, lets the call go on without a doubt (so a
-secret read, a write, a download run, a push or a delete is never approved: those guards'
-rules, not a copy of them). Anything else gets no decision: this guard never blocks.
+glob that cannot expand to an option, no redirect writing a file but ``/dev/null`` nor one
+from a network socket (``/dev/tcp/...``) or a run-time name, no variable assignment, no
+function defined, nothing the reader could not read -- and when every other built-in guard,
+with its default parameters, lets the call go on without a doubt (so a secret read, a write,
+a download run, a push or a delete is never approved: those guards' rules, not a copy of
+them). Anything else gets no decision: this guard never blocks.
 
 What it cannot see is what no hook sees (docs/builtin-guards.md): a program's own
 configuration -- a repository's ``core.fsmonitor`` or diff driver run by ``git status`` /
@@ -55,6 +56,8 @@ class Row(NamedTuple):
 
 
 _FREE: Final = Row()
+#: bash's network redirects: ``< /dev/tcp/host/port`` opens a connection.
+_SOCKETS: Final = ("/dev/tcp/", "/dev/udp/")
 
 #: ``git`` global options a read-only command may carry (``-c``, ``--exec-path``,
 #: ``--git-dir`` ... may not).
@@ -207,6 +210,8 @@ def approve_read_only(others: Callable[[], tuple[Check, ...]]) -> Check:
             return GO_ON
         if any(word != "/dev/null" for word, _ in reading.written):
             return GO_ON
+        if any(w is None or w.startswith(_SOCKETS) for w in reading.other_words):
+            return GO_ON  # `cat < /dev/tcp/host/80` connects; `< $F` is a run-time name
         if not all(_proven(cmd) for cmd in reading.commands):
             return GO_ON
         for other in others():
