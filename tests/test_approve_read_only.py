@@ -8,8 +8,8 @@ agent's answer where the agent has one (Claude Code, Cursor) and no other."""
 
 from __future__ import annotations
 
+import functools
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ import trio
 
 from tests.guard_tables import GO_ON_ROWS, SHAPES, SHOULD_BLOCK, Row
 from tests.helpers import write_toml_hooks
-from tests.test_guard_tables import Layout
+from tests.test_guard_tables import Layout, layout  # noqa: F401 (its module fixture, used)
 from triohooks import HookEngine
 from triohooks.agents.spec import AGENTS, SPECS, AgentName
 from triohooks.config.toml_dialect import parse_toml_text
@@ -202,36 +202,29 @@ def test_only_shell_calls() -> None:
 # -- the adversarial tables --------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def layout() -> Iterator[Layout]:
-    made = Layout()
-    try:
-        yield made
-    finally:
-        made.remove()
-
-
-def approves_row(row: Row, layout: Layout) -> bool:
+def approves_row(row: Row, where: Layout) -> bool:
     """Whether approve_read_only approves the row's call, read as the guard runner reads it
     (bench/builtin_guards.py counts them)."""
     check, _ = build("approve_read_only", {})
     shape = SHAPES[row.shape]
-    args: dict[str, Any] = layout.subst(row.args)
+    args: dict[str, Any] = where.subst(row.args)
     tool = shape.tool or "Shell"  # Cursor's shell event is the tool Shell
-    workspace = str(layout.ws)
-    cwd = call_cwd(tool, args, layout.subst(row.cwd) or workspace, workspace)
-    verdict = check(Call(tool=tool, args=args, cwd=cwd, workspace=workspace, home=str(layout.home)))
+    workspace = str(where.ws)
+    cwd = call_cwd(tool, args, where.subst(row.cwd) or workspace, workspace)
+    verdict = check(Call(tool=tool, args=args, cwd=cwd, workspace=workspace, home=str(where.home)))
     assert not verdict.block and not verdict.uncertain, (row, verdict)
     return bool(verdict.approve)
 
 
-def test_no_should_block_row_is_approved(layout: Layout) -> None:
+def test_no_should_block_row_is_approved(layout: Layout) -> None:  # noqa: F811 (the fixture)
     approved = [r for r in SHOULD_BLOCK if approves_row(r, layout)]
     assert approved == [], approved
     assert len(SHOULD_BLOCK) > 300  # the whole table was read
 
 
-def test_some_everyday_rows_are_approved_and_none_that_writes(layout: Layout) -> None:
+def test_some_everyday_rows_are_approved_and_none_that_writes(
+    layout: Layout,  # noqa: F811 (the fixture)
+) -> None:
     """The go-on table's reading rows are approved (the share is the bench's figure); its
     builds, installs, deletes and writes are not."""
     approved = {_text(r) for r in GO_ON_ROWS if approves_row(r, layout)}
@@ -312,8 +305,10 @@ SHELL = {
 }
 
 
-def _body(agent: str, project: Path, command: str) -> bytes:
-    event, tool = SHELL[agent]
+def _body(agent: str, project: Path, command: str, event: str = "") -> bytes:
+    """The agent's hook input for a shell call (its pre-tool event unless ``event``)."""
+    pre, tool = SHELL[agent]
+    event = event or pre
     body: dict[str, Any] = {"session_id": "s1", "cwd": str(project), "hook_event_name": event}
     if agent == "copilot":
         body |= {**tool, "toolArgs": json.dumps({"command": command})}
@@ -412,23 +407,13 @@ async def test_on_a_permission_request_it_answers_the_request(
     _, project, config = agent_setup
     (config / "hooks.toml").write_text(APPROVE.replace("pre_tool", "permission_request"))
 
-    def body(command: str) -> bytes:
-        return json.dumps(
-            {
-                "session_id": "s1",
-                "cwd": str(project),
-                "hook_event_name": "PermissionRequest",
-                "tool_name": "Bash",
-                "tool_input": {"command": command},
-            }
-        ).encode()
-
     with trio.fail_after(30):
         async with HookEngine.open(
             workspace=project, config_dir=config, state_dir=tmp_path / "state", audit=False
         ) as engine:
-            status = await engine.agent_hook("claude", body("git status"))
-            push = await engine.agent_hook("claude", body("git push"))
+            ask = functools.partial(_body, "claude", project, event="PermissionRequest")
+            status = await engine.agent_hook("claude", ask("git status"))
+            push = await engine.agent_hook("claude", ask("git push"))
     decision = status.answer.output["hookSpecificOutput"]["decision"]
     assert decision == {"behavior": "allow"} and not status.answer.blocked
     assert push.answer.output == {} and push.answer.decision is None
