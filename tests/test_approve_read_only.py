@@ -417,3 +417,34 @@ async def test_on_a_permission_request_it_answers_the_request(
     decision = status.answer.output["hookSpecificOutput"]["decision"]
     assert decision == {"behavior": "allow"} and not status.answer.blocked
     assert push.answer.output == {} and push.answer.decision is None
+
+
+@pytest.mark.parametrize("agent", ["claude", "cursor"])
+async def test_a_hooks_own_allow_is_no_agent_allow(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, agent: AgentName
+) -> None:
+    """A hook's ``allow`` is its no-objection (the JSON dialect's reply to go on; a TOML hook
+    may say ``allow`` or even ``approve``): it never switches off the agent's own permission
+    prompt. Only a built-in guard's proof does (``approved`` in the run's record)."""
+    home, project, config = tmp_path / "home", (tmp_path / "proj").resolve(), tmp_path / "g"
+    for d in (home, project, config):
+        d.mkdir(parents=True)
+    monkeypatch.setenv("HOME", str(home))
+    (config / "hooks.toml").write_text(
+        """[[hooks.pre_tool]]\ncommand = '''echo '{"decision": "allow"}' '''\n"""
+        """[[hooks.pre_tool]]\ncommand = '''echo '{"decision": "approve"}' '''\n"""
+    )
+    (config / "hooks.json").write_text(
+        json.dumps(
+            {"hooks": [{"id": "ok", "event": "pre_tool_use", "executor": {
+                "type": "bash", "command": "echo '{\"decision\": \"allow\"}'"}}]}
+        )
+    )  # fmt: skip
+    with trio.fail_after(30):
+        async with HookEngine.open(
+            workspace=project, config_dir=config, state_dir=tmp_path / "state", audit=False
+        ) as engine:
+            rm = await engine.agent_hook(agent, _body(agent, project, "rm -rf build"))
+            outcome = await engine.pre_tool("bash", {"command": "rm -rf build"}, session_id="s")
+    assert len(outcome.runs) == 3 and not any(run.approved for run in outcome.runs)
+    assert not rm.answer.blocked and not _allowed(agent, rm.answer.output), rm.answer.output

@@ -177,7 +177,8 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     asks: bool = False
     #: Does a hook's pre-tool ``allow`` let the call run without the agent's own permission
     #: prompt, by the agent's documented contract (Claude Code's ``permissionDecision``,
-    #: Cursor's ``permission``)? Where not, triohooks' own hooks' allow is not sent: no
+    #: Cursor's ``permission``)? Where it does, a call a built-in guard proved is sent as one
+    #: (:func:`~triohooks.combine.outcome.approved`). Where not, no allow is sent: no
     #: decision (Codex fails a reply with an ``allow`` alone; Copilot CLI still asks the user
     #: after one -- copilot-cli #2643; Gemini CLI and Qwen Code document none that skips
     #: their confirmation).

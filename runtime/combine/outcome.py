@@ -40,6 +40,8 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int | None = None
     #: The hook said more than its cap (stdout/stderr, an http body): only the head was read.
     truncated: bool = False
+    #: A built-in guard proved the call safe to run without the agent's prompt (:func:`approved`).
+    approved: bool = False
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -128,6 +130,7 @@ class Combiner:
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
                 truncated=result.truncated,
+                approved=result.approved,
             )
         )
         if result.system_message:
@@ -263,6 +266,18 @@ class Combiner:
         if self._contexts:
             self.outcome.additional_context = self._joined()
         return self.outcome
+
+
+def approved(outcome: Outcome) -> bool:
+    """Whether the event's answer is an approval an agent may take as its own allow (the call
+    runs without its permission prompt): the decision is ``allow`` (no block, no ask) and a
+    built-in guard proved the call (``approve_read_only``). A hook's ``allow`` alone is not one:
+    it is that hook's no-objection, which must not switch off the agent's own prompts."""
+    return (
+        outcome.decision == "allow"
+        and not outcome.blocked
+        and any(run.approved for run in outcome.runs)
+    )
 
 
 def audit_decision(event: str, result: RunResult) -> str | None:

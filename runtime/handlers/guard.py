@@ -2,7 +2,8 @@
 spawn. A block is the guard's reason; a call the guard cannot read for sure gets its
 ``on_uncertain`` (block, or go on with an Outcome warning, or go on); an approval
 (``approve_read_only``) is the decision ``allow``, which the fold lets any block or ask of
-another hook override."""
+another hook override, marked ``approved``: the one allow an agent's answer carries
+(:func:`~triohooks.combine.outcome.approved`)."""
 
 from __future__ import annotations
 
@@ -53,7 +54,9 @@ class GuardRunner:
             return RunResult(outcome="block", reason=reason, duration_ms=took)
         if verdict.approve:
             reason = f"{name} guard: {verdict.approve}"
-            return RunResult(outcome="ok", decision="allow", reason=reason, duration_ms=took)
+            return RunResult(
+                outcome="ok", decision="allow", approved=True, reason=reason, duration_ms=took
+            )
         if not verdict.uncertain or on_uncertain == "allow":
             return RunResult(outcome="ok", duration_ms=took)
         why = f"{name} cannot read this call for sure: {verdict.uncertain}"
