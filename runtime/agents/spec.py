@@ -175,6 +175,14 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: a failed hook and runs the call; Gemini CLI's hangs a ``-p`` session; Qwen Code's and
     #: Copilot CLI's are not checked): where not, triohooks answers a deny instead.
     asks: bool = False
+    #: Does a hook's pre-tool ``allow`` let the call run without the agent's own permission
+    #: prompt, by the agent's documented contract (Claude Code's ``permissionDecision``,
+    #: Cursor's ``permission``)? Where it does, a call a built-in guard proved is sent as one
+    #: (:func:`~triohooks.combine.outcome.approved`). Where not, no allow is sent: no
+    #: decision (Codex fails a reply with an ``allow`` alone; Copilot CLI still asks the user
+    #: after one -- copilot-cli #2643; Gemini CLI and Qwen Code document none that skips
+    #: their confirmation).
+    allows: bool = False
     #: Events (Claude Code's names) on which the agent itself denies the call when one of its
     #: hooks fails -- exits other than 0 and 2, dies by a signal, cannot start -- and the words
     #: it says (Copilot CLI: "hook errored"; measured). A timeout is no such failure there.
@@ -201,6 +209,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         command_only_events=frozenset({"SessionStart", "Setup"}),
         switches=("disableAllHooks", "allowManagedHooksOnly"),
         asks=True,
+        allows=True,
         on_failure_ignored=frozenset({"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"}),
     ),
     "gemini": AgentSpec(
@@ -275,6 +284,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         answer="cursor",
         flat_hooks=True,
         asks=True,
+        allows=True,
         unreadable_fails=frozenset(cursor.CLAUDE_NAMES.values()),
     ),
 }
