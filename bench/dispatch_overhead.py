@@ -122,6 +122,11 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
             samples["one in-process hook: call - run"] = [
                 call - ran for call, ran in zip(calls, run_ns, strict=True)
             ]
+    return summary(samples)
+
+
+def summary(samples: dict[str, list[int]]) -> dict[str, dict[str, float]]:
+    """p50, p99 and mean in µs of each case's per-call times (ns)."""
     return {
         name: {
             "p50_us": pct(s, 0.50),
@@ -130,6 +135,13 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
         }
         for name, s in samples.items()
     }
+
+
+def show(title: str, figures: dict[str, dict[str, float]]) -> None:
+    print(title)
+    print(f"{'case':32} {'p50 µs':>9} {'p99 µs':>9} {'mean µs':>9}")
+    for name, f in figures.items():
+        print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
 
 
 GUARD = """
@@ -189,14 +201,7 @@ async def system_tier(n: int) -> dict[str, dict[str, float]]:
                     await engine.pre_tool("bash", args, session_id="s")
                     samples[case].append(clock() - t0)
             nursery.cancel_scope.cancel()
-    return {
-        name: {
-            "p50_us": pct(s, 0.50),
-            "p99_us": pct(s, 0.99),
-            "mean_us": statistics.fmean(s) / 1000,
-        }
-        for name, s in samples.items()
-    }
+    return summary(samples)
 
 
 def main() -> None:
@@ -209,18 +214,12 @@ def main() -> None:
     args = parser.parse_args()
     if args.system_tier:
         tier = trio.run(system_tier, args.n)
-        print(f"system tier, n={args.n} each, interleaved")
-        print(f"{'case':32} {'p50 µs':>9} {'p99 µs':>9} {'mean µs':>9}")
-        for name, f in tier.items():
-            print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
+        show(f"system tier, n={args.n} each, interleaved", tier)
         base, own = (f["p50_us"] for f in tier.values())
         print(f"system tier / user config, p50: {own / base:.3f}")
         return
     figures = trio.run(bench, args.n)
-    print(f"dispatch overhead, n={args.n} each, interleaved")
-    print(f"{'case':32} {'p50 µs':>9} {'p99 µs':>9} {'mean µs':>9}")
-    for name, f in figures.items():
-        print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
+    show(f"dispatch overhead, n={args.n} each, interleaved", figures)
     for label, case, limit in (
         ("no-match p50 <= 20 µs", "fire, no hook matches", 20),
         ("in-process hook call - run p50 <= 40 µs", "one in-process hook: call - run", 40),
