@@ -344,3 +344,25 @@ async def test_every_agents_requests_run_the_system_hooks_in_any_project(
     for answer in answers:
         assert answer.answer.blocked and "the team says no pushing" in answer.answer.reason
         assert [r.hook for r in answer.runs if r.status == "block"] == ["triohooks:team-guard"]
+
+
+def test_an_agent_install_routes_the_events_the_system_tier_handles(d: Dirs) -> None:
+    from triohooks.agents.routing import own_events
+
+    write_toml_hooks(d.user, '[[hooks.pre_tool]]\nid = "mine"\ncommand = "true"\n')
+    before = own_events(d.user, scope="user")
+    assert before is not None and "pre_compact" not in before
+    write_toml_hooks(d.system, '[[hooks.pre_compact]]\nid = "team-log"\ncommand = "true"\n')
+    after = own_events(d.user, scope="user")
+    assert after is not None and "pre_compact" in after  # the catch-all goes in for it
+    (d.system / "hooks.json").write_text("{torn")
+    assert own_events(d.user, scope="user") is None  # a broken tier: every event is routed
+
+
+def test_the_system_tiers_held_back_is_the_default_the_user_overrides(d: Dirs) -> None:
+    from triohooks.config.table import load_table
+
+    write_toml_hooks(d.system, 'held_back = "deny"\n')
+    assert load_table(workspace=d.ws, config_dir=d.user).held_back == "deny"
+    write_toml_hooks(d.user, 'held_back = "warn"\n')
+    assert load_table(workspace=d.ws, config_dir=d.user).held_back == "warn"
