@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import math
 import shlex
 import sys
 from collections.abc import Mapping
@@ -41,6 +42,7 @@ from triohooks.config.paths import (
 )
 
 from . import codex_review, undo
+from .agy import ADOPTED_SET
 from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
 from .routing import own_events, routed_events
 from .spec import (
@@ -57,6 +59,7 @@ from .spec import (
     scope_arg,
 )
 from .spec import adopted_path as adopted_path_of
+from .spec import entry as entry_of
 
 Scope = Literal["user", "project"]
 Transport = Literal["http", "relay"]
@@ -268,6 +271,8 @@ def catch_all(
         timeout_value: int | float = (
             int(timeout) if float(timeout).is_integer() else round(timeout, 3)
         )
+        if spec.whole_timeouts:
+            timeout_value = math.ceil(timeout)
         if use_http:
             handler = http_handler(agent, port, timeout_value, scope if named else None)
             routes.append((event, f"POST {handler['url']}"))
@@ -287,7 +292,7 @@ def catch_all(
                     f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
                     "fails open when the server is down; the relay runs the hooks itself)"
                 )
-        out[event] = [handler] if spec.flat_hooks else [{"hooks": [handler]}]
+        out[event] = [entry_of(agent, event, handler)]
     return out, routes, notes
 
 
@@ -305,6 +310,9 @@ def plan_install(
     """Route ``agent``'s hooks of that scope to triohooks. For Codex, also record the catch-all
     as reviewed in ``~/.codex/config.toml`` (:mod:`.codex_review`; ``config_dir`` keeps what
     that replaces)."""
+    refused = SPECS[agent].no_project_install
+    if scope == "project" and refused is not None:
+        raise AdoptError(f"{refused}; nothing changed")
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
     adopted_path = adopted_path_of(agent, path)
@@ -316,8 +324,10 @@ def plan_install(
     if agent == "copilot":
         _refuse_neighbours(path)
     data, text, doc = _read_settings(path, missing_ok=True)
+    if agent == "agy":
+        _refuse_other_sets(path, doc)
     member_added = "hooks" not in doc
-    if data is None and SPECS[agent].flat_hooks:
+    if data is None and SPECS[agent].versioned:
         text = '{\n  "version": 1\n}\n'  # their hooks file format
         doc = json.loads(text)
     if "hooks" not in doc:
@@ -598,6 +608,20 @@ def _refuse_neighbours(path: Path) -> None:
             f"{path.parent}: Copilot CLI runs every hooks file there, and triohooks adopts one "
             f"({path.name}): move the hooks of {', '.join(others)} into {path.name} (or out of "
             "the directory), then install again; nothing changed"
+        )
+
+
+def _refuse_other_sets(path: Path, doc: Mapping[str, Any]) -> None:
+    """Antigravity CLI's hooks file is an object of named hook sets, and install adopts the one
+    named ``hooks`` (Claude Code's member): another set would go on running beside triohooks,
+    unguarded, and a member that is no set makes agy load nothing of the file. Say so and
+    change nothing."""
+    others = [name for name in doc if name != ADOPTED_SET]
+    if others:
+        raise AdoptError(
+            f"{path}: Antigravity CLI runs every hook set there, and triohooks adopts the one "
+            f'named "{ADOPTED_SET}": move the events of {", ".join(map(repr, others))} into it '
+            "(or out of the file), then install again; nothing changed"
         )
 
 

@@ -46,6 +46,7 @@ from triohooks.config.trust import (
 )
 from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule
 
+from .agy import SET_KEYS, hook_events
 from .spec import (
     LEGACY_RELAYS,
     LOCAL_RELAY,
@@ -560,7 +561,13 @@ def parse_hooks(
         problems.append(ConfigProblem(source, "must be an object of events", field="hooks"))
         return []
     out: list[AgentHook] = []
+    if agent == "agy" and hooks.get("enabled") is False:
+        return []  # an agy hook set switched off: none of its hooks run
     for event, groups in hooks.items():
+        if agent == "agy" and event in SET_KEYS:
+            if not isinstance(groups, bool):
+                problems.append(ConfigProblem(source, "must be true or false", field=event))
+            continue
         if not isinstance(groups, list):
             problems.append(
                 ConfigProblem(source, "must be a list of matcher groups", field=str(event))
@@ -822,6 +829,8 @@ class _LevelRead(msgspec.Struct):
 
 
 def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
+    if agent == "agy":  # every named hook set of the file (the one named "hooks" is adopted)
+        return hook_events(doc)
     if agent == "codex" and path.name == "hooks.json":
         return doc.get("hooks", doc)
     return doc.get("hooks")
