@@ -470,3 +470,28 @@ def test_the_relay_knows_agy_and_the_catch_alls_name_the_event() -> None:
     listed = re.search(r"AGENTS\[\] = \{([^}]*)\}", native)
     assert listed is not None
     assert tuple(re.findall(r'"([a-z]+)"', listed.group(1))) == AGENTS
+
+
+def test_hooks_converted_to_it_take_its_forms() -> None:
+    """``triohooks convert --to agy``: its tool names, matcher groups on its tool events only,
+    handlers on the others, whole-number timeouts (a fraction would cost the whole file)."""
+    from triohooks.agents.convert import convert
+
+    claude = {
+        "PreToolUse": [
+            {"matcher": "Bash", "hooks": [{"type": "command", "command": "a", "timeout": 1.5}]}
+        ],
+        "Stop": [{"hooks": [{"type": "command", "command": "s", "timeout": 7}]}],
+    }
+    text, _ = convert("claude", "agy", claude, "settings.json")
+    assert json.loads(text) == {
+        "hooks": {
+            "PreToolUse": [
+                {
+                    "matcher": "run_command",
+                    "hooks": [{"type": "command", "command": "a", "timeout": 2}],
+                }
+            ],
+            "Stop": [{"type": "command", "command": "s", "timeout": 7}],
+        }
+    }

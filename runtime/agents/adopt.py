@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import difflib
 import json
-import math
 import shlex
 import sys
 from collections.abc import Mapping
@@ -60,6 +59,7 @@ from .spec import (
 )
 from .spec import adopted_path as adopted_path_of
 from .spec import entry as entry_of
+from .spec import timeout_value as timeout_of
 
 Scope = Literal["user", "project"]
 Transport = Literal["http", "relay"]
@@ -267,12 +267,7 @@ def catch_all(
             and event not in spec.command_only_events
             and not fail_closed
         )
-        timeout = timeout_s / spec.timeout_unit_s
-        timeout_value: int | float = (
-            int(timeout) if float(timeout).is_integer() else round(timeout, 3)
-        )
-        if spec.whole_timeouts:
-            timeout_value = math.ceil(timeout)
+        timeout_value = timeout_of(agent, timeout_s / spec.timeout_unit_s)
         if use_http:
             handler = http_handler(agent, port, timeout_value, scope if named else None)
             routes.append((event, f"POST {handler['url']}"))

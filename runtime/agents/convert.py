@@ -35,7 +35,7 @@ from .config import (
     parse_hooks,
     translate_if,
 )
-from .spec import AGENTS, SPECS, AgentName, Level
+from .spec import AGENTS, SPECS, AgentName, Level, timeout_value
 
 Target = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor", "agy", "triohooks"]
 TARGETS: Final = (*AGENTS, "triohooks")
@@ -286,7 +286,7 @@ def _handler(
     timeout = hook.timeout_s / spec.timeout_unit_s
     if hook.type == "command" and spec.command_ms_from and timeout >= spec.command_ms_from:
         timeout *= 1000  # Qwen Code reads a command timeout this large as milliseconds
-    value = int(timeout) if float(timeout).is_integer() else round(timeout, 3)
+    value = timeout_value(target, timeout)
     if target == "copilot":  # its own names: ``bash`` and ``timeoutSec``
         if "command" in out:
             out["bash"] = out.pop("command")

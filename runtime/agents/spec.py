@@ -8,6 +8,7 @@ Pure data and small pure functions: no I/O.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -131,6 +132,15 @@ EVENT_ARG_AGENTS: Final = frozenset({"copilot", "agy"})
 def event_arg(agent: str, event: str) -> str:
     """The relay's ``--event`` words for ``agent``'s catch-all of ``event`` (or nothing)."""
     return f" --event {event}" if agent in EVENT_ARG_AGENTS else ""
+
+
+def timeout_value(agent: AgentName, timeout: float) -> int | float:
+    """A handler's ``timeout`` (in the agent's units) as written into its file: a whole number as
+    an integer, else to the millisecond -- rounded up to a whole number where the agent takes
+    no fraction (:attr:`AgentSpec.whole_timeouts`)."""
+    if SPECS[agent].whole_timeouts:
+        return math.ceil(timeout)
+    return int(timeout) if float(timeout).is_integer() else round(timeout, 3)
 
 
 def entry(agent: AgentName, event: str, handler: dict[str, Any]) -> dict[str, Any]:
