@@ -181,7 +181,11 @@ def test_our_own_failure_and_a_failed_hook_are_denies() -> None:
 def test_every_named_hook_set_is_read_and_one_switched_off_is_not() -> None:
     doc = {
         "hooks": {"PreToolUse": [{"matcher": "run_command", "hooks": [{"command": "a"}]}]},
-        "audit": {"enabled": True, "Stop": [{"type": "command", "command": "b", "timeout": 5}]},
+        "audit": {
+            "enabled": True,
+            # A matcher beside its tool events is ignored by agy: the hook runs all the same.
+            "Stop": [{"type": "command", "command": "b", "timeout": 5, "matcher": "nothing"}],
+        },
         "off": {"enabled": False, "PostToolUse": [{"hooks": [{"command": "c"}]}]},
     }
     events = agy.hook_events(doc)
@@ -192,6 +196,7 @@ def test_every_named_hook_set_is_read_and_one_switched_off_is_not() -> None:
         ("Stop", "b", 5.0),
     ]
     assert hooks[0].matcher.matches("run_command") and not hooks[0].matcher.matches("view_file")
+    assert hooks[1].matcher.text is None
     # triohooks' own workspace config (.agents/hooks.json): agy loads nothing of it.
     assert agy.hook_events({"hooks": [{"event": "pre_tool", "command": "x"}]}) is None
 

@@ -638,7 +638,7 @@ def _all_ours(agent: AgentName, hooks: object, source: str) -> bool:
         if not isinstance(groups, list):
             return False
         for entry in groups:
-            group = as_group(agent, entry)
+            group = as_group(agent, entry, str(event))
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(handlers, list):
                 return False

@@ -537,12 +537,14 @@ def _on_failure_blocks(
     return event not in ignored
 
 
-def as_group(agent: AgentName, entry: object) -> object:
-    """One entry of an event's list as a matcher group (``{"matcher", "hooks": [...]}``).
-    Copilot CLI and Cursor also take their own form, where the entry is one handler with its
-    own matcher."""
-    if SPECS[agent].flat_hooks and isinstance(entry, dict) and "hooks" not in entry:
-        return {"matcher": entry.get("matcher"), "hooks": [entry]}
+def as_group(agent: AgentName, entry: object, event: str = "") -> object:
+    """One entry of ``event``'s list as a matcher group (``{"matcher", "hooks": [...]}``).
+    Copilot CLI, Cursor and Antigravity CLI also take their own form, where the entry is one
+    handler with its own matcher -- which Antigravity CLI ignores beside its tool events."""
+    spec = SPECS[agent]
+    if spec.flat_hooks and isinstance(entry, dict) and "hooks" not in entry:
+        ignored = bool(spec.group_events) and event not in spec.group_events
+        return {"matcher": None if ignored else entry.get("matcher"), "hooks": [entry]}
     return entry
 
 
@@ -575,7 +577,7 @@ def parse_hooks(
             continue
         for g, entry in enumerate(groups):
             where = f"{event}[{g}]"
-            group = as_group(agent, entry)
+            group = as_group(agent, entry, str(event))
             if not isinstance(group, dict):
                 problems.append(ConfigProblem(source, "must be an object", field=where))
                 continue
