@@ -12,8 +12,6 @@ import json
 import os
 import re
 import subprocess
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -21,7 +19,8 @@ from typing import Any
 import pytest
 import trio
 
-from tests.helpers import installed_cli
+from tests.test_agent_endpoint import relay_server
+from tests.test_agent_qwen_copilot_cursor import Setup
 from triohooks import HookEngine
 from triohooks.agents import agy
 from triohooks.agents.config import AgentHook, load_agent_table, parse_hooks
@@ -29,7 +28,6 @@ from triohooks.agents.merge import internal_error_answer, merge
 from triohooks.agents.replies import AgentReply, failed
 from triohooks.agents.spec import Level
 from triohooks.fronts.relay import with_event
-from triohooks.fronts.server import SOCKET_FILE, HookServer, ServeSettings, serve
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -201,23 +199,14 @@ def test_every_named_hook_set_is_read_and_one_switched_off_is_not() -> None:
     assert agy.hook_events({"hooks": [{"event": "pre_tool", "command": "x"}]}) is None
 
 
-class World:
+class World(Setup):
+    """Copilot's test world (its home, project, config and state dirs under tmp_path) with agy's
+    hooks file."""
+
     def __init__(self, root: Path) -> None:
-        self.root = root
-        self.home = root / "home"
-        self.project = (root / "proj").resolve()
-        self.config = root / "cfg"
-        self.state = root / "state"
-        for d in (self.home, self.project, self.config):
-            d.mkdir(parents=True)
-        self.state.mkdir(mode=0o700)
+        super().__init__(root)
         self.hooks_file = self.home / ".gemini" / "config" / "hooks.json"
         self.moved = self.home / ".gemini" / "config" / "triohooks-hooks.json"
-
-    def cli(self, *argv: str) -> Any:
-        return installed_cli(
-            *argv, cwd=self.project, config_dir=self.config, home=self.home, state_dir=self.state
-        )
 
     def environ(self, **more: str) -> dict[str, str]:
         return {
@@ -366,32 +355,12 @@ def test_the_catch_all_answers_a_block_and_a_go_on_without_serve(world: World) -
     assert json.loads(done.stdout) == {"decision": "allow"}
 
 
-@asynccontextmanager
-async def serving(world: World) -> AsyncIterator[HookServer]:
-    """A real serve with its relay socket in the (private) state dir."""
-    engine = {"workspace": world.project, "config_dir": world.config, "state_dir": world.state}
-    settings = ServeSettings(
-        token="agy-test-token-0123456789abcdef",
-        port=0,
-        engine=engine,
-        close_timeout_s=0.5,
-        fire_grace_s=2,
-        agent_socket=str(world.state / SOCKET_FILE),
-    )
-    async with trio.open_nursery() as nursery:
-        server: HookServer = await nursery.start(serve, settings)
-        try:
-            yield server
-        finally:
-            server.shutdown()
-
-
 async def test_the_catch_all_answers_through_a_running_serve(world: World) -> None:
     _installed_with_guard(world)
     push = agy_input(world.project, "run_command", {"CommandLine": "git push"})
     read = agy_input(world.project, "view_file", {"AbsolutePath": str(world.project / "a.py")})
     with trio.fail_after(60):
-        async with serving(world) as server:
+        async with relay_server(world, world.config) as server:
             blocked = await trio.to_thread.run_sync(
                 partial(run_catch_all, world, "PreToolUse", push)
             )
@@ -428,13 +397,7 @@ async def test_a_canonical_match_catches_its_tools(
         f'[[hooks.pre_tool]]\nid = "g"\nmatch = "{match}"\n'
         "command = \"echo 'caught' >&2; exit 2\"\n"
     )
-    body = with_event(json.dumps(agy_input(world.project, tool, args)).encode(), "PreToolUse")
-    with trio.fail_after(30):
-        async with HookEngine.open(
-            workspace=world.project, config_dir=world.config, state_dir=world.state, audit=False
-        ) as engine:
-            result = await engine.agent_hook("agy", body, adopted_only=True)
-    assert result.answer.output["decision"] == ("deny" if denied else "allow")
+    assert (await asked(world, tool, args))["decision"] == ("deny" if denied else "allow")
 
 
 @pytest.mark.parametrize(
@@ -457,13 +420,18 @@ async def test_the_closed_world_reader_reads_its_arguments(
     (world.config / "hooks.toml").write_text(
         f'[[hooks.pre_tool]]\nid = "g"\nif = "{rule}"\ncommand = "echo \'in doubt\' >&2; exit 2"\n'
     )
+    assert (await asked(world, tool, args))["decision"] == ("deny" if denied else "allow")
+
+
+async def asked(world: World, tool: str, args: dict[str, Any]) -> dict[str, Any]:
+    """agy's answer to a call of ``tool`` with ``args``, from a real engine."""
     body = with_event(json.dumps(agy_input(world.project, tool, args)).encode(), "PreToolUse")
     with trio.fail_after(30):
         async with HookEngine.open(
             workspace=world.project, config_dir=world.config, state_dir=world.state, audit=False
         ) as engine:
             result = await engine.agent_hook("agy", body, adopted_only=True)
-    assert result.answer.output["decision"] == ("deny" if denied else "allow")
+    return dict(result.answer.output)
 
 
 def test_the_relay_knows_agy_and_the_catch_alls_name_the_event() -> None:

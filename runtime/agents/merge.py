@@ -365,6 +365,21 @@ def _gemini(fold: _Fold) -> AgentAnswer:
     return answer
 
 
+def _keep_going(fold: _Fold, out: dict[str, Any], answer: AgentAnswer, default: str) -> None:
+    """A stop's block as a top-level ``decision: "block"`` with the reasons (Copilot CLI's and
+    Antigravity CLI's form): the agent goes on with them."""
+    reason = _join(fold.block_reasons) or default
+    out["decision"], out["reason"] = "block", reason
+    answer.blocked, answer.decision, answer.reason = True, "block", reason
+
+
+def _unblockable(fold: _Fold, answer: AgentAnswer) -> list[str]:
+    """A block on an event the agent cannot block: the answer records it (not blocked), and
+    its reasons are returned, to be said where the agent reads a message."""
+    answer.decision, answer.reason = "block", _join(fold.block_reasons) or "blocked by a hook"
+    return list(fold.block_reasons)
+
+
 def _copilot(fold: _Fold) -> AgentAnswer:
     """Copilot CLI's answer (its hooks reference): a pre-tool ``permissionDecision`` (any deny
     wins; a deny always with its reason) with ``modifiedArgs``, a permission request's
@@ -402,16 +417,12 @@ def _copilot(fold: _Fold) -> AgentAnswer:
                 if fold.stopped:
                     out["interrupt"] = True
     elif fold.event in ("Stop", "SubagentStop") and fold.blocked:
-        reason = _join(fold.block_reasons) or "blocked by a hook"
-        out["decision"], out["reason"] = "block", reason
-        answer.blocked, answer.decision, answer.reason = True, "block", reason
+        _keep_going(fold, out, answer, "blocked by a hook")
     elif fold.blocked:
         # postToolUseFailure takes a block (exit 2) as guidance for the model; elsewhere
         # Copilot cannot block: the reason goes with the context (and a refused prompt is
         # carried on by the runner: the turn's tool calls are denied).
-        reason = _join(fold.block_reasons) or "blocked by a hook"
-        answer.decision, answer.reason = "block", reason
-        contexts = [*fold.block_reasons, *contexts]
+        contexts = [*_unblockable(fold, answer), *contexts]
     context = _join(contexts)
     if context and fold.event in _CONTEXT_EVENTS:
         out["additionalContext"] = context
@@ -521,14 +532,10 @@ def _agy(fold: _Fold) -> AgentAnswer:
             out["decision"] = _AGY_GO_ON
             answer.decision = fold.permission
     elif fold.event == "Stop" and fold.blocked:
-        reason = _join(fold.block_reasons) or "keep going"
-        out["decision"], out["reason"] = "block", reason
-        answer.blocked, answer.decision, answer.reason = True, "block", reason
+        _keep_going(fold, out, answer, "keep going")
     elif fold.blocked:
         # After a call, at a session's start: agy takes no block; the reason is said.
-        reason = _join(fold.block_reasons) or "blocked by a hook"
-        answer.decision, answer.reason = "block", reason
-        contexts = [*fold.block_reasons, *contexts]
+        contexts = [*_unblockable(fold, answer), *contexts]
     context = _join(contexts)
     if context and fold.event == "PreInvocation":
         out["injectSteps"] = [{"ephemeralMessage": context}]
