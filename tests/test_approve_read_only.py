@@ -22,6 +22,7 @@ from tests.test_guard_tables import Layout, layout  # noqa: F401 (its module fix
 from triohooks import HookEngine
 from triohooks.agents.spec import AGENTS, SPECS, AgentName
 from triohooks.config.toml_dialect import parse_toml_text
+from triohooks.fronts.relay import with_event
 from triohooks.match.guards import GO_ON, Call, build
 from triohooks.match.ifrules import call_cwd
 
@@ -307,6 +308,10 @@ SHELL = {
 
 def _body(agent: str, project: Path, command: str, event: str = "") -> bytes:
     """The agent's hook input for a shell call (its pre-tool event unless ``event``)."""
+    if agent == "agy":  # camelCase, the event named by its catch-all's query
+        call = {"name": "run_command", "args": {"CommandLine": command, "Cwd": str(project)}}
+        agy = {"conversationId": "s1", "toolCall": call, "workspacePaths": [str(project)]}
+        return with_event(json.dumps(agy).encode(), event or "PreToolUse")
     pre, tool = SHELL[agent]
     event = event or pre
     body: dict[str, Any] = {"session_id": "s1", "cwd": str(project), "hook_event_name": event}
@@ -347,7 +352,8 @@ async def test_the_allow_reaches_the_agents_that_have_one(
 ) -> None:
     """Claude Code and Cursor get the allow (no permission prompt); Codex, Gemini CLI, Qwen
     Code and Copilot CLI have none that skips their own confirmation: no decision. A call not
-    proven read-only gets no decision from any agent."""
+    proven read-only gets no decision from any agent. agy answers every call with a decision,
+    and its allow does not skip its prompt: the approval changes nothing there."""
     _, project, config = agent_setup
     with trio.fail_after(30):
         async with HookEngine.open(
@@ -356,6 +362,9 @@ async def test_the_allow_reaches_the_agents_that_have_one(
             status = await engine.agent_hook(agent, _body(agent, project, "git status"))
             build_ = await engine.agent_hook(agent, _body(agent, project, "make"))
     assert not status.answer.blocked and not build_.answer.blocked
+    if agent == "agy":  # every call answered with a decision agy reads; its allow asks still
+        assert status.answer.output == build_.answer.output == {"decision": "allow"}
+        return
     assert _allowed(agent, status.answer.output) == SPECS[agent].allows
     assert status.answer.decision == ("allow" if SPECS[agent].allows else None)
     assert build_.answer.output == {} and build_.answer.decision is None
