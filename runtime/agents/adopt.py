@@ -23,7 +23,7 @@ import difflib
 import json
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -91,16 +91,21 @@ class Plan(msgspec.Struct, frozen=True):
     moves: bool = False
 
     def diff(self) -> str:
-        out: list[str] = []
-        for change in (c for c in self.changes if c.shown):
-            a = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            b = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            before = change.path if change.before is not None else "/dev/null"
-            after = change.path if change.after is not None else "/dev/null"
-            out += difflib.unified_diff(a, b, before, after)
-            if out and not out[-1].endswith("\n"):
-                out[-1] += "\n"
-        return "".join(out)
+        return diff_of(self.changes)
+
+
+def diff_of(changes: Iterable[FileChange]) -> str:
+    """The unified diff of the ``changes`` shown (``--dry-run``)."""
+    out: list[str] = []
+    for change in (c for c in changes if c.shown):
+        a = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        b = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        before = change.path if change.before is not None else "/dev/null"
+        after = change.path if change.after is not None else "/dev/null"
+        out += difflib.unified_diff(a, b, before, after)
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+    return "".join(out)
 
 
 def settings_path(agent: AgentName, scope: Scope, *, home: Path, project: Path) -> Path:

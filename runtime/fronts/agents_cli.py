@@ -11,13 +11,14 @@ project-level files as they are now. Exit 0 on success, 1 on any error (one line
 from __future__ import annotations
 
 import argparse
+import errno
 import sys
 from pathlib import Path
 from typing import Any, Literal
 
 import msgspec
 
-from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
+from triohooks.agents.adopt import AdoptError, apply, diff_of, plan_install, plan_uninstall
 from triohooks.agents.config import (
     AgentTable,
     catch_all_scope,
@@ -53,10 +54,12 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
         "`triohooks serve` (no spawn per call, but the call goes through when serve is down)",
     )
     q.add_argument("--port", type=int, default=8765, help="serve's port for http hooks")
+    _managed_args(q)
     common(q)
     q = actions.add_parser("uninstall", help="restore the settings file")
     q.add_argument("--scope", choices=("project", "user"), default="project")
     q.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    _managed_args(q)
     common(q)
     q = actions.add_parser("list", help="every hook the agent has, and what triohooks runs")
     q.add_argument("--json", action="store_true", help="machine-readable output")
@@ -91,6 +94,22 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
             help="run this install's relay (default: triohooks-relay from PATH, to share)",
         )
         q.add_argument("--force", action="store_true", help="overwrite the plugin's files")
+
+
+def _managed_args(q: argparse.ArgumentParser) -> None:
+    q.add_argument(
+        "--managed",
+        action="store_true",
+        help="the agent's managed (system-wide) settings, for every user of the machine "
+        "(docs/agents.md, Managed install)",
+    )
+    q.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --managed: write the files into DIR for an MDM to deliver, not the system path",
+    )
 
 
 def add_claude_command(sub: argparse._SubParsersAction[Any]) -> None:
@@ -146,6 +165,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
+    if args.managed or args.out is not None:
+        return _managed(args)
     agent, workspace, home, config_dir = _places(args)
     from . import relay
 
@@ -209,7 +230,42 @@ def _beside(agent: AgentName, scope: str, workspace: Path, home: Path) -> list[s
     return notes
 
 
+def _managed(args: argparse.Namespace) -> int:
+    """``install|uninstall --managed [--out DIR]`` (:mod:`triohooks.agents.managed`)."""
+    from triohooks.agents import managed
+
+    if not args.managed:
+        raise AdoptError("--out goes with --managed; nothing changed")
+    agent: AgentName = args.command
+    plan = managed.plan(agent, args.out, uninstall=args.action == "uninstall")
+    if args.dry_run:
+        sys.stdout.write(diff_of(plan.changes) or f"{plan.path}: nothing to change\n")
+        return 0
+    if not plan.changes:
+        print(f"{plan.path}: nothing to change")
+        return 0
+    try:
+        managed.write(plan)
+    except OSError as exc:
+        where = exc.filename or plan.path
+        code = errno.errorcode.get(exc.errno or 0, "?")
+        raise AdoptError(
+            f"cannot write {where}: {exc.strerror or exc} ({code}); the system path needs "
+            "privileges: run as root (sudo), or use --out DIR and deliver the files with your "
+            "MDM or configuration-management tool"
+        ) from None
+    for change in plan.changes:
+        print(f"{'removed' if change.after is None else 'written'} {change.path}")
+    for event, route in plan.routes:
+        print(f"  {event} -> {route}")
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def _uninstall(args: argparse.Namespace) -> int:
+    if args.managed or args.out is not None:
+        return _managed(args)
     agent, workspace, home, config_dir = _places(args)
     plan = plan_uninstall(agent, args.scope, home=home, project=workspace, config_dir=config_dir)
     return _carry_out(args, plan, agent, workspace, home, config_dir, "uninstalled")
