@@ -31,6 +31,7 @@ front writes (:func:`write`), so ``--dry-run`` shows the same change.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import tomllib
@@ -117,7 +118,7 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
         try:
             check_write_target(file, path.parent)
         except UnsafeWriteError as exc:
-            raise AdoptError(str(exc)) from None
+            raise AdoptError(f"{exc}{_ADVICE if out is None else ''}") from None
     before = _read(path)
     manifest = _manifest(manifest_path)
     base = before
@@ -181,17 +182,31 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
     return ManagedPlan(agent, str(path), _changed(changes), tuple(routes), tuple(notes))
 
 
+#: What to do when the system path cannot be written.
+_ADVICE: Final = (
+    "; the system path needs privileges: run as root (sudo), or use --out DIR and deliver the "
+    "files with your MDM or configuration-management tool"
+)
+
+
 def write(managed: ManagedPlan) -> None:
     """Write a plan: the managed file first (world-readable: every user's agent reads it), then
-    the manifest and notes; a removal last. OSError (no permission ...) reaches the caller."""
+    the manifest and notes; a removal last. A write that fails (no permission ...) raises
+    :class:`.adopt.AdoptError` naming the file, the error and what to do."""
     ordered = sorted(managed.changes, key=lambda c: (c.after is None, c.path != managed.path))
     for change in ordered:
         path = Path(change.path)
-        if change.after is None:
-            path.unlink(missing_ok=True)
-        else:
-            path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
-            write_file_atomic(path, change.after, new_mode=0o644)
+        try:
+            if change.after is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.parent.mkdir(mode=0o755, parents=True, exist_ok=True)
+                write_file_atomic(path, change.after, new_mode=0o644)
+        except OSError as exc:
+            code = errno.errorcode.get(exc.errno or 0, "no errno")
+            raise AdoptError(
+                f"cannot write {exc.filename or path}: {exc.strerror or exc} ({code}){_ADVICE}"
+            ) from None
 
 
 def _delivered(agent: AgentName) -> Path:

@@ -310,7 +310,9 @@ def _flag(
 
 def _claude_switches(level: Level, doc: Mapping[str, Any], display: str) -> Iterator[str]:
     where = level.path
-    if level.name == "managed":  # the managed-only policy keys (Claude Code reads them there)
+    if level.name == "managed" and not _managed_install("claude", doc):
+        # The managed-only policy keys (Claude Code reads them there); not a managed install's
+        # own (its catch-alls are the managed hooks that run).
         yield from _flag(
             doc,
             "allowManagedHooksOnly",
@@ -687,14 +689,22 @@ def _codex(installed: Sequence[LevelRead], project: Path | None, home: Path) -> 
         doc, unread = _toml(path, display)
         yield from unread
         if doc is not None:
-            yield from _flag(
-                doc,
-                "allow_managed_hooks_only",
-                path,
-                display,
-                "runs managed hooks only, not triohooks' catch-alls",
-            )
+            if not _managed_install("codex", doc):
+                yield from _flag(
+                    doc,
+                    "allow_managed_hooks_only",
+                    path,
+                    display,
+                    "runs managed hooks only, not triohooks' catch-alls",
+                )
             yield from _codex_features(doc, path, display)
+
+
+def _managed_install(agent: AgentName, doc: Mapping[str, Any]) -> bool:
+    """Whether a managed document is a managed install's (its hooks are all triohooks')."""
+    from .managed import installed_here  # (managed plans with adopt, which reads config)
+
+    return installed_here(agent, doc)
 
 
 def _toml(path: Path, display: str) -> tuple[dict[str, Any] | None, list[str]]:

@@ -11,7 +11,6 @@ project-level files as they are now. Exit 0 on success, 1 on any error (one line
 from __future__ import annotations
 
 import argparse
-import errno
 import sys
 from pathlib import Path
 from typing import Any, Literal
@@ -244,20 +243,12 @@ def _managed(args: argparse.Namespace) -> int:
     if not plan.changes:
         print(f"{plan.path}: nothing to change")
         return 0
-    try:
-        managed.write(plan)
-    except OSError as exc:
-        where = exc.filename or plan.path
-        code = errno.errorcode.get(exc.errno or 0, "?")
-        raise AdoptError(
-            f"cannot write {where}: {exc.strerror or exc} ({code}); the system path needs "
-            "privileges: run as root (sudo), or use --out DIR and deliver the files with your "
-            "MDM or configuration-management tool"
-        ) from None
+    managed.write(plan)
     for change in plan.changes:
         print(f"{'removed' if change.after is None else 'written'} {change.path}")
-    for event, route in plan.routes:
-        print(f"  {event} -> {route}")
+    if plan.routes:
+        events = ", ".join(event for event, _ in plan.routes)
+        print(f"  every event ({events}) -> triohooks-relay {agent}, found on each user's PATH")
     for note in plan.notes:
         print(f"note: {note}", file=sys.stderr)
     return 0
