@@ -164,7 +164,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
-    if args.managed or args.out is not None:
+    if _managed_asked(args):
         return _managed(args)
     agent, workspace, home, config_dir = _places(args)
     from . import relay
@@ -229,6 +229,11 @@ def _beside(agent: AgentName, scope: str, workspace: Path, home: Path) -> list[s
     return notes
 
 
+def _managed_asked(args: argparse.Namespace) -> bool:
+    """``--managed`` or ``--out`` given (a namespace built by another command has neither)."""
+    return bool(getattr(args, "managed", False)) or getattr(args, "out", None) is not None
+
+
 def _managed(args: argparse.Namespace) -> int:
     """``install|uninstall --managed [--out DIR]`` (:mod:`triohooks.agents.managed`)."""
     from triohooks.agents import managed
@@ -255,7 +260,7 @@ def _managed(args: argparse.Namespace) -> int:
 
 
 def _uninstall(args: argparse.Namespace) -> int:
-    if args.managed or args.out is not None:
+    if _managed_asked(args):
         return _managed(args)
     agent, workspace, home, config_dir = _places(args)
     plan = plan_uninstall(agent, args.scope, home=home, project=workspace, config_dir=config_dir)
