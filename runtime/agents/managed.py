@@ -330,12 +330,13 @@ def _toml(value: Any) -> str:
 def installed_here(agent: AgentName, doc: Any) -> bool:
     """Whether a managed document's hooks are all triohooks' catch-alls (a managed install)."""
     hooks = doc.get("hooks") if isinstance(doc, dict) else None
-    if not isinstance(hooks, dict) or not hooks:
+    if not isinstance(hooks, dict):
+        return False
+    events = {k: v for k, v in hooks.items() if k not in ("managed_dir", "windows_managed_dir")}
+    if not events or not all(isinstance(groups, list) for groups in events.values()):
         return False
     source = str(managed_path(agent))
-    events = {k: v for k, v in hooks.items() if isinstance(v, list)}
-    if len(events) != len([k for k in hooks if k not in ("managed_dir", "windows_managed_dir")]):
-        return False
+    level = Level("managed", Path(source), False)
     for event, groups in events.items():
         for entry in groups:
             group = as_group(agent, entry)
@@ -343,14 +344,8 @@ def installed_here(agent: AgentName, doc: Any) -> bool:
             if not isinstance(handlers, list) or not handlers:
                 return False
             for raw in handlers:
-                parsed = parse_hooks(
-                    agent,
-                    Level("managed", Path(source), False),
-                    source,
-                    {event: [{"hooks": [raw]}]},
-                    [],
-                    keep_ours=True,
-                )
+                one = {event: [{"hooks": [raw]}]}
+                parsed = parse_hooks(agent, level, source, one, [], keep_ours=True)
                 if len(parsed) != 1 or not is_ours(parsed[0]):
                     return False
     return True

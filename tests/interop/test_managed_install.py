@@ -135,10 +135,11 @@ def test_claude_code_refuses_the_call_where_triohooks_cannot_be_found(
         env={"PATH": path, **tri.dirs_env()},
     )
     assert _markers(claude_project.path) == []
-    # Claude Code's first hooked event refuses: the prompt itself (UserPromptSubmit), so no
-    # tool call is even asked for; what it says is the catch-all's reason.
+    # Claude Code's first hooked event refuses: the prompt itself (UserPromptSubmit: "Original
+    # prompt: ..."), so no tool call is even asked for; what it says is the catch-all's reason.
     said = run.process.stdout + run.process.stderr
     assert "triohooks-relay is not on PATH" in said, said[-2000:]
+    assert fake_api.tool_results() == []
 
 
 def test_codex_reads_the_requirements_and_runs_triohooks_unreviewed(
