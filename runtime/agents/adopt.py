@@ -334,7 +334,7 @@ def plan_install(
         raise AdoptError(f"{path}: its hooks value is not an object; nothing changed")
     start, end = spans["hooks"]
     current = doc["hooks"]
-    existing = _existing(adopted_path)
+    existing = read_existing(adopted_path)
     if _all_ours(agent, current, str(path)):
         # Installed already: refresh the catch-all from triohooks-hooks.json (new events).
         if existing is None:
@@ -426,7 +426,7 @@ def plan_uninstall(
     except UnsafeWriteError as exc:
         raise AdoptError(str(exc)) from None
     data, text, doc = _read_settings(path)
-    existing = _existing(adopted_path)
+    existing = read_existing(adopted_path)
     if existing is None:
         raise AdoptError(f"{adopted_path}: not found; {path} was not installed by triohooks")
     spans = member_spans(text)
@@ -606,7 +606,8 @@ def _refuse_neighbours(path: Path) -> None:
         )
 
 
-def _existing(path: Path) -> bytes | None:
+def read_existing(path: Path) -> bytes | None:
+    """A settings file's bytes (None: not there); one that cannot be read is an AdoptError."""
     try:
         return read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:

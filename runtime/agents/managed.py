@@ -41,16 +41,14 @@ from typing import Any, Final
 import msgspec
 
 from triohooks.config.paths import (
-    UnreadableFileError,
     UnsafeWriteError,
     check_write_target,
-    read_regular_file,
     write_file_atomic,
 )
 
 from . import undo
-from .adopt import AdoptError, FileChange, catch_all
-from .config import MAX_SETTINGS_BYTES, as_group, is_ours, parse_hooks
+from .adopt import AdoptError, FileChange, catch_all, read_existing
+from .config import as_group, is_ours, parse_hooks
 from .spec import MANAGED, MANAGED_ROOT_VAR, SPECS, AgentName, Level, managed_path
 
 #: The manifest beside the managed file: what the install wrote, for uninstall.
@@ -142,10 +140,10 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
             )
         changes = [
             FileChange(str(path), _bytes(before), _bytes(base)),
-            FileChange(str(manifest_path), _read_bytes(manifest_path), None),
+            FileChange(str(manifest_path), read_existing(manifest_path), None),
         ]
         if out is not None and readme.exists():
-            changes.append(FileChange(str(readme), _read_bytes(readme), None))
+            changes.append(FileChange(str(readme), read_existing(readme), None))
         return ManagedPlan(agent, str(path), _changed(changes))
     routed, routes = routing(agent)
     after = _with_catch_alls(agent, path, base, routed, managed_dir=_delivered(agent).parent)
@@ -166,13 +164,13 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
         FileChange(str(path), _bytes(before), after.encode("utf-8")),
         FileChange(
             str(manifest_path),
-            _read_bytes(manifest_path),
+            read_existing(manifest_path),
             msgspec.json.format(msgspec.json.encode(doc), indent=2) + b"\n",
             shown=False,
         ),
     ]
     if out is not None:
-        changes.append(FileChange(str(readme), _read_bytes(readme), _readme(agent).encode()))
+        changes.append(FileChange(str(readme), read_existing(readme), _readme(agent).encode()))
     notes = []
     if agent in ("gemini", "qwen"):
         notes.append(
@@ -223,17 +221,8 @@ def _bytes(text: str | None) -> bytes | None:
     return text.encode("utf-8") if text is not None else None
 
 
-def _read_bytes(path: Path) -> bytes | None:
-    try:
-        return read_regular_file(path, MAX_SETTINGS_BYTES)
-    except FileNotFoundError:
-        return None
-    except UnreadableFileError as exc:
-        raise AdoptError(str(exc)) from None
-
-
 def _read(path: Path) -> str | None:
-    data = _read_bytes(path)
+    data = read_existing(path)
     if data is None:
         return None
     try:
@@ -243,7 +232,7 @@ def _read(path: Path) -> str | None:
 
 
 def _manifest(path: Path) -> Manifest | None:
-    data = _read_bytes(path)
+    data = read_existing(path)
     if data is None:
         return None
     try:

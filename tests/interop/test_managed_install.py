@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import json
 import shutil
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -32,6 +34,7 @@ from tests.interop.test_claude_code_triohooks import Triohooks, serving
 pytestmark = pytest.mark.interop
 
 SESSION_TIMEOUT = 90.0
+T = TypeVar("T")
 
 
 def _overlay_or_skip(tmp_path: Path) -> tuple[Path, Path]:
@@ -73,6 +76,20 @@ def _managed(tri: Triohooks, agent: str, out: Path) -> None:
     tri.cli(agent, "install", "--managed", "--out", str(out))
 
 
+def _control(own: Path, run: Callable[[], object]) -> None:
+    """The control, so that "the user's own hook did not run" can fail: without the managed
+    file (the agent run as it is, the real /etc), ``run`` runs it."""
+    run()
+    assert own.exists(), "the user's own hook did not run even without the managed file"
+    own.unlink()
+
+
+def _guarded(tri: Triohooks, workspace: Path, run: Callable[[], T]) -> T:
+    """``run`` with ``triohooks serve`` up for the catch-alls' relay."""
+    with serving(tri, workspace, workspace.parent / "serve.log"):
+        return run()
+
+
 def _markers(project: Path) -> list[str]:
     return sorted(p.name for p in project.glob("marker-*"))
 
@@ -92,21 +109,24 @@ def test_claude_code_reads_the_managed_settings_and_runs_triohooks(
     user_settings.parent.mkdir(parents=True)
     hook = {"type": "command", "command": f"echo ran >> {own}"}
     user_settings.write_text(json.dumps({"hooks": {"PreToolUse": [{"hooks": [hook]}]}}))
-    fake_api.script(["echo x > control.txt"])  # the control: without the managed file it runs
-    run_claude(claude_bin, claude_project.path, claude_project.home, fake_api)
-    assert own.exists(), "the user's own hook did not run even without the managed settings"
-    own.unlink()
+    fake_api.script(["echo x > control.txt"])
+    _control(
+        own, lambda: run_claude(claude_bin, claude_project.path, claude_project.home, fake_api)
+    )
     claude = _wrapper(tmp_path, claude_bin, upper, work)
-    with serving(tri, claude_project.path, tmp_path / "serve.log"):
-        fake_api.script(PUSH_COMMANDS)
-        run = run_claude(
+    fake_api.script(PUSH_COMMANDS)
+    run = _guarded(
+        tri,
+        claude_project.path,
+        lambda: run_claude(
             claude,
             claude_project.path,
             claude_project.home,
             fake_api,
             timeout=SESSION_TIMEOUT,
             env=tri.claude_env(),
-        )
+        ),
+    )
     assert run.process.returncode == 0, run.process.stderr[-2000:]
     assert _markers(claude_project.path) == ["marker-0.txt"]
     results = [r.text for r in fake_api.tool_results()]
@@ -154,21 +174,22 @@ def test_codex_reads_the_requirements_and_runs_triohooks_unreviewed(
     hooks = {"PreToolUse": [{"hooks": [{"type": "command", "command": f"echo ran >> {own}"}]}]}
     source = codex_project.write_hooks(hooks)
     codex_project.review(source, hooks)
-    fake_openai.script(["echo x > control.txt"])  # the control: without the requirements it runs
-    run_codex(codex_bin, codex_project.path, codex_project.home, fake_openai)
-    assert own.exists(), "the user's own hook did not run even without the requirements"
-    own.unlink()
+    fake_openai.script(["echo x > control.txt"])
+    _control(own, lambda: run_codex(codex_bin, codex_project.path, codex_project.home, fake_openai))
     codex = _wrapper(tmp_path, codex_bin, upper, work)
-    with serving(tri, codex_project.path, tmp_path / "serve.log"):
-        fake_openai.script(PUSH_COMMANDS)
-        run = run_codex(
+    fake_openai.script(PUSH_COMMANDS)
+    run = _guarded(
+        tri,
+        codex_project.path,
+        lambda: run_codex(
             codex,
             codex_project.path,
             codex_project.home,
             fake_openai,
             timeout=SESSION_TIMEOUT,
             env=tri.claude_env(),
-        )
+        ),
+    )
     assert run.completed, run.process.stderr[-2000:]
     assert _markers(codex_project.path) == ["marker-0.txt"]
     outputs = [r.text for r in fake_openai.tool_outputs()]
