@@ -237,3 +237,10 @@ def test_the_tamper_alarm_does_not_take_a_managed_install_for_a_switch(tmp_path:
     assert not [a for a in switch_alarms("claude", level, ours) if "allowManagedHooksOnly" in a]
     theirs = {"allowManagedHooksOnly": True}
     assert any("allowManagedHooksOnly" in a for a in switch_alarms("claude", level, theirs))
+
+
+def test_managed_takes_no_http_transport(tmp_path: Path) -> None:
+    out = tmp_path / "o"
+    done = cli(tmp_path, "claude", "install", "--managed", "--out", str(out), "--transport", "http")
+    assert done.returncode == 1 and "relay catch-alls" in done.stderr
+    assert not out.exists()

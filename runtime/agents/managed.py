@@ -13,7 +13,8 @@ event: a fleet's users' hooks are not known here), in the agent's managed format
   (``managed_dir``: the file's own directory, which exists wherever the file does) and
   ``allow_managed_hooks_only = true``; Codex runs managed hooks unreviewed;
 - Gemini CLI, Qwen Code: the system ``settings.json`` (which overrides the user's and the
-  project's settings; neither agent has a managed-only switch, so their own hooks still run);
+  project's settings; neither agent has a managed-only switch, so their own hooks still run;
+  Gemini CLI reads it only root-owned, in directories only root can write);
 - Cursor: the enterprise ``hooks.json``.
 
 Every catch-all runs :data:`.spec.PORTABLE_RELAY`: nothing of the installing user's home, the
@@ -176,6 +177,11 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
         notes.append(
             f"{SPECS[agent].display} has no managed-only switch: users' and projects' own "
             "hooks still run beside the catch-alls (docs/agents.md, Managed install)"
+        )
+    if agent == "gemini":
+        notes.append(
+            "Gemini CLI skips a system settings file that is not owned by root, or that it or "
+            "a directory above it is writable by group or others: deliver it root-owned, 0644"
         )
     return ManagedPlan(agent, str(path), _changed(changes), tuple(routes), tuple(notes))
 

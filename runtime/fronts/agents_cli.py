@@ -240,6 +240,8 @@ def _managed(args: argparse.Namespace) -> int:
 
     if not args.managed:
         raise AdoptError("--out goes with --managed; nothing changed")
+    if getattr(args, "transport", "relay") != "relay":
+        raise AdoptError("--managed writes relay catch-alls (no http hooks); nothing changed")
     agent: AgentName = args.command
     plan = managed.plan(agent, args.out, uninstall=args.action == "uninstall")
     if args.dry_run:

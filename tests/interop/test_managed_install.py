@@ -3,11 +3,13 @@
 Neither Claude Code 2.1.332 nor Codex 0.169.1 lets a variable move its managed file (Claude
 Code's ``CLAUDE_CODE_MANAGED_SETTINGS_PATH`` is not read by the public build: measured, a
 ``managed-settings.json`` in the directory it names runs no hook; Codex reads
-``/etc/codex/requirements.toml`` only). So the files ``--out`` wrote are delivered as an MDM
-would, into ``/etc`` -- but an ``/etc`` of the agent's own: each session runs in a private mount
-namespace where an overlay puts the delivered files over the real ``/etc``, which stays as it
-was (the overlay's upper directory is under ``tmp_path``). Where a mount namespace cannot be
-made (no privilege for it), the tests are skipped, saying so.
+``/etc/codex/requirements.toml`` only), and Gemini CLI reads a system settings file only
+root-owned in directories only root can write. So the files ``--out`` wrote are delivered as an
+MDM would, into ``/etc`` -- but an ``/etc`` of the agent's own: each session runs in a private
+mount namespace where an overlay puts the delivered files over the real ``/etc``, which stays as
+it was (the overlay's upper directory is under ``tmp_path``). Where a mount namespace cannot be
+made (no privilege for it), those tests are skipped, saying so. Qwen Code reads its system
+settings from ``$QWEN_CODE_SYSTEM_SETTINGS_PATH``, anywhere.
 
 What they hold: the agent reads the managed file; its catch-alls run triohooks' own hooks (a
 guard in ``hooks.toml`` stops ``git push``); with the managed-only switch the user's own hooks
@@ -28,7 +30,10 @@ import pytest
 from tests.interop import NATIVE_GUARD, PUSH_COMMANDS, ClaudeProject, run_bounded, run_claude
 from tests.interop.codex import CodexProject, run_codex
 from tests.interop.fake_anthropic import FakeAnthropic
+from tests.interop.fake_gemini import FakeGemini
 from tests.interop.fake_openai import FakeOpenAI
+from tests.interop.gemini import GeminiProject, run_gemini
+from tests.interop.qwen import QwenProject, run_qwen
 from tests.interop.test_claude_code_triohooks import Triohooks, serving
 
 pytestmark = pytest.mark.interop
@@ -195,3 +200,62 @@ def test_codex_reads_the_requirements_and_runs_triohooks_unreviewed(
     outputs = [r.text for r in fake_openai.tool_outputs()]
     assert "pushing is for humans" in outputs[1], outputs
     assert not own.exists(), "allow_managed_hooks_only: the user's own hook must not run"
+
+
+def test_gemini_cli_reads_the_system_settings_and_runs_triohooks(
+    gemini_bin: Path, fake_gemini: FakeGemini, gemini_project: GeminiProject, tmp_path: Path
+) -> None:
+    """Gemini CLI reads its system settings only from a root-owned file in directories only
+    root can write (measured: one under /tmp, named by ``GEMINI_CLI_SYSTEM_SETTINGS_PATH``, is
+    skipped as insecure): delivered to /etc/gemini-cli, as Claude Code's."""
+    upper, work = _overlay_or_skip(tmp_path)
+    tri = Triohooks.create(tmp_path, gemini_project.home)
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    _managed(tri, "gemini", upper / "gemini-cli")
+    gemini = _wrapper(tmp_path, gemini_bin, upper, work)
+    fake_gemini.script(PUSH_COMMANDS)
+    run = _guarded(
+        tri,
+        gemini_project.path,
+        lambda: run_gemini(
+            gemini,
+            gemini_project.path,
+            gemini_project.home,
+            fake_gemini,
+            timeout=SESSION_TIMEOUT,
+            env=tri.claude_env(),
+        ),
+    )
+    assert run.process.returncode == 0, run.process.stderr[-2000:]
+    assert _markers(gemini_project.path) == ["marker-0.txt"]
+    first, push = fake_gemini.function_responses()
+    assert not first.is_error
+    assert push.is_error and "pushing is for humans" in push.text, push.text
+
+
+def test_qwen_code_reads_the_system_settings_and_runs_triohooks(
+    qwen_bin: Path, fake_qwen: FakeAnthropic, qwen_project: QwenProject, tmp_path: Path
+) -> None:
+    """Qwen Code takes its system settings' path from ``QWEN_CODE_SYSTEM_SETTINGS_PATH`` (and
+    reads a file anywhere: delivered there, no private /etc is needed)."""
+    tri = Triohooks.create(tmp_path, qwen_project.home)
+    (tri.config_dir / "hooks.toml").write_text(NATIVE_GUARD)
+    out = tmp_path / "mdm"
+    _managed(tri, "qwen", out)
+    system = {"QWEN_CODE_SYSTEM_SETTINGS_PATH": str(out / "settings.json")}
+    fake_qwen.script(PUSH_COMMANDS)
+    run = _guarded(
+        tri,
+        qwen_project.path,
+        lambda: run_qwen(
+            qwen_bin,
+            qwen_project,
+            fake_qwen,
+            timeout=SESSION_TIMEOUT,
+            env={**tri.claude_env(), **system},
+        ),
+    )
+    assert run.process.returncode == 0, run.process.stderr[-2000:]
+    assert _markers(qwen_project.path) == ["marker-0.txt"]
+    _, push = fake_qwen.tool_results()
+    assert "pushing is for humans" in push.text, push.text
