@@ -244,3 +244,15 @@ def test_managed_takes_no_http_transport(tmp_path: Path) -> None:
     done = cli(tmp_path, "claude", "install", "--managed", "--out", str(out), "--transport", "http")
     assert done.returncode == 1 and "relay catch-alls" in done.stderr
     assert not out.exists()
+
+
+def test_validate_takes_a_managed_install_for_one(tmp_path: Path) -> None:
+    """A managed file routes to triohooks with no ``triohooks-hooks.json`` beside it (it moves
+    no hooks): that is no hook gone."""
+    root = str(tmp_path / "image")
+    assert (
+        cli(tmp_path, "claude", "install", "--managed", TRIOHOOKS_MANAGED_ROOT=root).returncode == 0
+    )
+    done = cli(tmp_path, "claude", "validate", TRIOHOOKS_MANAGED_ROOT=root)
+    assert "managed-settings.json PreToolUse" in done.stdout  # its catch-alls are seen
+    assert "its hooks are gone" not in done.stdout
