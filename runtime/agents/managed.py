@@ -78,10 +78,8 @@ class ManagedPlan(msgspec.Struct, frozen=True):
     changes: tuple[FileChange, ...]
     routes: tuple[tuple[str, str], ...] = ()
     notes: tuple[str, ...] = ()
-
-
-def supported(agent: AgentName) -> bool:
-    return agent in MANAGED
+    #: It writes the system path (not ``--out``): a failed write says how to get privileges.
+    system: bool = True
 
 
 def target(agent: AgentName, out: Path | None) -> Path:
@@ -145,7 +143,7 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
         ]
         if out is not None and readme.exists():
             changes.append(FileChange(str(readme), read_existing(readme), None))
-        return ManagedPlan(agent, str(path), _changed(changes))
+        return ManagedPlan(agent, str(path), _changed(changes), system=out is None)
     routed, routes = routing(agent)
     after = _with_catch_alls(agent, path, base, routed, managed_dir=_delivered(agent).parent)
     record = undo.track(base, after)
@@ -183,7 +181,9 @@ def plan(agent: AgentName, out: Path | None = None, *, uninstall: bool = False) 
             "Gemini CLI skips a system settings file that is not owned by root, or that it or "
             "a directory above it is writable by group or others: deliver it root-owned, 0644"
         )
-    return ManagedPlan(agent, str(path), _changed(changes), tuple(routes), tuple(notes))
+    return ManagedPlan(
+        agent, str(path), _changed(changes), tuple(routes), tuple(notes), system=out is None
+    )
 
 
 #: What to do when the system path cannot be written.
@@ -208,8 +208,9 @@ def write(managed: ManagedPlan) -> None:
                 write_file_atomic(path, change.after, new_mode=0o644)
         except OSError as exc:
             code = errno.errorcode.get(exc.errno or 0, "no errno")
+            advice = _ADVICE if managed.system else ""
             raise AdoptError(
-                f"cannot write {exc.filename or path}: {exc.strerror or exc} ({code}){_ADVICE}"
+                f"cannot write {exc.filename or path}: {exc.strerror or exc} ({code}){advice}"
             ) from None
 
 
