@@ -23,7 +23,7 @@ import difflib
 import json
 import shlex
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
 
@@ -94,16 +94,21 @@ class Plan(msgspec.Struct, frozen=True):
     moves: bool = False
 
     def diff(self) -> str:
-        out: list[str] = []
-        for change in (c for c in self.changes if c.shown):
-            a = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            b = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
-            before = change.path if change.before is not None else "/dev/null"
-            after = change.path if change.after is not None else "/dev/null"
-            out += difflib.unified_diff(a, b, before, after)
-            if out and not out[-1].endswith("\n"):
-                out[-1] += "\n"
-        return "".join(out)
+        return diff_of(self.changes)
+
+
+def diff_of(changes: Iterable[FileChange]) -> str:
+    """The unified diff of the ``changes`` shown (``--dry-run``)."""
+    out: list[str] = []
+    for change in (c for c in changes if c.shown):
+        a = (change.before or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        b = (change.after or b"").decode("utf-8", "replace").splitlines(keepends=True)
+        before = change.path if change.before is not None else "/dev/null"
+        after = change.path if change.after is not None else "/dev/null"
+        out += difflib.unified_diff(a, b, before, after)
+        if out and not out[-1].endswith("\n"):
+            out[-1] += "\n"
+    return "".join(out)
 
 
 def settings_path(agent: AgentName, scope: Scope, *, home: Path, project: Path) -> Path:
@@ -334,7 +339,7 @@ def plan_install(
         raise AdoptError(f"{path}: its hooks value is not an object; nothing changed")
     start, end = spans["hooks"]
     current = doc["hooks"]
-    existing = _existing(adopted_path)
+    existing = read_existing(adopted_path)
     if _all_ours(agent, current, str(path)):
         # Installed already: refresh the catch-all from triohooks-hooks.json (new events).
         if existing is None:
@@ -426,7 +431,7 @@ def plan_uninstall(
     except UnsafeWriteError as exc:
         raise AdoptError(str(exc)) from None
     data, text, doc = _read_settings(path)
-    existing = _existing(adopted_path)
+    existing = read_existing(adopted_path)
     if existing is None:
         raise AdoptError(f"{adopted_path}: not found; {path} was not installed by triohooks")
     spans = member_spans(text)
@@ -620,7 +625,8 @@ def _refuse_other_sets(path: Path, doc: Mapping[str, Any]) -> None:
         )
 
 
-def _existing(path: Path) -> bytes | None:
+def read_existing(path: Path) -> bytes | None:
+    """A settings file's bytes (None: not there); one that cannot be read is an AdoptError."""
     try:
         return read_regular_file(path, MAX_SETTINGS_BYTES)
     except FileNotFoundError:

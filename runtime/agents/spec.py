@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Final, Literal
@@ -366,6 +367,72 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
 COPILOT_HOOKS_DIR: Final = "hooks"
 
 
+class ManagedForm(msgspec.Struct, frozen=True, kw_only=True):
+    """Where an agent reads its managed (system-wide, administrator's) settings, which a managed
+    install writes (:mod:`triohooks.agents.managed`)."""
+
+    #: The file's name.
+    name: str
+    #: Its directory on Linux and on macOS.
+    linux: str
+    macos: str
+    #: The variable the agent itself takes the file's path from, when set (None: it has none).
+    env: str | None = None
+    #: Its format: a JSON object, or Codex's TOML.
+    toml: bool = False
+
+
+#: The agents' managed settings, from their docs and source (docs/agents.md, "Managed install").
+#: Copilot CLI has none (its hooks are the user's and the repository's).
+MANAGED: Final[dict[AgentName, ManagedForm]] = {
+    "claude": ManagedForm(
+        name="managed-settings.json",
+        linux="/etc/claude-code",
+        macos="/Library/Application Support/ClaudeCode",
+    ),
+    "codex": ManagedForm(
+        name="requirements.toml", linux="/etc/codex", macos="/etc/codex", toml=True
+    ),
+    "gemini": ManagedForm(
+        name="settings.json",
+        linux="/etc/gemini-cli",
+        macos="/Library/Application Support/GeminiCli",
+        env="GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+    ),
+    "qwen": ManagedForm(
+        name="settings.json",
+        linux="/etc/qwen-code",
+        macos="/Library/Application Support/QwenCode",
+        env="QWEN_CODE_SYSTEM_SETTINGS_PATH",
+    ),
+    "cursor": ManagedForm(
+        name="hooks.json", linux="/etc/cursor", macos="/Library/Application Support/Cursor"
+    ),
+}
+#: The root the managed paths are under (default ``/``): for an image being built, and tests.
+MANAGED_ROOT_VAR: Final = "TRIOHOOKS_MANAGED_ROOT"
+
+
+def managed_path(
+    agent: AgentName, environ: Mapping[str, str] | None = None, platform: str | None = None
+) -> Path:
+    """The file ``agent`` reads its managed settings from on this machine (``platform``:
+    ``sys.platform``): the agent's own variable when it has one and it is set, else its system
+    path for the platform; under ``$TRIOHOOKS_MANAGED_ROOT`` when that is set."""
+    form = MANAGED[agent]
+    env = os.environ if environ is None else environ
+    own = env.get(form.env) if form.env is not None else None
+    if own:
+        path = Path(own)
+    else:
+        base = form.macos if (platform or sys.platform) == "darwin" else form.linux
+        path = Path(base) / form.name
+    root = env.get(MANAGED_ROOT_VAR)
+    if root:
+        path = Path(root) / path.relative_to(path.anchor)
+    return path
+
+
 def home_dir(environ: Mapping[str, str] | None = None) -> Path:
     env = os.environ if environ is None else environ
     return Path(env.get("HOME") or os.path.expanduser("~"))
@@ -378,18 +445,18 @@ def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
     found by :func:`triohooks.agents.config.level_files`)."""
     out: list[Level] = []
     if agent == "claude":
-        out.append(Level("managed", Path("/etc/claude-code/managed-settings.json"), False))
+        out.append(Level("managed", managed_path("claude"), False))
         out.append(Level("user", home / ".claude" / "settings.json", False))
         if project is not None:
             out.append(Level("project", project / ".claude" / "settings.json", True))
             out.append(Level("local", project / ".claude" / "settings.local.json", True))
     elif agent == "gemini":
-        out.append(Level("system", Path("/etc/gemini-cli/settings.json"), False))
+        out.append(Level("system", managed_path("gemini"), False))
         out.append(Level("user", home / ".gemini" / "settings.json", False))
         if project is not None:
             out.append(Level("project", project / ".gemini" / "settings.json", True))
     elif agent == "qwen":
-        out.append(Level("system", Path("/etc/qwen-code/settings.json"), False))
+        out.append(Level("system", managed_path("qwen"), False))
         out.append(Level("user", home / ".qwen" / "settings.json", False))
         if project is not None:
             out.append(Level("project", project / ".qwen" / "settings.json", True))
@@ -397,7 +464,7 @@ def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
         out.append(Level("user", home / ".cursor" / "hooks.json", False))
         if project is not None:
             out.append(Level("project", project / ".cursor" / "hooks.json", True))
-        out.append(Level("managed", Path("/etc/cursor/hooks.json"), False))
+        out.append(Level("managed", managed_path("cursor"), False))
     elif agent == "agy":
         out.append(Level("user", home / ".gemini" / "config" / "hooks.json", False))
         if project is not None:

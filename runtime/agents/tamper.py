@@ -51,7 +51,7 @@ from .config import (
 )
 from .convert import hooks_of
 from .routing import routed_events
-from .spec import SPECS, AgentName, Level, adopted_path, scope_of_level
+from .spec import SPECS, AgentName, Level, adopted_path, managed_path, scope_of_level
 
 if TYPE_CHECKING:
     from .config import _LevelRead as LevelRead
@@ -75,10 +75,8 @@ _SYSTEM_DEFAULTS: Final[Mapping[str, Path]] = {
 }
 #: Codex: the system config and the managed requirements (``allow_managed_hooks_only``).
 _CODEX_SYSTEM: Final = Path("/etc/codex/config.toml")
-_CODEX_REQUIREMENTS: Final = (
-    Path("/etc/codex/requirements.toml"),
-    Path("/etc/codex/managed_config.toml"),
-)
+#: (The requirements file itself is :func:`.spec.managed_path`'s, read where Codex reads it.)
+_CODEX_LEGACY_MANAGED: Final = Path("/etc/codex/managed_config.toml")
 #: Extensions (Gemini CLI, Qwen Code): their manifest and install record (a ``link`` install
 #: names the directory it runs from). Qwen Code also loads Claude Code plugins as extensions.
 _EXTENSIONS: Final[Mapping[str, tuple[tuple[str, ...], str]]] = {
@@ -312,7 +310,9 @@ def _flag(
 
 def _claude_switches(level: Level, doc: Mapping[str, Any], display: str) -> Iterator[str]:
     where = level.path
-    if level.name == "managed":  # the managed-only policy keys (Claude Code reads them there)
+    if level.name == "managed" and not _managed_install("claude", doc):
+        # The managed-only policy keys (Claude Code reads them there); not a managed install's
+        # own (its catch-alls are the managed hooks that run).
         yield from _flag(
             doc,
             "allowManagedHooksOnly",
@@ -685,18 +685,26 @@ def _codex(installed: Sequence[LevelRead], project: Path | None, home: Path) -> 
             elif foreign:
                 yield _beside(f"{path} [hooks]", foreign, display)
     yield from _codex_reviews(installed, state, home / ".codex" / "config.toml")
-    for path in _CODEX_REQUIREMENTS:
+    for path in (managed_path("codex"), _CODEX_LEGACY_MANAGED):
         doc, unread = _toml(path, display)
         yield from unread
         if doc is not None:
-            yield from _flag(
-                doc,
-                "allow_managed_hooks_only",
-                path,
-                display,
-                "runs managed hooks only, not triohooks' catch-alls",
-            )
+            if not _managed_install("codex", doc):
+                yield from _flag(
+                    doc,
+                    "allow_managed_hooks_only",
+                    path,
+                    display,
+                    "runs managed hooks only, not triohooks' catch-alls",
+                )
             yield from _codex_features(doc, path, display)
+
+
+def _managed_install(agent: AgentName, doc: Mapping[str, Any]) -> bool:
+    """Whether a managed document is a managed install's (its hooks are all triohooks')."""
+    from .managed import installed_here  # (managed plans with adopt, which reads config)
+
+    return installed_here(agent, doc)
 
 
 def _toml(path: Path, display: str) -> tuple[dict[str, Any] | None, list[str]]:
@@ -866,7 +874,10 @@ def watched(agent: AgentName, project: Path | None, home: Path) -> list[Path]:
     if agent == "claude":
         out += _PluginIndex(home).files()
     elif agent == "codex":
-        out += [path for _, path in _codex_configs(project, home)] + list(_CODEX_REQUIREMENTS)
+        out += [path for _, path in _codex_configs(project, home)] + [
+            managed_path("codex"),
+            _CODEX_LEGACY_MANAGED,
+        ]
     elif agent == "copilot":
         for scope in ("user", "project"):
             out += _copilot_settings(Level(scope, home, scope == "project"), project, home)

@@ -24,6 +24,7 @@ from triohooks.agents.config import (
     catch_alls,
     load_agent_table,
 )
+from triohooks.agents.managed import MANIFEST_NAME
 from triohooks.agents.reroute import stale_installs
 from triohooks.agents.spec import PORTABLE_RELAY, TOKEN_VAR, AgentName, adopted_path
 from triohooks.config.paths import UnreadableFileError, read_regular_file
@@ -212,7 +213,12 @@ def check_agent(
         lines.append(DoctorLine(True, f"the project's {agent} hooks are trusted"))
     for inst, routing in stale_installs(agent, home=home, project=project, config_dir=config_dir):
         lines.append(DoctorLine(False, routing.said(agent, str(inst.settings), inst.scope)))
-    adopted_missing = [h.source for h in hooks if not adopted_path(agent, Path(h.source)).exists()]
+    adopted_missing = [
+        h.source
+        for h in hooks
+        if not adopted_path(agent, Path(h.source)).exists()
+        and not Path(h.source).with_name(MANIFEST_NAME).exists()  # a managed install: none
+    ]
     for source in dict.fromkeys(adopted_missing):
         lines.append(
             DoctorLine(

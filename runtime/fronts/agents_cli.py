@@ -17,7 +17,7 @@ from typing import Any, Literal
 
 import msgspec
 
-from triohooks.agents.adopt import AdoptError, apply, plan_install, plan_uninstall
+from triohooks.agents.adopt import AdoptError, apply, diff_of, plan_install, plan_uninstall
 from triohooks.agents.config import (
     AgentTable,
     catch_all_scope,
@@ -54,10 +54,12 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
         "`triohooks serve` (no spawn per call, but the call goes through when serve is down)",
     )
     q.add_argument("--port", type=int, default=8765, help="serve's port for http hooks")
+    _managed_args(q)
     common(q)
     q = actions.add_parser("uninstall", help="restore the settings file")
     q.add_argument("--scope", choices=("project", "user"), default=scope)
     q.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
+    _managed_args(q)
     common(q)
     q = actions.add_parser("list", help="every hook the agent has, and what triohooks runs")
     q.add_argument("--json", action="store_true", help="machine-readable output")
@@ -92,6 +94,22 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
             help="run this install's relay (default: triohooks-relay from PATH, to share)",
         )
         q.add_argument("--force", action="store_true", help="overwrite the plugin's files")
+
+
+def _managed_args(q: argparse.ArgumentParser) -> None:
+    q.add_argument(
+        "--managed",
+        action="store_true",
+        help="the agent's managed (system-wide) settings, for every user of the machine "
+        "(docs/agents.md, Managed install)",
+    )
+    q.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        metavar="DIR",
+        help="with --managed: write the files into DIR for an MDM to deliver, not the system path",
+    )
 
 
 def add_claude_command(sub: argparse._SubParsersAction[Any]) -> None:
@@ -151,6 +169,8 @@ def cmd_agent(args: argparse.Namespace) -> int:
 
 
 def _install(args: argparse.Namespace) -> int:
+    if _managed_asked(args):
+        return _managed(args)
     agent, workspace, home, config_dir = _places(args)
     from . import relay
 
@@ -214,7 +234,41 @@ def _beside(agent: AgentName, scope: str, workspace: Path, home: Path) -> list[s
     return notes
 
 
+def _managed_asked(args: argparse.Namespace) -> bool:
+    """``--managed`` or ``--out`` given (a namespace built by another command has neither)."""
+    return bool(getattr(args, "managed", False)) or getattr(args, "out", None) is not None
+
+
+def _managed(args: argparse.Namespace) -> int:
+    """``install|uninstall --managed [--out DIR]`` (:mod:`triohooks.agents.managed`)."""
+    from triohooks.agents import managed
+
+    if not args.managed:
+        raise AdoptError("--out goes with --managed; nothing changed")
+    if getattr(args, "transport", "relay") != "relay":
+        raise AdoptError("--managed writes relay catch-alls (no http hooks); nothing changed")
+    agent: AgentName = args.command
+    plan = managed.plan(agent, args.out, uninstall=args.action == "uninstall")
+    if args.dry_run:
+        sys.stdout.write(diff_of(plan.changes) or f"{plan.path}: nothing to change\n")
+        return 0
+    if not plan.changes:
+        print(f"{plan.path}: nothing to change")
+        return 0
+    managed.write(plan)
+    for change in plan.changes:
+        print(f"{'removed' if change.after is None else 'written'} {change.path}")
+    if plan.routes:
+        events = ", ".join(event for event, _ in plan.routes)
+        print(f"  every event ({events}) -> triohooks-relay {agent}, found on each user's PATH")
+    for note in plan.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return 0
+
+
 def _uninstall(args: argparse.Namespace) -> int:
+    if _managed_asked(args):
+        return _managed(args)
     agent, workspace, home, config_dir = _places(args)
     plan = plan_uninstall(agent, args.scope, home=home, project=workspace, config_dir=config_dir)
     return _carry_out(args, plan, agent, workspace, home, config_dir, "uninstalled")
