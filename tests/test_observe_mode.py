@@ -5,7 +5,8 @@ what enforcing it would have done; the audit record's decision is ``would_block`
 ``would_allow``); a failure or a timeout never blocks, fail-closed or not, and is recorded.
 
 The fold is tested on every decision kind directly, then the whole path with real processes:
-both dialects, command / http / prompt-free in-process / built-in guard hooks, the trio and
+both dialects, command / http / in-process / built-in guard hooks (a prompt hook's reply
+folds as any other's: the fold tests hold it), the trio and
 asyncio engines, an adopted agent's request (the native lane), ``validate`` and ``list``.
 """
 
@@ -22,6 +23,7 @@ import trio
 
 from tests.asyncio_support import run as asyncio_run
 from tests.helpers import bash_hook, cli_here, write_json_hooks, write_toml_hooks
+from tests.test_http_hooks import Reply, Request, loopback_server
 from triohooks import HookEngine
 from triohooks.actors.audit_records import AuditRecord, decode_lines
 from triohooks.combine.outcome import Combiner, audit_decision
@@ -453,3 +455,39 @@ def test_validate_and_list_show_the_mode(configured: Path) -> None:
     assert (
         'hooks.toml: pre_tool[0].mode: must be "enforce" or "observe", not \'shadow\'' in bad.stderr
     )
+
+
+async def test_http_and_in_process_hooks_observe_in_the_trio_engine(tmp_path: Path) -> None:
+    async def says(request: Request, stream: trio.SocketStream) -> Reply:
+        decision = "allow" if b"permission_request" in request.body else "block"
+        body = json.dumps({"decision": decision, "reason": f"http says {decision}"}).encode()
+        return Reply(body=body, headers=[("content-type", "application/json")])
+
+    async def rewrite(ev: Any) -> dict[str, Any]:
+        return {"updated_args": {"command": "echo safe"}, "additional_context": "x"}
+
+    with trio.fail_after(30):
+        async with loopback_server(says) as server:
+            write_toml_hooks(
+                tmp_path / "g",
+                f'[[hooks.pre_tool]]\nid = "web"\ntype = "http"\nurl = "{server.url}/h"\n'
+                'mode = "observe"\n\n'
+                f'[[hooks.permission_request]]\nid = "web-ok"\ntype = "http"\n'
+                f'url = "{server.url}/h"\nmode = "observe"\n',
+            )
+            (tmp_path / "ws").mkdir()
+            async with open_engine(tmp_path) as engine:
+                engine.add_hook("pre_tool", rewrite, name="rewrite", mode="observe")
+                pre = await engine.pre_tool("bash", RM, session_id="s")
+                asked = await engine.permission_request("bash", RM, session_id="s")
+    assert not pre.blocked and pre.args == RM and pre.additional_context is None
+    assert pre.warnings == [
+        "hook rewrite (observe mode) would rewrite the event; add context; not enforced",
+        "hook web (observe mode) would block: http says block; not enforced",
+    ]
+    assert asked.decision is None and not asked.blocked
+    assert asked.warnings == ["hook web-ok (observe mode) would allow the call; not enforced"]
+    assert [(r.hook, r.decision, r.detail) for r in records(tmp_path / "state")] == [
+        ("web", "would_block", {"would": "block", "tool": "bash", "command": "rm -rf /"}),
+        ("web-ok", "would_allow", {"would": "allow", "tool": "bash", "command": "rm -rf /"}),
+    ]
