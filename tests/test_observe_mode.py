@@ -491,3 +491,24 @@ async def test_http_and_in_process_hooks_observe_in_the_trio_engine(tmp_path: Pa
         ("web", "would_block", {"would": "block", "tool": "bash", "command": "rm -rf /"}),
         ("web-ok", "would_allow", {"would": "allow", "tool": "bash", "command": "rm -rf /"}),
     ]
+
+
+async def test_held_back_observers_are_a_warning_not_an_ask(tmp_path: Path) -> None:
+    # Workspace hooks trust holds back get an ask (or a deny) in their place; held-back hooks
+    # that would only observe would change nothing, so they get the warning alone.
+    (tmp_path / "g").mkdir()
+    observer = '[[hooks.pre_tool]]\nid = "watcher"\nmode = "observe"\ncommand = "exit 2"\n'
+    write_toml_hooks(tmp_path / "ws" / ".agents", observer)
+    with trio.fail_after(30):
+        async with open_engine(tmp_path) as engine:
+            watched = await engine.pre_tool("Bash", RM, session_id="s")
+        guard = '[[hooks.pre_tool]]\nid = "guard"\ncommand = "exit 2"\n'
+        write_toml_hooks(tmp_path / "ws" / ".agents", f"{observer}\n{guard}")
+        async with open_engine(tmp_path) as engine:
+            guarded = await engine.pre_tool("Bash", RM, session_id="s")
+    assert not watched.blocked and watched.decision is None
+    (said,) = watched.warnings
+    assert "not trusted yet" in said
+    assert guarded.decision == "ask"  # one enforcing hook among them: as before
+    held = [(r.hook, r.decision) for r in records(tmp_path / "state") if r.kind == "held_back"]
+    assert held == [("watcher", "warn"), ("watcher", "ask"), ("guard", "ask")]
