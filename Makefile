@@ -10,7 +10,7 @@ STAMP := $(VENV)/.installed
 # them through a tree of symlinks with the installed names, rebuilt on every run.
 TYPES_TREE := build/mypy
 
-.PHONY: demo test lint types pytest long interop bench clean
+.PHONY: demo test lint types pytest long interop bench dist clean
 
 # The Python triohooks needs: pyproject.toml's requires-python (">=3.11").
 MIN_PYTHON := $(shell sed -n 's/^requires-python = ">=\([0-9.]*\)"$$/\1/p' pyproject.toml)
@@ -75,9 +75,17 @@ long: $(STAMP)
 interop: $(STAMP)
 	$(BIN)/pytest -q -rs -m interop tests/interop
 
+# The wheel and the sdist into dist/ (the sdist carries the native relay client's C source, as the
+# wheel does, plus docs/ and examples/): docs/getting-started.md says how to install from them.
+# Built without isolation, from this venv's setuptools: no index needed.
+dist: $(STAMP)
+	rm -rf dist
+	$(BIN)/python -m build --no-isolation --sdist --wheel --outdir dist .
+	@ls dist
+
 bench: $(STAMP)
 	$(BIN)/pip install --quiet -e '.[dev,bench]'
 	$(BIN)/python bench/run_all.py $(BENCH_ARGS)
 
 clean:
-	rm -rf $(VENV) $(TYPES_TREE) .mypy_cache .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(TYPES_TREE) dist .mypy_cache .pytest_cache .ruff_cache

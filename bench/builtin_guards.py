@@ -19,7 +19,10 @@ floor: the same engine with no hook, side by side in one run:
   engine (a comment numbers it: no cache of a reading answers it), and over a 200-character
   pipeline, new each time as well;
 - the false blocks: every should-go-on row, in each agent's tool shape, through the policy
-  (goal 0).
+  (goal 0);
+- ``approve_read_only`` (opt-in): the share of the should-go-on table it approves (the agent's
+  allow: no permission prompt), of all its rows and of its shell calls, and its own cost per
+  everyday call (p50/p99, each text new).
 
 Figures only, no assertions. Run: ``python -m bench.builtin_guards [-n 300]``.
 """
@@ -157,7 +160,7 @@ async def five_guards(n: int) -> None:
             # first reading the call, the others sharing its reading.
             from triohooks.match.guards import GUARDS, Call, build
 
-            checks = [build(name, {})[0] for name in GUARDS]
+            checks = [build(name, {})[0] for name, spec in GUARDS.items() if not spec.approves]
             home_dir = str(layout.home)
             for i in range(n):
                 for kind, text in (
@@ -172,12 +175,24 @@ async def five_guards(n: int) -> None:
                         assert not verdict.block, (args, verdict)
                     took = (time.perf_counter() - t0) * 1e6
                     samples.setdefault((kind, "alone"), []).append(took)
+            approve = build("approve_read_only", {})[0]
+            for i in range(n):
+                args = {"command": f"{everyday[i % len(everyday)]} # approve {i}"}
+                t0 = time.perf_counter()
+                approve(Call(tool="Bash", args=args, cwd=cwd, workspace=cwd, home=home_dir))
+                samples.setdefault(("everyday", "approve"), []).append(
+                    (time.perf_counter() - t0) * 1e6
+                )
             policy = engines["init policy"]
             blocked = []
             for row in GO_ON_ROWS:
                 answer = await ask(policy, row, layout)
                 if answer.blocked:
                     blocked.append((row.shape, row.args, answer.reason))
+            from tests.test_approve_read_only import approves_row
+
+            shell = [r for r in GO_ON_ROWS if SHAPES[r.shape].command_key]
+            approved = [r for r in GO_ON_ROWS if approves_row(r, layout)]
     finally:
         if home is not None:
             os.environ["HOME"] = home
@@ -207,6 +222,13 @@ async def five_guards(n: int) -> None:
     print(f"false blocks on the go-on table: {len(blocked)} of {len(GO_ON_ROWS)} rows")
     for shape, args, reason in blocked:
         print(f"  {shape} {args}: {reason}")
+    share, of_shell = len(approved) / len(GO_ON_ROWS), len(approved) / len(shell)
+    print(
+        f"approve_read_only approves {len(approved)} of the {len(GO_ON_ROWS)} go-on rows "
+        f"({share:.0%}; {of_shell:.0%} of its {len(shell)} shell calls); alone, per everyday "
+        f"call: p50 {percentile(samples[('everyday', 'approve')], 0.5):.1f} µs, p99 "
+        f"{percentile(samples[('everyday', 'approve')], 0.99):.1f} µs"
+    )
 
 
 async def run(n: int) -> None:

@@ -16,10 +16,18 @@ Three loops run interleaved in one trio run, each timed per call with ``perf_cou
   enforcing one (the ratios are printed).
 
 The engine writes its audit log (to a temporary state dir), as ``serve`` does: the first three
-cases write no record. Prints p50/p99 in µs for each; the targets are <= 20 µs p50 with no
-match, and <= 40 µs p50 for the in-process hook's call - run.
+cases write no record.
 
-    .venv/bin/python -m bench.dispatch_overhead [-n 20000]
+The system tier (``--system-tier``, docs/configuration.md#the-system-tier), side by side in a run
+of its own: one ``pre_tool`` whose one hook, the built-in ``destructive_delete`` guard (decided in
+process, so the tier's own cost is not lost in a process start), is the system tier's, against the
+same event with the same hook in the user's config, two engines interleaved; the ratio of the
+p50s is the tier's cost per event.
+
+Prints p50/p99 in µs for each; the targets are <= 20 µs p50 with no match, and <= 40 µs p50 for
+the in-process hook's call - run.
+
+    .venv/bin/python -m bench.dispatch_overhead [-n 20000] [--system-tier]
 """
 
 from __future__ import annotations
@@ -27,6 +35,7 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import os
 import statistics
 import tempfile
 import time
@@ -60,9 +69,10 @@ mode = "observe"
 """
 
 
-OBSERVED = "fire, the block observed"
-GUARD = "fire, a guard blocks"
-GUARD_OBSERVED = "fire, the guard observed"
+BLOCK_CASE = "fire, a block (audited)"
+OBSERVED_CASE = "fire, the block observed"
+GUARD_CASE = "fire, a guard blocks"
+GUARD_OBSERVED_CASE = "fire, the guard observed"
 
 
 def pct(samples: list[int], q: float) -> float:
@@ -128,10 +138,10 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
                 "floor (checkpoint)": floor,
                 "fire, no hook matches": no_match,
                 "fire, one in-process hook": one_hook,
-                "fire, a block (audited)": audited,
-                OBSERVED: observed,
-                GUARD: guard,
-                GUARD_OBSERVED: guard_observed,
+                BLOCK_CASE: audited,
+                OBSERVED_CASE: observed,
+                GUARD_CASE: guard,
+                GUARD_OBSERVED_CASE: guard_observed,
             }
             samples: dict[str, list[int]] = {name: [] for name in runners}
             for _ in range(min(1000, n // 10)):  # warm up
@@ -149,6 +159,11 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
             samples["one in-process hook: call - run"] = [
                 call - ran for call, ran in zip(calls, run_ns, strict=True)
             ]
+    return summary(samples)
+
+
+def summary(samples: dict[str, list[int]]) -> dict[str, dict[str, float]]:
+    """p50, p99 and mean in µs of each case's per-call times (ns)."""
     return {
         name: {
             "p50_us": pct(s, 0.50),
@@ -159,17 +174,90 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
     }
 
 
+def show(title: str, figures: dict[str, dict[str, float]]) -> None:
+    print(title)
+    print(f"{'case':32} {'p50 µs':>9} {'p99 µs':>9} {'mean µs':>9}")
+    for name, f in figures.items():
+        print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
+
+
+GUARD = """
+[[hooks.pre_tool]]
+id = "no-rm-rf"
+builtin = "destructive_delete"
+"""
+
+
+async def system_tier(n: int) -> dict[str, dict[str, float]]:
+    """The same guard as the system tier's hook and as the user's, per event (p50/p99/mean)."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        for name in ("sys", "empty", "g-sys", "g-user", "ws"):
+            (root / name).mkdir()
+        (root / "sys/hooks.toml").write_text(GUARD)
+        (root / "g-user/hooks.toml").write_text(GUARD)
+        await trio.sleep(2.1)  # past the freshness rule's settle time, as in bench()
+        async with trio.open_nursery() as nursery:
+            opened: dict[str, Any] = {}
+
+            async def open_one(case: str, system: str, config: str, ready: trio.Event) -> None:
+                # The system tier's directory is read from the environment at each build; the
+                # files never change here, so each engine keeps the table it was opened with.
+                os.environ["TRIOHOOKS_SYSTEM_DIR"] = str(root / system)
+                async with HookEngine.open(
+                    workspace=root / "ws", config_dir=root / config, state_dir=root / "state"
+                ) as engine:
+                    opened[case] = engine
+                    ready.set()
+                    await trio.sleep_forever()
+
+            for case, system, config in (
+                ("guard in the user's config", "empty", "g-user"),
+                ("guard in the system tier", "sys", "g-sys"),
+            ):
+                ready = trio.Event()
+                nursery.start_soon(open_one, case, system, config, ready)
+                await ready.wait()
+            engines = dict(opened)
+            for case, engine in engines.items():
+                scopes = [h.scope for h in engine.table.hooks]
+                assert scopes == (["system"] if "system" in case else ["global"]), scopes
+            for engine in engines.values():
+                out = await engine.pre_tool("bash", {"command": "ls -la"}, session_id="s")
+                assert [r.hook for r in out.runs] == ["no-rm-rf"] and not out.blocked
+            args = {"command": "ls -la"}  # the guard runs and lets it go: nothing audited
+            samples: dict[str, list[int]] = {case: [] for case in engines}
+            for _ in range(min(1000, n // 10)):
+                for engine in engines.values():
+                    await engine.pre_tool("bash", args, session_id="s")
+            gc.collect()
+            clock = time.perf_counter_ns
+            for _ in range(n):
+                for case, engine in engines.items():
+                    t0 = clock()
+                    await engine.pre_tool("bash", args, session_id="s")
+                    samples[case].append(clock() - t0)
+            nursery.cancel_scope.cancel()
+    return summary(samples)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("-n", type=int, default=20000)
     parser.add_argument("--json", type=Path, default=None, help="also write the figures here")
+    parser.add_argument(
+        "--system-tier", action="store_true", help="the system tier's cost per event instead"
+    )
     args = parser.parse_args()
+    if args.system_tier:
+        tier = trio.run(system_tier, args.n)
+        show(f"system tier, n={args.n} each, interleaved", tier)
+        base, own = (f["p50_us"] for f in tier.values())
+        print(f"system tier / user config, p50: {own / base:.3f}")
+        return
     figures = trio.run(bench, args.n)
-    print(f"dispatch overhead, n={args.n} each, interleaved")
-    print(f"{'case':32} {'p50 µs':>9} {'p99 µs':>9} {'mean µs':>9}")
-    for name, f in figures.items():
-        print(f"{name:32} {f['p50_us']:9.2f} {f['p99_us']:9.2f} {f['mean_us']:9.2f}")
-    for observe, enforce in ((OBSERVED, "fire, a block (audited)"), (GUARD_OBSERVED, GUARD)):
+    show(f"dispatch overhead, n={args.n} each, interleaved", figures)
+    for observe, enforce in ((OBSERVED_CASE, BLOCK_CASE), (GUARD_OBSERVED_CASE, GUARD_CASE)):
         ratio = figures[observe]["p50_us"] / figures[enforce]["p50_us"]
         print(f"observe / enforce p50: {observe!r} / {enforce!r} = {ratio:.2f}")
     for label, case, limit in (

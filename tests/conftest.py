@@ -7,7 +7,10 @@ and was re-parented away from us is still found by scanning ``/proc`` for the ma
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 import time
 import uuid
 from collections.abc import Iterator
@@ -21,6 +24,12 @@ os.environ[MARKER_VAR] = MARKER
 # A relay or a fire that finds no server starts one in the background; the tests that want
 # that say so.
 os.environ["TRIOHOOKS_NO_AUTOSTART"] = "1"
+# The system tier (docs/configuration.md#the-system-tier) is an empty directory of this session's
+# own: a developer machine's /etc/triohooks never changes a test's result. Tests of the tier set
+# TRIOHOOKS_SYSTEM_DIR to a directory under their tmp_path.
+SYSTEM_DIR = tempfile.mkdtemp(prefix="triohooks-test-system-")
+os.environ["TRIOHOOKS_SYSTEM_DIR"] = SYSTEM_DIR
+atexit.register(shutil.rmtree, SYSTEM_DIR, ignore_errors=True)
 
 
 def _marked_processes() -> list[psutil.Process]:

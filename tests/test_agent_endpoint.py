@@ -386,10 +386,13 @@ def run_bare_relay(
 
 
 @asynccontextmanager
-async def relay_server(env: Env) -> AsyncIterator[HookServer]:
-    """A real serve with its relay socket in the (private) state dir."""
+async def relay_server(env: Any, config_dir: Path | None = None) -> AsyncIterator[HookServer]:
+    """A real serve with its relay socket in the (private) state dir of ``env`` (an
+    :class:`Env`, or another test module's world with a ``project`` and a ``state``), its
+    config dir ``config_dir`` (default: the :class:`Env`'s)."""
     env.state.mkdir(mode=0o700, exist_ok=True)
-    engine = {"workspace": env.project, "config_dir": env.root / "g", "state_dir": env.state}
+    config = config_dir if config_dir is not None else env.root / "g"
+    engine = {"workspace": env.project, "config_dir": config, "state_dir": env.state}
     settings = ServeSettings(
         token=TOKEN,
         port=0,

@@ -512,3 +512,42 @@ async def test_held_back_observers_are_a_warning_not_an_ask(tmp_path: Path) -> N
     assert guarded.decision == "ask"  # one enforcing hook among them: as before
     held = [(r.hook, r.decision) for r in records(tmp_path / "state") if r.kind == "held_back"]
     assert held == [("watcher", "warn"), ("watcher", "ask"), ("guard", "ask")]
+
+
+async def test_an_observing_approve_read_only_approves_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # approve_read_only's proof is the one allow an agent takes as its own (no prompt). In
+    # observe mode it proves and says so, audited as would_allow, and approves nothing: not
+    # even beside another hook's allow, which alone is no agent allow.
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    write_toml_hooks(
+        tmp_path / "g",
+        '[[hooks.pre_tool]]\nid = "ro"\nbuiltin = "approve_read_only"\nmode = "observe"\n\n'
+        """[[hooks.pre_tool]]\nid = "ok"\ncommand = '''echo '{"decision": "allow"}' '''\n""",
+    )
+    (tmp_path / "ws").mkdir()
+    body = {
+        "session_id": "c1",
+        "cwd": str(tmp_path / "ws"),
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Bash",
+        "tool_input": {"command": "git status"},
+    }
+    with trio.fail_after(30):
+        async with open_engine(tmp_path) as engine:
+            outcome = await engine.pre_tool("Bash", {"command": "git status"}, session_id="s")
+            claude = await engine.agent_hook("claude", json.dumps(body).encode())
+    assert not any(run.approved for run in outcome.runs)
+    assert outcome.warnings == ["hook ro (observe mode) would allow the call; not enforced"]
+    specific = claude.answer.output.get("hookSpecificOutput") or {}
+    assert specific.get("permissionDecision") != "allow", claude.answer.output
+    assert "hook ro (observe mode) would allow the call" in claude.answer.output["systemMessage"]
+    audited = [(r.hook, r.decision) for r in records(tmp_path / "state")]
+    assert audited.count(("ro", "would_allow")) == 2
+    # Enforcing, the same guard's proof is Claude Code's allow.
+    write_toml_hooks(tmp_path / "g", '[[hooks.pre_tool]]\nbuiltin = "approve_read_only"\n')
+    with trio.fail_after(30):
+        async with open_engine(tmp_path) as engine:
+            enforced = await engine.agent_hook("claude", json.dumps(body).encode())
+    assert enforced.answer.output["hookSpecificOutput"]["permissionDecision"] == "allow"

@@ -41,6 +41,7 @@ from triohooks.config.paths import (
 )
 
 from . import codex_review, undo
+from .agy import ADOPTED_SET
 from .config import MAX_SETTINGS_BYTES, as_group, is_ours, level_files, parse_hooks
 from .routing import own_events, routed_events
 from .spec import (
@@ -57,6 +58,8 @@ from .spec import (
     scope_arg,
 )
 from .spec import adopted_path as adopted_path_of
+from .spec import entry as entry_of
+from .spec import timeout_value as timeout_of
 
 Scope = Literal["user", "project"]
 Transport = Literal["http", "relay"]
@@ -264,10 +267,7 @@ def catch_all(
             and event not in spec.command_only_events
             and not fail_closed
         )
-        timeout = timeout_s / spec.timeout_unit_s
-        timeout_value: int | float = (
-            int(timeout) if float(timeout).is_integer() else round(timeout, 3)
-        )
+        timeout_value = timeout_of(agent, timeout_s / spec.timeout_unit_s)
         if use_http:
             handler = http_handler(agent, port, timeout_value, scope if named else None)
             routes.append((event, f"POST {handler['url']}"))
@@ -287,7 +287,7 @@ def catch_all(
                     f"{event}: a failClosed hook is routed through triohooks-relay (an http hook "
                     "fails open when the server is down; the relay runs the hooks itself)"
                 )
-        out[event] = [handler] if spec.flat_hooks else [{"hooks": [handler]}]
+        out[event] = [entry_of(agent, event, handler)]
     return out, routes, notes
 
 
@@ -305,6 +305,9 @@ def plan_install(
     """Route ``agent``'s hooks of that scope to triohooks. For Codex, also record the catch-all
     as reviewed in ``~/.codex/config.toml`` (:mod:`.codex_review`; ``config_dir`` keeps what
     that replaces)."""
+    refused = SPECS[agent].no_project_install
+    if scope == "project" and refused is not None:
+        raise AdoptError(f"{refused}; nothing changed")
     path = settings_path(agent, scope, home=home, project=project)
     root = home if scope == "user" else project
     adopted_path = adopted_path_of(agent, path)
@@ -316,8 +319,10 @@ def plan_install(
     if agent == "copilot":
         _refuse_neighbours(path)
     data, text, doc = _read_settings(path, missing_ok=True)
+    if agent == "agy":
+        _refuse_other_sets(path, doc)
     member_added = "hooks" not in doc
-    if data is None and SPECS[agent].flat_hooks:
+    if data is None and SPECS[agent].versioned:
         text = '{\n  "version": 1\n}\n'  # their hooks file format
         doc = json.loads(text)
     if "hooks" not in doc:
@@ -601,6 +606,20 @@ def _refuse_neighbours(path: Path) -> None:
         )
 
 
+def _refuse_other_sets(path: Path, doc: Mapping[str, Any]) -> None:
+    """Antigravity CLI's hooks file is an object of named hook sets, and install adopts the one
+    named ``hooks`` (Claude Code's member): another set would go on running beside triohooks,
+    unguarded, and a member that is no set makes agy load nothing of the file. Say so and
+    change nothing."""
+    others = [name for name in doc if name != ADOPTED_SET]
+    if others:
+        raise AdoptError(
+            f"{path}: Antigravity CLI runs every hook set there, and triohooks adopts the one "
+            f'named "{ADOPTED_SET}": move the events of {", ".join(map(repr, others))} into it '
+            "(or out of the file), then install again; nothing changed"
+        )
+
+
 def _existing(path: Path) -> bytes | None:
     try:
         return read_regular_file(path, MAX_SETTINGS_BYTES)
@@ -619,7 +638,7 @@ def _all_ours(agent: AgentName, hooks: object, source: str) -> bool:
         if not isinstance(groups, list):
             return False
         for entry in groups:
-            group = as_group(agent, entry)
+            group = as_group(agent, entry, str(event))
             handlers = group.get("hooks") if isinstance(group, dict) else None
             if not isinstance(handlers, list):
                 return False

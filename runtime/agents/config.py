@@ -46,6 +46,7 @@ from triohooks.config.trust import (
 )
 from triohooks.match.ifrules import IfRule, IfRuleError, parse_if_rule
 
+from .agy import SET_KEYS, hook_events
 from .spec import (
     LEGACY_RELAYS,
     LOCAL_RELAY,
@@ -536,12 +537,14 @@ def _on_failure_blocks(
     return event not in ignored
 
 
-def as_group(agent: AgentName, entry: object) -> object:
-    """One entry of an event's list as a matcher group (``{"matcher", "hooks": [...]}``).
-    Copilot CLI and Cursor also take their own form, where the entry is one handler with its
-    own matcher."""
-    if SPECS[agent].flat_hooks and isinstance(entry, dict) and "hooks" not in entry:
-        return {"matcher": entry.get("matcher"), "hooks": [entry]}
+def as_group(agent: AgentName, entry: object, event: str = "") -> object:
+    """One entry of ``event``'s list as a matcher group (``{"matcher", "hooks": [...]}``).
+    Copilot CLI, Cursor and Antigravity CLI also take their own form, where the entry is one
+    handler with its own matcher -- which Antigravity CLI ignores beside its tool events."""
+    spec = SPECS[agent]
+    if spec.flat_hooks and isinstance(entry, dict) and "hooks" not in entry:
+        ignored = bool(spec.group_events) and event not in spec.group_events
+        return {"matcher": None if ignored else entry.get("matcher"), "hooks": [entry]}
     return entry
 
 
@@ -560,7 +563,13 @@ def parse_hooks(
         problems.append(ConfigProblem(source, "must be an object of events", field="hooks"))
         return []
     out: list[AgentHook] = []
+    if agent == "agy" and hooks.get("enabled") is False:
+        return []  # an agy hook set switched off: none of its hooks run
     for event, groups in hooks.items():
+        if agent == "agy" and event in SET_KEYS:
+            if not isinstance(groups, bool):
+                problems.append(ConfigProblem(source, "must be true or false", field=event))
+            continue
         if not isinstance(groups, list):
             problems.append(
                 ConfigProblem(source, "must be a list of matcher groups", field=str(event))
@@ -568,7 +577,7 @@ def parse_hooks(
             continue
         for g, entry in enumerate(groups):
             where = f"{event}[{g}]"
-            group = as_group(agent, entry)
+            group = as_group(agent, entry, str(event))
             if not isinstance(group, dict):
                 problems.append(ConfigProblem(source, "must be an object", field=where))
                 continue
@@ -822,6 +831,8 @@ class _LevelRead(msgspec.Struct):
 
 
 def _hooks_object(agent: AgentName, path: Path, doc: Mapping[str, Any]) -> object:
+    if agent == "agy":  # every named hook set of the file (the one named "hooks" is adopted)
+        return hook_events(doc)
     if agent == "codex" and path.name == "hooks.json":
         return doc.get("hooks", doc)
     return doc.get("hooks")

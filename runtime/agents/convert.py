@@ -26,6 +26,7 @@ from typing import Any, Final, Literal
 
 from triohooks.config.model import ConfigProblem
 
+from .agy import hook_events
 from .config import (
     MATCHER_FIELD,
     AgentHook,
@@ -34,9 +35,9 @@ from .config import (
     parse_hooks,
     translate_if,
 )
-from .spec import AGENTS, SPECS, AgentName, Level
+from .spec import AGENTS, SPECS, AgentName, Level, timeout_value
 
-Target = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor", "triohooks"]
+Target = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor", "agy", "triohooks"]
 TARGETS: Final = (*AGENTS, "triohooks")
 
 #: Each agent's name for the same tool (by role): what a tool matcher's names become.
@@ -48,6 +49,7 @@ TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
         "qwen": "run_shell_command",
         "copilot": "bash",
         "cursor": "Shell",
+        "agy": "run_command",
     },
     "read": {
         "claude": "Read",
@@ -55,6 +57,7 @@ TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
         "qwen": "read_file",
         "copilot": "view",
         "cursor": "Read",
+        "agy": "view_file",
     },
     "write": {
         "claude": "Write",
@@ -63,6 +66,7 @@ TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
         "qwen": "write_file",
         "copilot": "create",
         "cursor": "Edit",
+        "agy": "write_to_file",
     },
     "edit": {
         "claude": "Edit",
@@ -71,22 +75,36 @@ TOOL_NAMES: Final[dict[str, dict[str, str]]] = {
         "qwen": "edit",
         "copilot": "edit",
         "cursor": "Edit",
+        "agy": "replace_file_content",
     },
-    "glob": {"claude": "Glob", "gemini": "glob", "qwen": "glob", "copilot": "glob"},
+    "glob": {
+        "claude": "Glob",
+        "gemini": "glob",
+        "qwen": "glob",
+        "copilot": "glob",
+        "agy": "find_by_name",
+    },
     "grep": {
         "claude": "Grep",
         "gemini": "search_file_content",
         "qwen": "grep_search",
         "copilot": "grep",
+        "agy": "grep_search",
     },
-    "ls": {"claude": "LS", "gemini": "list_directory", "qwen": "list_directory"},
+    "ls": {"claude": "LS", "gemini": "list_directory", "qwen": "list_directory", "agy": "list_dir"},
     "web_fetch": {
         "claude": "WebFetch",
         "gemini": "web_fetch",
         "qwen": "web_fetch",
         "copilot": "web_fetch",
+        "agy": "read_url_content",
     },
-    "web_search": {"claude": "WebSearch", "gemini": "google_web_search", "qwen": "web_search"},
+    "web_search": {
+        "claude": "WebSearch",
+        "gemini": "google_web_search",
+        "qwen": "web_search",
+        "agy": "search_web",
+    },
 }
 
 
@@ -113,7 +131,10 @@ def _tool_name(source: AgentName, target: Target, name: str) -> str | None:
 
 
 def hooks_of(doc: Mapping[str, Any], agent: AgentName) -> object:
-    """The hooks object of a settings document (Codex's hooks.json may be the object itself)."""
+    """The hooks object of a settings document (Codex's hooks.json may be the object itself;
+    Antigravity CLI's file holds named hook sets, read as one)."""
+    if agent == "agy":
+        return hook_events(doc)
     if "hooks" in doc:
         return doc["hooks"]
     return doc if agent == "codex" else None
@@ -265,7 +286,7 @@ def _handler(
     timeout = hook.timeout_s / spec.timeout_unit_s
     if hook.type == "command" and spec.command_ms_from and timeout >= spec.command_ms_from:
         timeout *= 1000  # Qwen Code reads a command timeout this large as milliseconds
-    value = int(timeout) if float(timeout).is_integer() else round(timeout, 3)
+    value = timeout_value(target, timeout)
     if target == "copilot":  # its own names: ``bash`` and ``timeoutSec``
         if "command" in out:
             out["bash"] = out.pop("command")
@@ -362,9 +383,9 @@ def _to_agent(
             key = (place, place_matcher, hook.sequential and target == "gemini")
             groups.setdefault(key, []).append(handler)
     out: dict[str, list[dict[str, Any]]] = {}
-    flat = SPECS[target].flat_hooks  # their own form: one handler per entry
+    spec = SPECS[target]
     for (event, matcher, sequential), handlers in groups.items():
-        if flat:
+        if spec.flat_hooks and event not in spec.group_events:  # one handler per entry
             for handler in handlers:
                 entry = dict(handler)
                 if matcher not in (None, ""):
@@ -378,7 +399,7 @@ def _to_agent(
             group["sequential"] = True
         group["hooks"] = handlers
         out.setdefault(event, []).append(group)
-    document: dict[str, Any] = {"version": 1, "hooks": out} if flat else {"hooks": out}
+    document: dict[str, Any] = {"version": 1, "hooks": out} if spec.versioned else {"hooks": out}
     return json.dumps(document, indent=2) + "\n"
 
 

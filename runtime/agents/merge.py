@@ -235,6 +235,8 @@ def merge(
         return _copilot(fold)
     if SPECS[agent].answer == "cursor":
         return _cursor(fold)
+    if SPECS[agent].answer == "agy":
+        return _agy(fold)
     if agent == "codex" and fold.permission == "ask":
         # Codex counts an ask as a failed hook and goes on: the only safe answer is a deny.
         fold.permission = "deny"
@@ -363,6 +365,21 @@ def _gemini(fold: _Fold) -> AgentAnswer:
     return answer
 
 
+def _keep_going(fold: _Fold, out: dict[str, Any], answer: AgentAnswer, default: str) -> None:
+    """A stop's block as a top-level ``decision: "block"`` with the reasons (Copilot CLI's and
+    Antigravity CLI's form): the agent goes on with them."""
+    reason = _join(fold.block_reasons) or default
+    out["decision"], out["reason"] = "block", reason
+    answer.blocked, answer.decision, answer.reason = True, "block", reason
+
+
+def _unblockable(fold: _Fold, answer: AgentAnswer) -> list[str]:
+    """A block on an event the agent cannot block: the answer records it (not blocked), and
+    its reasons are returned, to be said where the agent reads a message."""
+    answer.decision, answer.reason = "block", _join(fold.block_reasons) or "blocked by a hook"
+    return list(fold.block_reasons)
+
+
 def _copilot(fold: _Fold) -> AgentAnswer:
     """Copilot CLI's answer (its hooks reference): a pre-tool ``permissionDecision`` (any deny
     wins; a deny always with its reason) with ``modifiedArgs``, a permission request's
@@ -400,16 +417,12 @@ def _copilot(fold: _Fold) -> AgentAnswer:
                 if fold.stopped:
                     out["interrupt"] = True
     elif fold.event in ("Stop", "SubagentStop") and fold.blocked:
-        reason = _join(fold.block_reasons) or "blocked by a hook"
-        out["decision"], out["reason"] = "block", reason
-        answer.blocked, answer.decision, answer.reason = True, "block", reason
+        _keep_going(fold, out, answer, "blocked by a hook")
     elif fold.blocked:
         # postToolUseFailure takes a block (exit 2) as guidance for the model; elsewhere
         # Copilot cannot block: the reason goes with the context (and a refused prompt is
         # carried on by the runner: the turn's tool calls are denied).
-        reason = _join(fold.block_reasons) or "blocked by a hook"
-        answer.decision, answer.reason = "block", reason
-        contexts = [*fold.block_reasons, *contexts]
+        contexts = [*_unblockable(fold, answer), *contexts]
     context = _join(contexts)
     if context and fold.event in _CONTEXT_EVENTS:
         out["additionalContext"] = context
@@ -479,13 +492,67 @@ def _cursor(fold: _Fold) -> AgentAnswer:
     return answer
 
 
+#: agy's answer to a call the hooks let go on: a decision it reads (it denies a call whose
+#: answer has none); ``allow`` leaves its own permission prompt in place (reported).
+_AGY_GO_ON: Final = "allow"
+#: agy's answer to a call put to the user: ``force_ask`` asks whatever the user's grants say
+#: (its ``ask`` is its usual permission flow, which a grant may pass).
+_AGY_ASK: Final = "force_ask"
+
+
+def _agy(fold: _Fold) -> AgentAnswer:
+    """Antigravity CLI's answer (its reported contract, docs/agents.md): to a call always a
+    ``decision`` -- ``deny`` with the reasons as ``reason``, ``force_ask`` for an ask, else
+    ``allow``, never none, which agy reads as a deny -- a rewrite it cannot take denied with the
+    rewritten call in the reason; to a stop ``decision: "block"`` with the reason that keeps it
+    going; context (and every message for the user, which agy has no field for) as
+    ``injectSteps`` ``ephemeralMessage`` before an invocation, where the model reads it."""
+    out: dict[str, Any] = {}
+    answer = AgentAnswer(output=out, warnings=fold.warnings)
+    contexts = [*fold.contexts, *fold.system]
+    if fold.event == "PreToolUse":
+        if fold.stopped and fold.permission != "deny":
+            fold.permit("deny", fold.stop or "a hook stopped the agent")
+        if fold.updated is not None and fold.permission != "deny":
+            fold.permit(
+                "deny",
+                "a hook rewrote this call, which Antigravity CLI cannot take: denied; the "
+                f"rewritten call is {json.dumps(fold.updated)}",
+            )
+        reason = _join(fold.permission_reason)
+        if fold.permission == "deny":
+            reason = reason or "denied by a hook"
+            out["decision"], out["reason"] = "deny", reason
+            answer.blocked, answer.decision, answer.reason = True, "deny", reason
+        elif fold.permission == "ask":
+            out["decision"], answer.decision = _AGY_ASK, "ask"
+            if reason:
+                out["reason"] = reason
+        else:
+            out["decision"] = _AGY_GO_ON
+            answer.decision = fold.permission
+    elif fold.event == "Stop" and fold.blocked:
+        _keep_going(fold, out, answer, "keep going")
+    elif fold.blocked:
+        # After a call, at a session's start: agy takes no block; the reason is said.
+        contexts = [*_unblockable(fold, answer), *contexts]
+    context = _join(contexts)
+    if context and fold.event == "PreInvocation":
+        out["injectSteps"] = [{"ephemeralMessage": context}]
+    elif context:
+        said = f"Antigravity CLI takes no message on {fold.own_event}: {context}"
+        answer.warnings.append(said)
+        answer.undelivered.append(said)
+    return answer
+
+
 def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
     """Our own failure while answering ``event``: an event that can block is blocked (denied),
     with a reason that says it was an internal error; the others get a system message. A
     ``Stop`` is not blocked (that would force the agent to go on)."""
     text = f"triohooks internal error while handling {event}: {why}"
     shape = SPECS[agent].answer if agent in SPECS else "claude"
-    if shape in ("copilot", "cursor"):
+    if shape in ("copilot", "cursor", "agy"):
         event = claude_event(agent, event)
     fold = _Fold("gemini" if shape == "gemini" else "claude", event)
     fold.reasons.append(text)  # what Gemini CLI's deny or block says (else "blocked by a hook")
@@ -501,6 +568,8 @@ def internal_error_answer(agent: str, event: str, why: str) -> AgentAnswer:
         answer = _copilot(fold)
     elif shape == "cursor":
         answer = _cursor(fold)
+    elif shape == "agy":
+        answer = _agy(fold)
     else:
         answer = _gemini(fold) if shape == "gemini" else _claude(fold)
     answer.warnings.append(text)

@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
-from triohooks.combine.outcome import Outcome
+from triohooks.combine.outcome import Outcome, approved
 
 from .config import AgentHook, Matcher
 from .replies import AgentReply
@@ -135,6 +135,13 @@ def native_reply(
         specific["permissionDecision"] = "ask"
         if canonical == "pre_tool":
             specific["permissionDecisionReason"] = reason
+    elif canonical == "pre_tool" and SPECS[agent].allows and approved(outcome):
+        # The agent's allow, for a call a built-in guard proved (approve_read_only): it runs
+        # without the agent's permission prompt. The agent's merge lets any deny or ask of its
+        # own hooks win. A hook's own allow is its no-objection: no decision.
+        specific["permissionDecision"] = "allow"
+        if outcome.reason:
+            specific["permissionDecisionReason"] = outcome.reason
     rewritten = outcome.args is not None and outcome.args != asked.get("args")
     if rewritten and canonical in ("pre_tool", "permission_request"):
         specific["tool_input" if SPECS[agent].answer == "gemini" else "updatedInput"] = outcome.args

@@ -13,8 +13,10 @@ is no decision; a timeout ignores whatever was printed.
 Copilot CLI reads a hook like Claude Code, but denies a ``preToolUse`` or ``permissionRequest``
 call itself when the hook fails (any exit but 0 and 2, a signal; on a permission request also
 stdout that is not JSON), with its own words ("hook errored"); a timeout lets the call run.
-Cursor's hooks answer JSON only: other stdout is a failed hook. Measured per agent, and pinned,
-in ``tests/interop/hook_ends.py``.
+Cursor's hooks answer JSON only: other stdout is a failed hook. Antigravity CLI (reported, not
+measured) denies a call whose hook failed, timed out or printed no JSON, and reads a call's
+answer without a decision as a deny (:func:`triohooks.agents.agy.claude_reply`). Measured per
+agent (all but Antigravity CLI), and pinned, in ``tests/interop/hook_ends.py``.
 
 A prompt hook (Claude Code's ``prompt`` and ``agent`` types) is read from the model's answer,
 ``{"ok": bool, "reason": ...}``: not ok blocks with the reason, anything else fails the hook.
@@ -89,7 +91,7 @@ def failed(hook: AgentHook, why: str, *, timed_out: bool = False, **fields: Any)
         return AgentReply(
             status="block", reason=f"hook {hook.label} failed: {why}", error=why, **fields
         )
-    says = None if timed_out else _failure_denies(hook)
+    says = None if timed_out and not SPECS[hook.agent].timeout_denies else _failure_denies(hook)
     if says is not None:
         reason = f"{says} (hook {hook.label}: {why})"
         return AgentReply(status="block", reason=reason, error=why, **fields)

@@ -8,6 +8,7 @@ Pure data and small pure functions: no I/O.
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Mapping
 from pathlib import Path
@@ -17,16 +18,25 @@ import msgspec
 
 from triohooks.config.events import AGENT_EVENTS
 
-from . import cursor
+from . import agy, cursor
 
-AgentName = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor"]
-AGENTS: Final[tuple[AgentName, ...]] = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
+AgentName = Literal["claude", "gemini", "codex", "qwen", "copilot", "cursor", "agy"]
+AGENTS: Final[tuple[AgentName, ...]] = (
+    "claude",
+    "gemini",
+    "codex",
+    "qwen",
+    "copilot",
+    "cursor",
+    "agy",
+)
 #: How an agent reads a matcher (:func:`triohooks.agents.config.compile_matcher`).
 MatcherStyle = Literal["claude", "codex", "regex", "qwen", "anchored"]
 #: The shape of the agent's answer: Claude Code's (``hookSpecificOutput``), Gemini CLI's
 #: (top-level ``decision``, ``tool_input``), Copilot CLI's (top-level
-#: ``permissionDecision``, ``modifiedArgs``) or Cursor's (``permission``, ``user_message``).
-AnswerShape = Literal["claude", "gemini", "copilot", "cursor"]
+#: ``permissionDecision``, ``modifiedArgs``), Cursor's (``permission``, ``user_message``) or
+#: Antigravity CLI's (``decision`` always, ``injectSteps``).
+AnswerShape = Literal["claude", "gemini", "copilot", "cursor", "agy"]
 
 #: The file an adopted settings file's ``hooks`` object is moved into, beside it.
 ADOPTED_NAME: Final = "triohooks-hooks.json"
@@ -114,14 +124,33 @@ def scope_of_level(level: str) -> str:
     return "project" if level == "local" else level
 
 
-#: Agents whose hook input does not name the event (Copilot CLI's camelCase input): their
-#: catch-alls name it, ``triohooks-relay copilot --event preToolUse``.
-EVENT_ARG_AGENTS: Final = frozenset({"copilot"})
+#: Agents whose hook input does not name the event (Copilot CLI's and Antigravity CLI's
+#: camelCase input): their catch-alls name it, ``triohooks-relay copilot --event preToolUse``.
+EVENT_ARG_AGENTS: Final = frozenset({"copilot", "agy"})
 
 
 def event_arg(agent: str, event: str) -> str:
     """The relay's ``--event`` words for ``agent``'s catch-all of ``event`` (or nothing)."""
     return f" --event {event}" if agent in EVENT_ARG_AGENTS else ""
+
+
+def timeout_value(agent: AgentName, timeout: float) -> int | float:
+    """A handler's ``timeout`` (in the agent's units) as written into its file: a whole number as
+    an integer, else to the millisecond -- rounded up to a whole number where the agent takes
+    no fraction (:attr:`AgentSpec.whole_timeouts`)."""
+    if SPECS[agent].whole_timeouts:
+        return math.ceil(timeout)
+    return int(timeout) if float(timeout).is_integer() else round(timeout, 3)
+
+
+def entry(agent: AgentName, event: str, handler: dict[str, Any]) -> dict[str, Any]:
+    """One entry of ``event``'s list in ``agent``'s hooks file holding ``handler`` for every
+    call: the handler itself where the agent takes flat handlers, else a matcher group (with
+    the catch-all matcher ``""`` where the agent takes both forms: Antigravity CLI's)."""
+    spec = SPECS[agent]
+    if spec.flat_hooks and event not in spec.group_events:
+        return handler
+    return {"matcher": "", "hooks": [handler]} if spec.group_events else {"hooks": [handler]}
 
 
 class Level(msgspec.Struct, frozen=True):
@@ -165,9 +194,22 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     type_timeouts_s: dict[str, float] = {}
     #: Does the agent run every copy of an identical handler (Codex, measured), or one?
     runs_duplicates: bool = False
-    #: Its hooks files are ``{"version": 1, "hooks": ...}`` whose event lists may hold handlers
-    #: themselves, each with its own matcher (Copilot CLI, Cursor), beside Claude's groups.
+    #: Its event lists may hold handlers themselves, each with its own matcher (Copilot CLI,
+    #: Cursor, Antigravity CLI), beside Claude's groups.
     flat_hooks: bool = False
+    #: A new hooks file of its starts ``{"version": 1}`` (Copilot CLI, Cursor).
+    versioned: bool = False
+    #: Events whose entries must be matcher groups though the agent takes flat handlers
+    #: elsewhere (Antigravity CLI's tool events); empty: its catch-alls are all of one form.
+    group_events: frozenset[str] = frozenset()
+    #: The scope ``install`` and ``uninstall`` take when none is said.
+    default_scope: str = "project"
+    #: Why ``install`` cannot adopt its project-scope file (Antigravity CLI's is triohooks' own
+    #: workspace config file); None: it can.
+    no_project_install: str | None = None
+    #: Its handler's ``timeout`` must be a whole number (Antigravity CLI drops the whole file
+    #: for a fraction): a catch-all's is rounded up.
+    whole_timeouts: bool = False
     #: Can a hook stop a prompt? (Copilot CLI reads no answer to ``userPromptSubmitted``: a
     #: prompt the hooks refused goes on, so triohooks denies that turn's tool calls instead.)
     blocks_prompts: bool = True
@@ -175,6 +217,14 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: a failed hook and runs the call; Gemini CLI's hangs a ``-p`` session; Qwen Code's and
     #: Copilot CLI's are not checked): where not, triohooks answers a deny instead.
     asks: bool = False
+    #: Does a hook's pre-tool ``allow`` let the call run without the agent's own permission
+    #: prompt, by the agent's documented contract (Claude Code's ``permissionDecision``,
+    #: Cursor's ``permission``)? Where it does, a call a built-in guard proved is sent as one
+    #: (:func:`~triohooks.combine.outcome.approved`). Where not, no allow is sent: no
+    #: decision (Codex fails a reply with an ``allow`` alone; Copilot CLI still asks the user
+    #: after one -- copilot-cli #2643; Gemini CLI and Qwen Code document none that skips
+    #: their confirmation).
+    allows: bool = False
     #: Events (Claude Code's names) on which the agent itself denies the call when one of its
     #: hooks fails -- exits other than 0 and 2, dies by a signal, cannot start -- and the words
     #: it says (Copilot CLI: "hook errored"; measured). A timeout is no such failure there.
@@ -182,6 +232,9 @@ class AgentSpec(msgspec.Struct, frozen=True, kw_only=True):
     #: Events on which an exit 0 whose stdout is not JSON is a failed hook, not plain text
     #: (Copilot CLI's permission request, measured; Cursor, whose hooks answer JSON only).
     unreadable_fails: frozenset[str] = frozenset()
+    #: A hook that runs out of time is a failure :attr:`failure_denies` covers too (Antigravity
+    #: CLI, reported: a hook it killed denies the call).
+    timeout_denies: bool = False
     #: The events on which the agent ignores a handler's ``onFailure: "block"`` (Claude Code:
     #: those a block would keep going); None: the agent has no such key (measured: only Claude
     #: Code honours it).
@@ -201,6 +254,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         command_only_events=frozenset({"SessionStart", "Setup"}),
         switches=("disableAllHooks", "allowManagedHooksOnly"),
         asks=True,
+        allows=True,
         on_failure_ignored=frozenset({"Stop", "SubagentStop", "TaskCompleted", "TeammateIdle"}),
     ),
     "gemini": AgentSpec(
@@ -255,6 +309,7 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         answer="copilot",
         switches=("disableAllHooks",),
         flat_hooks=True,
+        versioned=True,
         blocks_prompts=False,
         failure_denies={
             "PreToolUse": "hook errored",
@@ -274,8 +329,37 @@ SPECS: Final[dict[AgentName, AgentSpec]] = {
         matcher_style="regex",
         answer="cursor",
         flat_hooks=True,
+        versioned=True,
         asks=True,
+        allows=True,
         unreadable_fails=frozenset(cursor.CLAUDE_NAMES.values()),
+    ),
+    # Antigravity CLI: by its reported contract (docs/agents.md, "Antigravity CLI").
+    "agy": AgentSpec(
+        name="agy",
+        display="Antigravity CLI",
+        events=AGENT_EVENTS["agy"],
+        timeout_unit_s=1.0,
+        default_timeout_s=60.0,
+        handler_types=frozenset({"command"}),
+        project_dir=".agents",
+        project_env=(),
+        matcher_style="regex",
+        answer="agy",
+        flat_hooks=True,
+        group_events=agy.GROUP_EVENTS,
+        whole_timeouts=True,
+        default_scope="user",
+        no_project_install=(
+            "Antigravity CLI's project hooks file is .agents/hooks.json, which is triohooks' own "
+            "workspace config file: triohooks cannot adopt it; install at --scope user (its "
+            "catch-alls run for every project)"
+        ),
+        asks=True,
+        # A call's answer without a decision it reads denies the call there.
+        unreadable_fails=frozenset({"PreToolUse"}),
+        failure_denies={"PreToolUse": "Tool call denied by pre-tool hook"},
+        timeout_denies=True,
     ),
 }
 #: Copilot CLI reads every ``*.json`` in its hooks directories; the file install writes is one.
@@ -314,6 +398,10 @@ def levels(agent: AgentName, project: Path | None, home: Path) -> list[Level]:
         if project is not None:
             out.append(Level("project", project / ".cursor" / "hooks.json", True))
         out.append(Level("managed", Path("/etc/cursor/hooks.json"), False))
+    elif agent == "agy":
+        out.append(Level("user", home / ".gemini" / "config" / "hooks.json", False))
+        if project is not None:
+            out.append(Level("project", project / ".agents" / "hooks.json", True))
     elif agent == "copilot":
         out.append(Level("user", home / ".copilot" / "hooks" / "triohooks.json", False))
         if project is not None:

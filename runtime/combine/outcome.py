@@ -1,11 +1,12 @@
 """The Outcome of one event, and how the hooks' replies combine into it (docs/design.md §5, §7).
 
 Owns the decision rules: the first block wins and stops the chain; the first ``decision`` and
-any ``continue`` count; contexts join with newlines; every ``system_message`` is kept; rewrites
-chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``: shallow merge);
-failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it must not run
-anything or do I/O. It never mutates the dicts it is given (rewrites build new ones), so the
-caller's arguments and the hooks' decoded replies need no copying.
+any ``continue`` count, but an ``allow`` gives way to a later ``ask`` (the more restrictive
+answer, as in the agents' own merge); contexts join with newlines; every ``system_message`` is
+kept; rewrites chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``:
+shallow merge); failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it
+must not run anything or do I/O. It never mutates the dicts it is given (rewrites build new
+ones), so the caller's arguments and the hooks' decoded replies need no copying.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ class RunRecord(msgspec.Struct, frozen=True, kw_only=True):
     output_tokens: int | None = None
     #: The hook said more than its cap (stdout/stderr, an http body): only the head was read.
     truncated: bool = False
+    #: A built-in guard proved the call safe to run without the agent's prompt (:func:`approved`).
+    approved: bool = False
 
 
 class Outcome(msgspec.Struct, kw_only=True):
@@ -132,6 +135,8 @@ class Combiner:
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
                 truncated=result.truncated,
+                # An observing guard's proof approves nothing (observe mode changes nothing).
+                approved=result.approved and hook.mode != "observe",
             )
         )
         if hook.mode == "observe":
@@ -215,7 +220,10 @@ class Combiner:
         if decision in ("block", "deny"):
             self._block(hook, r.reason or "blocked by hook", r.user_message)
             return
-        if decision and o.decision is None:
+        if decision and (o.decision is None or (o.decision == "allow" and decision == "ask")):
+            # An allow (a hook's, approve_read_only's) never outranks another hook's ask.
+            if o.decision is not None:
+                o.reason = None  # the allow's reason goes with it
             o.decision = decision
             if r.reason and o.reason is None:
                 o.reason = r.reason
@@ -282,6 +290,18 @@ class Combiner:
         if self._contexts:
             self.outcome.additional_context = self._joined()
         return self.outcome
+
+
+def approved(outcome: Outcome) -> bool:
+    """Whether the event's answer is an approval an agent may take as its own allow (the call
+    runs without its permission prompt): the decision is ``allow`` (no block, no ask) and a
+    built-in guard proved the call (``approve_read_only``). A hook's ``allow`` alone is not one:
+    it is that hook's no-objection, which must not switch off the agent's own prompts."""
+    return (
+        outcome.decision == "allow"
+        and not outcome.blocked
+        and any(run.approved for run in outcome.runs)
+    )
 
 
 def audit_decision(hook: Hook, event: str, result: RunResult) -> str | None:

@@ -137,6 +137,14 @@ AGENT_EVENTS: Final[dict[str, dict[str, str]]] = {
         "sessionStart": "session_start",
         "sessionEnd": "session_end",
     },
+    # Antigravity CLI's (reported, docs/agents.md): its invocation events (PreInvocation,
+    # PostInvocation) have no triohooks equivalent.
+    "agy": {
+        "PreToolUse": "pre_tool",
+        "PostToolUse": "post_tool",
+        "Stop": "stop",
+        "SessionStart": "session_start",
+    },
 }
 
 #: The JSON dialect's name for each canonical event it knows (used in its payloads).

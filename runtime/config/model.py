@@ -22,7 +22,9 @@ Dialect = Literal["toml", "json", "python"]
 #: ``held_back`` setting chooses (docs/security.md).
 HeldBack = Literal["ask", "deny", "warn"]
 HELD_BACK_CHOICES: Final[tuple[HeldBack, ...]] = ("ask", "deny", "warn")
-Scope = Literal["global", "workspace", "extra", "api"]
+#: ``system``: the admin's tier (``$TRIOHOOKS_SYSTEM_DIR``), read first and beyond the reach of
+#: every other scope (:mod:`.system_tier`).
+Scope = Literal["system", "global", "workspace", "extra", "api"]
 OnError = Literal["warn", "block", "allow"]
 #: Whether a hook's decision is applied (``enforce``) or only computed, shown and audited as
 #: ``would_block`` (``observe``): docs/design.md, "Observe mode".
@@ -372,6 +374,8 @@ class HookTable(msgspec.Struct, frozen=True):
     inputs: tuple[Signature, ...] = ()
     #: The user's ``held_back`` setting (their global config; default ``ask``).
     held_back: HeldBack = "ask"
+    #: The system tier's directory (:func:`~triohooks.config.paths.system_config_dir`).
+    system_dir: str = ""
 
     def is_current(self) -> bool:
         """Whether nothing the table was built from changed since (a ``stat`` and an

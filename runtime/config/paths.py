@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import os
 import stat
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Final
@@ -28,6 +28,39 @@ def global_config_dir() -> Path:
     return Path(platformdirs.user_config_dir(APP, appauthor=False))
 
 
+#: The system tier's directory when ``$TRIOHOOKS_SYSTEM_DIR`` is not set, per platform
+#: (``sys.platform`` prefix; anything else is the POSIX default). Admin-owned places: read
+#: before the user's config, and no lower scope can disable, replace or reorder their hooks
+#: (docs/configuration.md#the-system-tier).
+SYSTEM_DIRS: Final = (
+    ("darwin", "/Library/Application Support/triohooks"),
+    ("win32", "{ProgramData}\\triohooks"),
+)
+POSIX_SYSTEM_DIR: Final = "/etc/triohooks"
+
+
+def default_system_dir(platform: str, environ: Mapping[str, str]) -> Path:
+    """The system tier's directory on ``platform`` when ``$TRIOHOOKS_SYSTEM_DIR`` is not set:
+    ``/Library/Application Support/triohooks`` on macOS, ``%ProgramData%\\triohooks`` on
+    Windows, ``/etc/triohooks`` elsewhere."""
+    for prefix, place in SYSTEM_DIRS:
+        if platform.startswith(prefix):
+            return Path(place.format(ProgramData=environ.get("ProgramData") or "C:\\ProgramData"))
+    return Path(POSIX_SYSTEM_DIR)
+
+
+def system_config_dir() -> Path:
+    """``$TRIOHOOKS_SYSTEM_DIR``, else the platform's admin-owned place
+    (:func:`default_system_dir`). Its ``hooks.toml`` and ``hooks.json``
+    (:func:`global_config_files`) are the system tier."""
+    env = os.environ.get("TRIOHOOKS_SYSTEM_DIR")
+    if env:
+        return Path(env)
+    import sys
+
+    return default_system_dir(sys.platform, os.environ)
+
+
 def state_dir() -> Path:
     """``$TRIOHOOKS_STATE_DIR``, else the platform user state dir."""
     env = os.environ.get("TRIOHOOKS_STATE_DIR")
@@ -45,6 +78,8 @@ def workspace_config_files(workspace: Path) -> tuple[Path, Path]:
 
 
 def global_config_files(config_dir: Path) -> tuple[Path, Path]:
+    """A config directory's two files (the user's, or the system tier's): ``hooks.toml`` and
+    ``hooks.json``."""
     return config_dir / "hooks.toml", config_dir / "hooks.json"
 
 

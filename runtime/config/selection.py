@@ -28,12 +28,18 @@ def event_name(ev: EventBase) -> str:
 
 
 def hooks_for(table: HookTable, api_hooks: Sequence[Hook], event: str) -> tuple[Hook, ...]:
-    """The hooks configured for ``event``, in run order: the API-registered ones first."""
+    """The hooks configured for ``event``, in run order: the system tier's first (nothing
+    runs before them), then the API-registered ones, then the rest of the table's."""
     table_hooks = table.for_event(event)
     if not api_hooks:
         return table_hooks
     api = [h for h in api_hooks if h.event == event]
-    return (*api, *table_hooks) if api else table_hooks
+    if not api:
+        return table_hooks
+    first = 0
+    while first < len(table_hooks) and table_hooks[first].scope == "system":
+        first += 1
+    return (*table_hooks[:first], *api, *table_hooks[first:])
 
 
 def user_trusted(hooks: tuple[Hook, ...]) -> tuple[Hook, ...]:

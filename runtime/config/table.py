@@ -1,14 +1,17 @@
 """Building the hook table: finding the config files of every scope, reading each in its
 dialect, applying trust, and putting the hooks in run order.
 
-Run order (docs/design.md §3, §5): global scope, then ``--config`` files, then the workspace; within
-a scope the TOML file's hooks before the JSON file's, file order within. JSON-dialect hooks are
-merged across scopes the yolop way first. This module reads files synchronously; the loader
-actor calls it from a worker thread. It must not run hooks.
+Run order (docs/design.md §3, §5): the system tier, then the global scope, then ``--config``
+files, then the workspace; within a scope the TOML file's hooks before the JSON file's, file
+order within. JSON-dialect hooks are merged across the user's and the project's scopes the
+yolop way first; the system tier's are merged among themselves only, so no lower scope can
+disable, replace or reorder them (:mod:`.system_tier`). This module reads files synchronously;
+the loader actor calls it from a worker thread. It must not run hooks.
 """
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -32,8 +35,10 @@ from .paths import (
     global_config_dir,
     global_config_files,
     read_regular_file,
+    system_config_dir,
     workspace_config_files,
 )
+from .system_tier import lower_scope_problems, refused_file, strict, unsafe_reason
 from .toml_dialect import MAX_TOML_FILE_BYTES, parse_toml_text
 from .trust import STORE_NAME, TrustSource, assess_trust, held_back_message
 
@@ -130,6 +135,24 @@ def _read_scope(
     return out
 
 
+def _read_system(
+    files: Sequence[Path], problems: list[ConfigProblem], judge: dict[str, str]
+) -> _ScopeFiles:
+    """The system tier's files: each one that is there read only when :func:`unsafe_reason`
+    finds it the admin's; every problem of the tier an error (:func:`strict`)."""
+    own: list[ConfigProblem] = []
+    readable: list[Path] = []
+    for path in files:
+        why = unsafe_reason(str(path)) if os.path.lexists(path) else None
+        if why is None:
+            readable.append(path)
+        else:
+            own.append(refused_file(str(path), why))
+    out = _read_scope(readable, "system", own, judge, required=False)
+    problems.extend(strict(p) for p in own)
+    return out
+
+
 def _handlers(scope: _ScopeFiles) -> list[Handler | Command]:
     handlers: list[Handler | Command] = [h.handler for h in scope.toml_hooks]
     handlers += [Command(s.command, s.env) for jf in scope.json_files for _, s in jf.specs]
@@ -181,8 +204,13 @@ def load_table(
     ``trust_covers``: the paths trust hashes besides what it finds (``triohooks trust
     --cover``; None: those the user named before)."""
     config_dir = config_dir if config_dir is not None else global_config_dir()
-    # Every file the table may read, signed before it is read (the freshness check).
+    system_dir = system_config_dir()
+    system_files = global_config_files(system_dir)
+    # Every file the table may read, signed before it is read (the freshness check); the
+    # system directory too (a change of its owner or mode changes whether it is trusted).
     watched = [
+        system_dir,
+        *system_files,
         *global_config_files(config_dir),
         *extra_configs,
         *(workspace_config_files(workspace) if workspace is not None else ()),
@@ -191,10 +219,15 @@ def load_table(
     inputs: dict[str, Signature] = {str(p): signature(str(p)) for p in watched}
     problems: list[ConfigProblem] = []
     judge: dict[str, str] = {}
+    system = _read_system(system_files, problems, judge)
+    system_json, system_contributions = merge_json_scopes(system.json_files)
+    system_hooks = [*system.toml_hooks, *system_json]
     scopes = [
         _read_scope(global_config_files(config_dir), "global", problems, judge, required=False),
         _read_scope(list(extra_configs), "extra", problems, judge, required=True),
     ]
+    for scope in scopes:
+        problems += lower_scope_problems(system_hooks, scope.toml_hooks, scope.json_files)
     trust: TrustInfo | None = None
     untrusted: list[Hook] = []
     if workspace is not None:
@@ -202,6 +235,7 @@ def load_table(
         ws_judge: dict[str, str] = {}
         ws_problems: list[ConfigProblem] = []
         ws = _read_scope(ws_files, "workspace", ws_problems, ws_judge, required=False)
+        ws_problems += lower_scope_problems(system_hooks, ws.toml_hooks, ws.json_files)
         trust, covered = assess_trust(
             config_dir,
             workspace,
@@ -244,7 +278,7 @@ def load_table(
             untrusted = ws.toml_hooks + json_hooks
 
     json_hooks, contributions = merge_json_scopes([jf for s in scopes for jf in s.json_files])
-    hooks: list[Hook] = []
+    hooks: list[Hook] = list(system_hooks)
     for scope in scopes:
         hooks.extend(scope.toml_hooks)
         hooks.extend(h for h in json_hooks if h.scope == scope.scope)
@@ -255,16 +289,18 @@ def load_table(
         untrusted=tuple(untrusted),
         problems=tuple(problems),
         trust=trust,
-        disabled_contributions=tuple(contributions),
+        disabled_contributions=(*system_contributions, *contributions),
         global_dir=str(config_dir),
         workspace=str(workspace) if workspace is not None else "",
-        files=tuple(f for s in scopes for f in s.read),
+        files=tuple(f for s in (system, *scopes) for f in s.read),
         judge=tuple(sorted(judge.items())),
         generation=generation,
         inputs=tuple(inputs.values()),
         held_back=next(
-            (s.held_back[0] for s in reversed(scopes[:2]) if s.held_back is not None), "ask"
+            (s.held_back[0] for s in (scopes[1], scopes[0], system) if s.held_back is not None),
+            "ask",
         ),
+        system_dir=str(system_dir),
     )
 
 

@@ -430,7 +430,8 @@ class HookEngine(Guards):
         timeout_s: float = 30.0,
         mode: Mode = "enforce",
     ) -> Hook:
-        """Register an async Python callable as a hook (runs before config hooks, in order).
+        """Register an async Python callable as a hook (runs before the config hooks, in order;
+        after the system tier's, which nothing precedes).
 
         ``func(event_fields)`` returns a reply dict (TOML-dialect fields: ``decision``,
         ``reason``, ``updated_args``, ``additional_context`` ...), a string, or None.

@@ -41,8 +41,9 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
         q.add_argument("--workspace", type=Path, default=None, help="the project (default: cwd)")
         q.add_argument("--config-dir", type=Path, default=None, help="triohooks config dir")
 
+    scope = SPECS[agent].default_scope
     q = actions.add_parser("install", help="route the agent's hooks through triohooks")
-    q.add_argument("--scope", choices=("project", "user"), default="project")
+    q.add_argument("--scope", choices=("project", "user"), default=scope)
     q.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
     q.add_argument(
         "--transport",
@@ -55,7 +56,7 @@ def _add(sub: argparse._SubParsersAction[Any], agent: AgentName) -> None:
     q.add_argument("--port", type=int, default=8765, help="serve's port for http hooks")
     common(q)
     q = actions.add_parser("uninstall", help="restore the settings file")
-    q.add_argument("--scope", choices=("project", "user"), default="project")
+    q.add_argument("--scope", choices=("project", "user"), default=scope)
     q.add_argument("--dry-run", action="store_true", help="print the change, write nothing")
     common(q)
     q = actions.add_parser("list", help="every hook the agent has, and what triohooks runs")
@@ -115,6 +116,10 @@ def add_copilot_command(sub: argparse._SubParsersAction[Any]) -> None:
 
 def add_cursor_command(sub: argparse._SubParsersAction[Any]) -> None:
     _add(sub, "cursor")
+
+
+def add_agy_command(sub: argparse._SubParsersAction[Any]) -> None:
+    _add(sub, "agy")
 
 
 def _places(args: argparse.Namespace) -> tuple[AgentName, Path, Path, Path]:
@@ -396,4 +401,4 @@ _ACTIONS = {
     "trust": _trust,
 }
 
-assert set(AGENTS) == {"claude", "gemini", "codex", "qwen", "copilot", "cursor"}
+assert set(AGENTS) == {"claude", "gemini", "codex", "qwen", "copilot", "cursor", "agy"}

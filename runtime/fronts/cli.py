@@ -216,6 +216,7 @@ _PLUGINS: dict[str, tuple[str, str, str]] = {
     "qwen": (".agents_cli", "add_qwen_command", "cmd_agent"),
     "copilot": (".agents_cli", "add_copilot_command", "cmd_agent"),
     "cursor": (".agents_cli", "add_cursor_command", "cmd_agent"),
+    "agy": (".agents_cli", "add_agy_command", "cmd_agent"),
     "service": (".service", "add_service_command", "cmd_service"),
     "test": (".hooktest", "add_test_command", "cmd_test"),
     "init": (".init_cli", "add_init_command", "cmd_init"),

@@ -20,6 +20,7 @@ from triohooks.config.paths import (
     state_dir,
     workspace_config_files,
 )
+from triohooks.config.system_tier import tier_of
 from triohooks.config.table import as_untrusted, load_table
 from triohooks.config.trust import (
     TrustRecord,
@@ -82,7 +83,19 @@ def cmd_validate(args: argparse.Namespace) -> int:
             f"{len(observing)} hook(s) in observe mode (decisions audited as would_block, "
             f"not enforced; `triohooks audit report` sums them up): {', '.join(observing)}"
         )
+    for line in tier_lines(table):
+        print(line)
     return EXIT_USAGE if problems else EXIT_OK
+
+
+def tier_lines(table: HookTable) -> list[str]:
+    """Each hook's tier, one line a hook in run order, where the system tier holds hooks
+    (where it holds none, every hook is plainly the user's or the project's)."""
+    if not any(h.scope == "system" for h in table.hooks):
+        return []
+    lines = [f"tiers (the system tier, {table.system_dir}, runs first; no lower scope changes it):"]
+    lines += [f"  {tier_of(h)}: {h.event} {h.id} ({h.source})" for h in table.hooks]
+    return lines
 
 
 def where_hooks_go(table: HookTable) -> str:
@@ -113,6 +126,7 @@ def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) ->
         "timeout_s": hook.timeout_s,
         "worker_pool": hook.worker or None,
         "scope": hook.scope,
+        "tier": tier_of(hook),
         "file": hook.source,
         "description": hook.description,
         "trusted": trusted,
@@ -142,6 +156,7 @@ def cmd_list(args: argparse.Namespace) -> int:
             ),
             "problems": [str(p) for p in table.problems],
             "global_dir": table.global_dir,
+            "system_dir": table.system_dir,
             "workspace": table.workspace,
         }
         sys.stdout.write(msgspec.json.format(msgspec.json.encode(doc), indent=2).decode() + "\n")
@@ -175,7 +190,7 @@ def cmd_list(args: argparse.Namespace) -> int:
                 flags.append(f"worker(pool={v['worker_pool']})")
             print(f"  [{v['dialect']}] {v['id']}: {v['runs']}")
             print(f"      {' '.join(flags)}")
-            where = f"{v['scope']} {v['file']}"
+            where = f"{v['scope']} {v['file']} ({v['tier']} tier)"
             if not v["trusted"]:
                 state = trust.state if trust is not None else "untrusted"
                 where += f"  NOT RUN: workspace hooks are {state}; run `triohooks trust`"

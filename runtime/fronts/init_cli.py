@@ -128,6 +128,7 @@ _AGENT_CASES: Final = {
     ),
     "copilot": ("Copilot CLI", "bash", '{ permissionDecision = "deny" }'),
     "cursor": ("Cursor", "Shell", '{ permission = "deny" }'),
+    "agy": ("Antigravity CLI", "run_command", '{ decision = "deny" }'),
 }
 
 

@@ -57,7 +57,7 @@ or a ``.pth`` file in it must never be imported by the process that guards it.
 import posix
 import sys
 
-AGENTS = ("claude", "gemini", "codex", "qwen", "copilot", "cursor")
+AGENTS = ("claude", "gemini", "codex", "qwen", "copilot", "cursor", "agy")
 #: The path name of ``triohooks fire``'s requests to serve (``/fire/v3/hook``), beside the agents'.
 FIRE_PATH = "fire"
 #: The unix socket ``triohooks serve`` listens on for relays, in the state dir.
@@ -98,7 +98,7 @@ NO_START_VAR = "TRIOHOOKS_NO_AUTOSTART"
 MAX_INPUT_BYTES = 16 * 1024 * 1024
 MAX_ANSWER_BYTES = 16 * 1024 * 1024
 USAGE = (
-    "usage: triohooks-relay {claude|gemini|codex|qwen|copilot|cursor} [--event NAME] "
+    "usage: triohooks-relay {claude|gemini|codex|qwen|copilot|cursor|agy} [--event NAME] "
     "[--timeout SECONDS] [--scope user|project] < hook-input.json\n"
 )
 #: ``--scope``: the install scope of the catch-all that runs the relay (whose hooks it answers

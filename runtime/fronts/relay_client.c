@@ -63,7 +63,7 @@ extern char **environ;
 #define DEFAULT_TIMEOUT_S 60.0
 static const char BEAT[] = "HTTP/1.1 102 Processing\r\n\r\n";
 #define BEAT_LEN (sizeof BEAT - 1)
-static const char *const AGENTS[] = {"claude", "gemini", "codex", "qwen", "copilot", "cursor"};
+static const char *const AGENTS[] = {"claude", "gemini", "codex", "qwen", "copilot", "cursor", "agy"};
 
 static int g_argc;
 static char **g_argv;

@@ -1,6 +1,9 @@
 """Built-in guards as hooks: each call read in process by :mod:`triohooks.match.guards`, no
 spawn. A block is the guard's reason; a call the guard cannot read for sure gets its
-``on_uncertain`` (block, or go on with an Outcome warning, or go on)."""
+``on_uncertain`` (block, or go on with an Outcome warning, or go on); an approval
+(``approve_read_only``) is the decision ``allow``, which the fold lets any block or ask of
+another hook override, marked ``approved``: the one allow an agent's answer carries
+(:func:`~triohooks.combine.outcome.approved`)."""
 
 from __future__ import annotations
 
@@ -49,6 +52,11 @@ class GuardRunner:
             # "<name> guard:", not "<name>:", which a redactor reads as "secret_reads: <value>"
             reason = f"{name} guard: {verdict.block}"
             return RunResult(outcome="block", reason=reason, duration_ms=took)
+        if verdict.approve:
+            reason = f"{name} guard: {verdict.approve}"
+            return RunResult(
+                outcome="ok", decision="allow", approved=True, reason=reason, duration_ms=took
+            )
         if not verdict.uncertain or on_uncertain == "allow":
             return RunResult(outcome="ok", duration_ms=took)
         why = f"{name} cannot read this call for sure: {verdict.uncertain}"

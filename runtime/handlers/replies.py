@@ -58,6 +58,10 @@ class RunResult(msgspec.Struct, frozen=True, kw_only=True):
     system_message: str | None = None
     #: TOML: non-JSON stdout on exit 0 (context for session_start / prompt_submit).
     plain_output: str | None = None
+    #: The call is proven safe to run without the agent's own permission prompt. Only a
+    #: built-in guard's verdict sets it (``approve_read_only``); no hook's reply can: a hook's
+    #: ``allow`` is its no-objection (the JSON dialect's very reply to go on).
+    approved: bool = False
     exit_code: int | None = None
     signal: int | None = None
     duration_ms: float = 0.0

@@ -59,6 +59,9 @@ class Verdict(msgspec.Struct, frozen=True, gc=False):
     block: str = ""
     #: Why the call cannot be read for sure ("" when it can).
     uncertain: str = ""
+    #: What the call was proven to be, for a guard that approves (``approve_read_only``):
+    #: the agent's allow. "" when it approves nothing.
+    approve: str = ""
 
 
 GO_ON: Final = Verdict()
@@ -94,6 +97,9 @@ class GuardSpec(msgspec.Struct, frozen=True):
     params: Mapping[str, Param]
     #: Builds the check from the parameters (validated).
     make: Callable[[Mapping[str, tuple[str, ...]]], Check]
+    #: The guard approves (the agent's allow) instead of blocking: it never blocks, and what
+    #: it cannot prove gets no decision, so it takes no ``on_uncertain``.
+    approves: bool = False
 
 
 # --- reading a call ---------------------------------------------------------------------------
@@ -151,6 +157,9 @@ class Reading(NamedTuple):
     #: Each variable assignment (``GIT_DIR=x git push``, ``export X=y``): its name and value
     #: (``None``: known only at run time).
     assignments: tuple[tuple[str, str | None], ...] = ()
+    #: The names of the functions the scripts define (their bodies' commands are listed in
+    #: ``commands``; a call of one is listed by its name).
+    functions: tuple[str, ...] = ()
 
 
 def read_call(call: Call) -> Reading:
@@ -188,6 +197,7 @@ def _read_texts(
     dynamic: list[str] = []
     written: list[tuple[str | None, tuple[str, ...]]] = []
     assigned: list[tuple[str, str | None]] = []
+    functions: list[str] = []
     for given in texts:
         text = given
         dirs: tuple[str, ...] = (cwd,)
@@ -213,6 +223,7 @@ def _read_texts(
         # be in a subshell, be undone); ``after_cd`` the directories of an ``&&`` chain whose
         # own cd succeeded, which alone its later commands run in. Only where nothing else in
         # the script can move the shell (no function, eval, source, popd, builtin/command cd).
+        functions += read.functions
         chains = not read.functions and not any(c.words[0] in _MOVES_SHELL for c in read.commands)
         after_cd: dict[int, tuple[str, ...]] = {}
         first = len(commands)
@@ -260,6 +271,7 @@ def _read_texts(
         tuple(dynamic),
         tuple(written),
         tuple(assigned),
+        tuple(dict.fromkeys(functions)),
     )
 
 
@@ -1711,6 +1723,22 @@ def _writes_outside(params: Mapping[str, tuple[str, ...]]) -> Check:
     return check
 
 
+# --- read-only auto-approve -------------------------------------------------------------------
+
+
+def _approve_read_only(params: Mapping[str, tuple[str, ...]]) -> Check:
+    del params
+    from .read_only import approve_read_only
+
+    return approve_read_only(_blocking_checks)
+
+
+@functools.cache
+def _blocking_checks() -> tuple[Check, ...]:
+    """Every guard that blocks, with its default parameters: what an approval must pass."""
+    return tuple(build(name, {})[0] for name, spec in GUARDS.items() if not spec.approves)
+
+
 # --- the catalogue ----------------------------------------------------------------------------
 
 GUARDS: Final[dict[str, GuardSpec]] = {
@@ -1763,6 +1791,16 @@ GUARDS: Final[dict[str, GuardSpec]] = {
         params={"allow": Param(("/tmp",), "directories besides the workspace writes may go to")},
         make=_writes_outside,
     ),
+    "approve_read_only": GuardSpec(
+        description="opt-in: the agent's allow (no permission prompt) for a shell call proven "
+        "read-only -- ls, cat/head/tail of files that are not secrets, git status/log/diff/"
+        "show, grep/rg, find without actions ... -- that every other guard lets go on; "
+        "anything else gets no decision (it never blocks)",
+        on_uncertain="allow",
+        params={},
+        make=_approve_read_only,
+        approves=True,
+    ),
 }
 
 #: Guards read tool calls: the events that carry one and can block.
@@ -1778,7 +1816,15 @@ def check_params(name: str, params: Mapping[str, Any]) -> list[tuple[str, str]]:
     problems: list[tuple[str, str]] = []
     for key, value in params.items():
         if key == "on_uncertain":
-            if value not in ON_UNCERTAIN:
+            if spec.approves:
+                problems.append(
+                    (
+                        key,
+                        f"{name} never blocks: what it cannot prove read-only gets no "
+                        "decision, so on_uncertain does not apply",
+                    )
+                )
+            elif value not in ON_UNCERTAIN:
                 problems.append((key, f'must be "block", "warn" or "allow", not {value!r}'))
             continue
         param = spec.params.get(key)

@@ -3,12 +3,13 @@ name for each tool").
 
 Each agent names its tools its own way -- the shell is Claude Code's and Codex's ``Bash``,
 Codex's ``exec_command``, Gemini CLI's and Qwen Code's ``run_shell_command``, Copilot CLI's
-``bash``, Cursor's ``Shell`` -- and a guard written once must see them all. :data:`TOOLS` is the
-one table of them: each row a canonical name (``bash``, ``read``, ``write``, ``edit``,
-``patch``, ``fetch`` ...), the ``if``-rule kinds a call of it is (``shell``, ``read``,
-``write``, ``delete``, ``web``, ``skill``, ``agent``), each agent's own names for it, and the
-names other tool sets (an app that embeds triohooks, an SDK) commonly give it. An MCP tool's
-canonical name is ``mcp__<server>__<tool>`` whichever agent spelt it (:func:`mcp_name`).
+``bash``, Cursor's ``Shell``, Antigravity CLI's ``run_command`` -- and a guard written once must
+see them all. :data:`TOOLS` is the one table of them: each row a canonical name (``bash``,
+``read``, ``write``, ``edit``, ``patch``, ``fetch`` ...), the ``if``-rule kinds a call of it is
+(``shell``, ``read``, ``write``, ``delete``, ``web``, ``skill``, ``agent``), each agent's own
+names for it, and the names other tool sets (an app that embeds triohooks, an SDK) commonly give
+it. An MCP tool's canonical name is ``mcp__<server>__<tool>`` whichever agent spelt it
+(:func:`mcp_name`).
 
 What this module owns: the table, a tool name's canonical name (:func:`canonical_tool`), its
 kinds (:func:`tool_kinds`), and which names are known at all (:func:`known_names`, for
@@ -31,7 +32,7 @@ from typing import Final
 import msgspec
 
 #: The agents whose tool names the table holds (triohooks' agent dialects).
-AGENTS: Final = ("claude", "codex", "gemini", "qwen", "copilot", "cursor")
+AGENTS: Final = ("claude", "codex", "gemini", "qwen", "copilot", "cursor", "agy")
 
 
 class Tool(msgspec.Struct, frozen=True):
@@ -76,6 +77,8 @@ TOOLS: Final = (
         qwen=("run_shell_command",),
         copilot=("bash", "powershell"),
         cursor=("Shell",),
+        # Antigravity CLI (reported; docs/agents.md): run_command {CommandLine, Cwd}.
+        agy=("run_command",),
         other=(
             "sh",
             "zsh",
@@ -99,6 +102,7 @@ TOOLS: Final = (
         qwen=("read_file", "read_many_files"),
         copilot=("view",),
         cursor=("Read",),
+        agy=("view_file", "view_file_outline", "view_code_item"),
         other=(
             "readfile",
             "view_file",
@@ -116,6 +120,7 @@ TOOLS: Final = (
         gemini=("write_file",),
         qwen=("write_file",),
         copilot=("create",),
+        agy=("write_to_file",),
         other=("writefile", "create_file", "insert", "append", "append_file"),
     ),
     _row(
@@ -126,6 +131,7 @@ TOOLS: Final = (
         qwen=("edit", "notebook_edit"),
         copilot=("edit",),
         cursor=("Edit",),
+        agy=("replace_file_content", "multi_replace_file_content", "edit_file"),
         other=("edit_file", "multi_edit", "str_replace", "replace_in_file"),
     ),
     # Editors that also view (their ``command`` may be ``view``): a read and a write.
@@ -166,6 +172,7 @@ TOOLS: Final = (
         gemini=("grep_search", "search_file_content"),
         qwen=("grep_search",),
         copilot=("grep", "rg"),
+        agy=("grep_search", "codebase_search"),
         other=("search_files",),
     ),
     _row(
@@ -175,6 +182,7 @@ TOOLS: Final = (
         gemini=("glob",),
         qwen=("glob",),
         copilot=("glob",),
+        agy=("find_by_name",),
         other=("find_files", "file_search"),
     ),
     _row(
@@ -183,6 +191,7 @@ TOOLS: Final = (
         claude=("LS",),
         gemini=("list_directory",),
         qwen=("list_directory",),
+        agy=("list_dir",),
         other=("list_dir", "list_files"),
     ),
     _row(
@@ -192,6 +201,7 @@ TOOLS: Final = (
         gemini=("web_fetch",),
         qwen=("web_fetch",),
         copilot=("web_fetch",),
+        agy=("read_url_content",),
         other=(
             "web",
             "fetch",
@@ -211,6 +221,7 @@ TOOLS: Final = (
         claude=("WebSearch",),
         gemini=("google_web_search",),
         qwen=("web_search",),
+        agy=("search_web",),
         other=("websearch",),
     ),
     _row(
@@ -221,6 +232,7 @@ TOOLS: Final = (
         gemini=("invoke_agent",),
         qwen=("agent",),
         copilot=("task",),
+        agy=("invoke_subagent",),
         other=("subagent", "run_agent", "launch_agent", "dispatch_agent", "delegate", "new_task"),
     ),
     _row(

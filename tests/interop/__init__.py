@@ -346,18 +346,20 @@ def run_claude(
     *,
     args: Sequence[str] = (),
     env: Mapping[str, str] | None = None,
+    skip_permissions: bool = True,
 ) -> ClaudeRun:
     """One headless session in ``project`` (where ``.claude/settings.json`` may hold hooks):
-    ``claude -p PROMPT --output-format json --dangerously-skip-permissions``. ``env`` adds to
-    :func:`claude_env`. Raises ``subprocess.TimeoutExpired`` (its process group killed) if
-    it runs over ``timeout`` seconds."""
+    ``claude -p PROMPT --output-format json --dangerously-skip-permissions`` (without it when
+    not ``skip_permissions``: a call no rule or hook allows is refused, as nobody can be asked).
+    ``env`` adds to :func:`claude_env`. Raises ``subprocess.TimeoutExpired`` (its process group
+    killed) if it runs over ``timeout`` seconds."""
     argv = [
         str(claude_bin),
         "-p",
         prompt,
         "--output-format",
         "json",
-        "--dangerously-skip-permissions",
+        *(["--dangerously-skip-permissions"] if skip_permissions else []),
         *args,
     ]
     process = run_bounded(

@@ -1002,6 +1002,42 @@ def test_two_sessions_in_two_projects_get_their_own_environment_from_one_serve(
     assert ran == {f"a|{projects['a'].path}", f"b|{projects['b'].path}"}, ran
 
 
+def test_approve_read_only_is_claude_codes_allow_and_never_a_writes(
+    claude_bin: Path,
+    claude_project: ClaudeProject,
+    fake_api: FakeAnthropic,
+    tri: Triohooks,
+    tmp_path: Path,
+) -> None:
+    """Claude Code's own permission mode (no ``--dangerously-skip-permissions``; headless, a
+    call that needs a prompt is refused, as nobody can be asked) with the user's opt-in
+    ``approve_read_only``: the read it proves gets triohooks' allow (audited ``hook-allow``)
+    and runs; the write gets no decision from it and stays Claude Code's to refuse. (Claude
+    Code 2.1.332 runs such reads without a prompt of its own too; the write is the point.)"""
+    claude_project.write_hooks({})
+    (claude_project.path / "notes.txt").write_text("hello from notes\n")
+    (tri.config_dir / "hooks.toml").write_text(
+        '[[hooks.pre_tool]]\nbuiltin = "approve_read_only"\n'
+    )
+    with routed(tri, claude_project, "relay", tmp_path):
+        fake_api.script(["grep -c hello notes.txt && wc -l notes.txt", "echo x > marker-0.txt"])
+        ran = run_claude(
+            claude_bin,
+            claude_project.path,
+            claude_project.home,
+            fake_api,
+            env=tri.claude_env(),
+            timeout=SESSION_TIMEOUT,
+            skip_permissions=False,
+        )
+    assert ran.process.returncode == 0, ran.process.stderr[-2000:]
+    read, write = fake_api.tool_results()
+    assert not read.is_error and "1 notes.txt" in read.text, read.text
+    assert write.is_error and markers(claude_project) == [], write.text
+    allowed = [r for r in tri.audit_records("hook") if r.get("decision") == "hook-allow"]
+    assert [r["event"] for r in allowed] == ["pre_tool"], tri.audit_records("hook")
+
+
 def test_a_teammate_who_has_not_trusted_the_project_is_asked_not_waved_on(
     claude_bin: Path,
     claude_project: ClaudeProject,
