@@ -75,25 +75,40 @@ def _utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def day_paths(audit_dir: Path, days: int, now: Callable[[], datetime] = _utc_now) -> list[Path]:
+    """The day files of the last ``days`` UTC days (today's included), oldest first, whether
+    they exist or not."""
+    today = now().astimezone(UTC).date()
+    return [audit_file(audit_dir, today - timedelta(days=back)) for back in range(days - 1, -1, -1)]
+
+
+_decoder: Final = msgspec.json.Decoder(AuditRecord)
+
+
+def decode_lines(data: bytes) -> tuple[list[AuditRecord], int]:
+    """The records of one day file's bytes, and how many of its lines are none (a torn tail,
+    a line being appended, garbage): those are skipped."""
+    records: list[AuditRecord] = []
+    skipped = 0
+    for line in data.splitlines():
+        try:
+            records.append(_decoder.decode(line))
+        except msgspec.DecodeError:
+            skipped += 1
+    return records, skipped
+
+
 def read_records(
     audit_dir: Path, *, days: int = 7, now: Callable[[], datetime] = _utc_now
 ) -> Iterator[AuditRecord]:
     """The records of the last ``days`` UTC days' files, oldest first. Missing files and
     unreadable or torn lines are skipped (a line being appended is read next time)."""
-    today = now().astimezone(UTC).date()
-    decoder = msgspec.json.Decoder(AuditRecord)
-    for back in range(days - 1, -1, -1):
-        path = audit_file(audit_dir, today - timedelta(days=back))
+    for path in day_paths(audit_dir, days, now):
         try:
-            with path.open("rb") as f:
-                lines = f.readlines()
+            data = path.read_bytes()
         except OSError:
             continue
-        for line in lines:
-            try:
-                yield decoder.decode(line)
-            except msgspec.DecodeError:
-                continue
+        yield from decode_lines(data)[0]
 
 
 # ---------------------------------------------------------------------------------------------

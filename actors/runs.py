@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 import msgspec
 
-from triohooks.combine.outcome import audit_decision, failure_text
+from triohooks.combine.outcome import audit_decision, failure_text, observed_detail
 from triohooks.config.model import Hook
 from triohooks.config.stamps import utc_stamp
 from triohooks.handlers.outcomes import FAILED_OUTCOMES
@@ -245,9 +245,13 @@ class HookRuns:
         """The audit record of this run, if it is audited and anyone takes records."""
         if not self.wants_records():
             return None
-        decision = audit_decision(hook_input.event, result)
+        event = hook_input.event
+        decision = audit_decision(hook, event, result)
         if decision is None:
             return None
+        detail = None
+        if decision.startswith("would_"):
+            detail = observed_detail(hook, event, result, hook_input.fields)
         return AuditRecord(
             time=utc_stamp(),
             session=hook_input.session_id,
@@ -258,5 +262,6 @@ class HookRuns:
             error=result.error if decision == "error" else result.reason,
             duration_ms=round(result.duration_ms, 3),
             workspace=self.workspace,
+            detail=detail,
             truncated=result.truncated,
         )

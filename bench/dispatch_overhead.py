@@ -8,7 +8,12 @@ Three loops run interleaved in one trio run, each timed per call with ``perf_cou
   call - run: each call's time less the run the Outcome reports (``runs[0].duration_ms``, the
   hook's runner from start to reply), which is what the engine adds around one in-process run;
 - one in-process hook that blocks: an audited answer, returned only once its audit record is
-  written to the day file (docs/design.md §8), batched with whatever else is queued.
+  written to the day file (docs/design.md §8), batched with whatever else is queued;
+- the same hook in observe mode (``mode="observe"``): the block computed, audited as
+  ``would_block`` and not enforced (the answer is an allow with a warning);
+- a built-in guard (``destructive_delete`` on ``rm -rf /``) enforcing, and the same guard in
+  observe mode, side by side: the cost per event of an observe-mode guard against the
+  enforcing one (the ratios are printed).
 
 The engine writes its audit log (to a temporary state dir), as ``serve`` does: the first three
 cases write no record.
@@ -52,7 +57,22 @@ command = "true"
 
 [[hooks.prompt_submit]]
 command = "true"
+
+[[hooks.pre_tool]]
+match = "bench_guard"
+builtin = "destructive_delete"
+
+[[hooks.pre_tool]]
+match = "bench_guard_observed"
+builtin = "destructive_delete"
+mode = "observe"
 """
+
+
+BLOCK_CASE = "fire, a block (audited)"
+OBSERVED_CASE = "fire, the block observed"
+GUARD_CASE = "fire, a guard blocks"
+GUARD_OBSERVED_CASE = "fire, the guard observed"
 
 
 def pct(samples: list[int], q: float) -> float:
@@ -98,13 +118,30 @@ async def bench(n: int) -> dict[str, dict[str, float]]:
             async def audited() -> None:
                 await engine.pre_tool("bench_refused", args, session_id="s")
 
+            async def observed() -> None:
+                out = await engine.pre_tool("bench_observed", args, session_id="s")
+                assert not out.blocked and out.warnings
+
+            rm = {"command": "rm -rf /"}
+
+            async def guard() -> None:
+                assert (await engine.pre_tool("bench_guard", rm, session_id="s")).blocked
+
+            async def guard_observed() -> None:
+                out = await engine.pre_tool("bench_guard_observed", rm, session_id="s")
+                assert not out.blocked and out.warnings
+
             engine.add_hook("permission_request", no_opinion)
             engine.add_hook("pre_tool", refuse, match="bench_refused")
+            engine.add_hook("pre_tool", refuse, match="bench_observed", mode="observe")
             runners: dict[str, Callable[[], Awaitable[None]]] = {
                 "floor (checkpoint)": floor,
                 "fire, no hook matches": no_match,
                 "fire, one in-process hook": one_hook,
-                "fire, a block (audited)": audited,
+                BLOCK_CASE: audited,
+                OBSERVED_CASE: observed,
+                GUARD_CASE: guard,
+                GUARD_OBSERVED_CASE: guard_observed,
             }
             samples: dict[str, list[int]] = {name: [] for name in runners}
             for _ in range(min(1000, n // 10)):  # warm up
@@ -220,6 +257,9 @@ def main() -> None:
         return
     figures = trio.run(bench, args.n)
     show(f"dispatch overhead, n={args.n} each, interleaved", figures)
+    for observe, enforce in ((OBSERVED_CASE, BLOCK_CASE), (GUARD_OBSERVED_CASE, GUARD_CASE)):
+        ratio = figures[observe]["p50_us"] / figures[enforce]["p50_us"]
+        print(f"observe / enforce p50: {observe!r} / {enforce!r} = {ratio:.2f}")
     for label, case, limit in (
         ("no-match p50 <= 20 µs", "fire, no hook matches", 20),
         ("in-process hook call - run p50 <= 40 µs", "one in-process hook: call - run", 40),

@@ -37,6 +37,7 @@ from triohooks.config.model import (
     ArgsHandler,
     CommandHandler,
     ConfigProblem,
+    GuardHandler,
     Hook,
     HookTable,
     HttpHandler,
@@ -47,7 +48,7 @@ from triohooks.config.table import load_table
 from triohooks.config.toml_dialect import MAX_TIMEOUT_S, parse_toml_text
 from triohooks.fronts.cli import main as cli_main
 from triohooks.match.globs import validate_go_glob
-from triohooks.match.guards import GUARDS
+from triohooks.match.guards import GUARD_EVENTS, GUARDS
 from triohooks.match.matchers import JsonMatcher
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -233,6 +234,7 @@ TOML_RIGHT: dict[str, st.SearchStrategy[Any]] = {
     "model": st.one_of(st.sampled_from(["small", ""]), text),
     "timeout_seconds": numbers,
     "fail_closed": st.one_of(st.booleans(), st.sampled_from(["true", 1])),
+    "mode": st.sampled_from(["enforce", "observe", "Observe", "shadow", ""]),
     "worker": st.one_of(st.booleans(), st.sampled_from(["true", 1])),
     "worker_pool": st.one_of(st.integers(-1, 20), st.sampled_from([True, 2.5, "2"])),
     "builtin": st.one_of(st.sampled_from([*sorted(GUARDS), "destructive", ""]), text),
@@ -378,6 +380,7 @@ JSON_RIGHT: dict[str, st.SearchStrategy[Any]] = {
     "event": event_names,
     "timeout_ms": numbers,
     "on_error": st.sampled_from(["warn", "block", "allow", "ignore"]),
+    "mode": st.sampled_from(["enforce", "observe"]),
     "description": text,
 }
 MATCHER_RIGHT: dict[str, st.SearchStrategy[Any]] = {
@@ -444,6 +447,19 @@ def json_executors(draw: st.DrawFn) -> Any:
 def json_hook_specs(draw: st.DrawFn) -> Any:
     if draw(st.integers(0, 19)) == 0:
         return draw(json_value)
+    if draw(st.integers(0, 4)) == 0:  # an entry a careful user would write
+        clean: dict[str, Any] = {
+            "event": draw(st.sampled_from(sorted(JSON_ALIASES))),
+            "executor": {"type": "bash", "command": draw(st.sampled_from(["true", "./c.sh"]))},
+        }
+        optional: dict[str, st.SearchStrategy[Any]] = {
+            "mode": st.sampled_from(["enforce", "observe"]),
+            "on_error": st.sampled_from(["warn", "block", "allow"]),
+            "timeout_ms": st.sampled_from([100, 5000, 30000]),
+        }
+        for key in draw(st.lists(st.sampled_from(sorted(optional)), max_size=2, unique=True)):
+            clean[key] = draw(optional[key])
+        return clean
     keys = draw(st.lists(st.sampled_from(JSON_HOOK_KEYS), max_size=7, unique=True))
     spec: dict[str, Any] = {"event": draw(event_names)}
     for key in keys:
@@ -578,6 +594,7 @@ def check_problems(
 def check_hook(hook: Hook) -> None:
     assert hook.event in EVENTS, hook
     assert hook.id and hook.name, hook
+    assert hook.mode in ("enforce", "observe"), hook
     assert math.isfinite(hook.timeout_s) and hook.timeout_s > 0, hook
     h = hook.handler
     if isinstance(h, CommandHandler):
@@ -586,6 +603,8 @@ def check_hook(hook: Hook) -> None:
         assert h.args and h.args[0].strip(), hook
     elif isinstance(h, HttpHandler):
         assert h.url.lower().startswith(("http://", "https://")), hook
+    elif isinstance(h, GuardHandler):
+        assert h.name in GUARDS and hook.event in GUARD_EVENTS, hook
     else:
         assert isinstance(h, PromptHandler) and h.prompt.strip(), hook
     if hook.dialect == "toml":
@@ -598,7 +617,9 @@ def check_hook(hook: Hook) -> None:
             validate_go_glob(hook.match)
     else:
         assert hook.dialect == "json", hook
-        assert isinstance(h, CommandHandler) and len(h.command.encode()) <= MAX_COMMAND_BYTES
+        assert isinstance(h, GuardHandler) or (
+            isinstance(h, CommandHandler) and len(h.command.encode()) <= MAX_COMMAND_BYTES
+        ), hook
         assert JSON_ALIASES[hook.config_event] == hook.event, hook
         assert hook.id.startswith("user:"), hook
         assert JSON_MIN_TIMEOUT_MS / 1000 <= hook.timeout_s <= JSON_MAX_TIMEOUT_MS / 1000
@@ -834,7 +855,7 @@ def test_problem_locations_stay_on_one_line() -> None:
     shown = [str(p) for p in parse_json_bytes(data, file="f.json", scope="global").problems]
     assert shown == [
         "f.json: '\\x85'[0].'': invalid hook skipped: unknown field (known: description, event,"
-        " executor, id, matcher, on_error, timeout_ms)",
+        " executor, id, matcher, mode, on_error, timeout_ms)",
         "f.json: pre_tool_use[1].matcher.match_regex: invalid hook skipped: matcher.match_regex:"
         " not a valid RE2 regex: missing ]: [\\x1f",
     ]

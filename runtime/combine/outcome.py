@@ -19,6 +19,11 @@ import msgspec
 from triohooks.config.events import ADVISORY_JSON_EVENTS, EVENTS, MAX_STOP_CONTINUES
 from triohooks.config.model import Hook
 from triohooks.handlers.outcomes import FAILED_OUTCOMES
+from triohooks.match.ifrules import script_texts
+
+#: Events whose answer can be "ask the user" (the blitz dialect's ``ask``; a permission
+#: request left to the user).
+ASKS: Final = frozenset({"pre_tool", "permission_request"})
 
 if TYPE_CHECKING:  # annotations only: ``triohooks fire`` with nothing to run never reads a reply
     from triohooks.handlers.replies import RunResult
@@ -130,9 +135,13 @@ class Combiner:
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
                 truncated=result.truncated,
-                approved=result.approved,
+                # An observing guard's proof approves nothing (observe mode changes nothing).
+                approved=result.approved and hook.mode != "observe",
             )
         )
+        if hook.mode == "observe":
+            self._observe(hook, result)
+            return
         if result.system_message:
             self.outcome.system_messages.append(result.system_message)
         if result.warning:
@@ -150,6 +159,21 @@ class Combiner:
                 self._patch(hook, result.patch)
             return
         self._reply(hook, result)
+
+    def _observe(self, hook: Hook, result: RunResult) -> None:
+        """An observe-mode hook's result: nothing of it reaches the Outcome (no block, ask,
+        allow, stop-continue, rewrite, context or message; a failure never blocks, an internal
+        one included: the hook only observes), and the chain goes on. What enforcing it would
+        have done is one warning, where the user sees the event's warnings."""
+        if result.warning:
+            self._warn(result.warning)
+        if result.outcome in FAILED_OUTCOMES:
+            why = failure_text(result)
+            self._warn(f"hook {hook.name} (observe mode) failed: {why}; not enforced")
+            return
+        would = observed(hook, self.event, result)
+        if would:
+            self._warn(f"hook {hook.name} (observe mode) would {'; '.join(would)}; not enforced")
 
     def _failed(self, hook: Hook, result: RunResult) -> None:
         why = failure_text(result)
@@ -280,17 +304,91 @@ def approved(outcome: Outcome) -> bool:
     )
 
 
-def audit_decision(event: str, result: RunResult) -> str | None:
+def audit_decision(hook: Hook, event: str, result: RunResult) -> str | None:
     """What the audit trail records for one run (docs/design.md §8): ``error`` for a failure,
     ``block`` (``hook-deny`` on a permission request) for a block or deny, ``hook-allow`` for an
-    allow of a tool call or permission; None: the run is not audited."""
+    allow of a tool call or permission; None: the run is not audited. An observe-mode hook's
+    run (:func:`stops`): ``would_block`` for what would have stopped or held the agent (a
+    block, deny, ask, or a stop hook's continue), ``would_allow`` for an allow, ``error`` for
+    a failure."""
     if result.outcome in FAILED_OUTCOMES:
         return "error"
+    if hook.mode == "observe":
+        if stops(hook, event, result) is not None:
+            return "would_block"
+        return "would_allow" if _allows(event, result) else None
     if result.outcome == "block" or result.decision in ("block", "deny"):
         return "hook-deny" if event == "permission_request" else "block"
-    if result.decision == "allow" and event in ("permission_request", "pre_tool"):
+    if _allows(event, result):
         return "hook-allow"
     return None
+
+
+def _allows(event: str, result: RunResult) -> bool:
+    return result.decision == "allow" and event in ("permission_request", "pre_tool")
+
+
+def stops(hook: Hook, event: str, result: RunResult) -> str | None:
+    """What of ``result`` (not a failure) would stop or hold the agent if enforced:
+    ``block`` (``deny`` on a permission request), ``ask``, ``continue`` (a stop hook that
+    makes the agent go on); None when nothing would, or on an event (or a JSON advisory one)
+    where the fold ignores a block."""
+    blocks = result.outcome == "block" or result.decision in ("block", "deny")
+    advisory = hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
+    if blocks and EVENTS[event].can_block and not advisory:
+        return {"stop": "continue", "permission_request": "deny"}.get(event, "block")
+    if event == "stop" and result.continue_ and not advisory:
+        return "continue"
+    if result.decision == "ask" and event in ASKS:
+        return "ask"
+    return None
+
+
+def observed_detail(
+    hook: Hook, event: str, result: RunResult, fields: Mapping[str, Any]
+) -> dict[str, Any]:
+    """The audit detail of an observe-mode hook's ``would_*`` record: what it would have done
+    (``would``: block, deny, ask, continue, allow) and the call it judged (``tool``, and the
+    shell ``command`` it carries), which ``triohooks audit report`` groups by."""
+    detail: dict[str, Any] = {"would": stops(hook, event, result) or "allow"}
+    tool = fields.get("tool")
+    if isinstance(tool, str):
+        detail["tool"] = tool
+    args = fields.get("args")
+    if isinstance(args, Mapping):
+        scripts = script_texts(args)
+        if scripts:
+            detail["command"] = "\n".join(scripts)[:MAX_COMMAND_CHARS]
+    return detail
+
+
+#: Longest shell command an observe record keeps (the audit sink redacts what it keeps).
+MAX_COMMAND_CHARS: Final = 500
+
+
+def observed(hook: Hook, event: str, result: RunResult) -> list[str]:
+    """What an observe-mode hook's run (not a failure) would have done enforced, in words
+    for the Outcome's warning (empty: nothing). The same reading as :func:`audit_decision`'s."""
+    would: list[str] = []
+    stop = stops(hook, event, result)
+    why = f": {result.reason}" if result.reason else ""
+    if stop == "ask":
+        would.append(f"ask the user{why}")
+    elif stop == "continue":
+        would.append(f"make the agent go on{why}")
+    elif stop is not None:
+        would.append(f"{stop}{why}")
+    elif _allows(event, result):
+        would.append("allow the call")
+    if result.outcome == "mutate" or result.updated_args is not None:
+        would.append("rewrite the event")
+    if result.additional_context or (
+        result.plain_output and event in ("session_start", "prompt_submit")
+    ):
+        would.append("add context")
+    if result.system_message or result.user_message:
+        would.append("show a message")
+    return would
 
 
 class StopContinues:
@@ -400,11 +498,6 @@ def _block(outcome: Outcome, event: str, text: str) -> None:
     outcome.decision = "deny" if event == "permission_request" else "block"
     if event == "pre_tool":
         outcome.message_for_model = f"blocked by pre_tool hook: {text}"
-
-
-#: Events whose answer can be "ask the user" (the blitz dialect's ``ask``; a permission
-#: request left to the user).
-ASKS: Final = frozenset({"pre_tool", "permission_request"})
 
 
 def held_back_answer(event: str, setting: str) -> str:

@@ -271,7 +271,9 @@ class EventRun:
         trust = self.table.trust
         if self.held and trust is not None:  # workspace hooks trust keeps from running
             text = held_back_message(trust, None, len(self.held))
-            answer = hold_back(outcome, event, self.table.held_back, text)
+            # Hooks that would only observe would change nothing: held back, a warning only.
+            observing = all(h.mode == "observe" for h in self.held)
+            answer = hold_back(outcome, event, "warn" if observing else self.table.held_back, text)
             observer.held_back(event, ev.session_id, [h.id for h in self.held], answer, text)
         if event == "stop":
             self.pipeline.stop_continues.settle(self.stop_key, outcome, ev.session_id)

@@ -27,10 +27,12 @@ from .model import (
     GuardHandler,
     HeldBack,
     Hook,
+    Mode,
     Scope,
     guard_handler,
     location_name,
     merged_params,
+    mode_problem,
     worker_pool,
 )
 from .suggest import JSON_FIELD_SYNONYMS, did_you_mean, event_synonyms
@@ -42,7 +44,7 @@ MAX_COMMAND_BYTES: Final = 16 * 1024
 MAX_ENV_VARS: Final = 16
 MAX_MATCHER_FIELD_BYTES: Final = 2048
 _HOOK_KEYS: Final = frozenset(
-    {"id", "event", "matcher", "executor", "timeout_ms", "on_error", "description"}
+    {"id", "event", "matcher", "executor", "timeout_ms", "on_error", "mode", "description"}
 )
 _EXECUTOR_KEYS: Final = frozenset(
     {"type", "command", "env", "worker", "worker_pool", "name", "params"}
@@ -89,6 +91,8 @@ class JsonHookSpec(msgspec.Struct, frozen=True, kw_only=True):
     timeout_ms: int
     on_error: str
     description: str | None
+    #: ``enforce`` or ``observe`` (:data:`~.model.Mode`).
+    mode: Mode = "enforce"
     #: Built at validation so a bad regex is caught at load time.
     compiled_matcher: Any = None
     #: Warm-worker pool size (0: a process per event).
@@ -201,6 +205,10 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
     on_error = raw.get("on_error", "warn")
     if on_error not in ("warn", "block", "allow"):
         raise EntryError("on_error", f'must be "warn", "block" or "allow", not {on_error!r}')
+    mode = raw.get("mode", "enforce")
+    bad_mode = mode_problem(mode)
+    if bad_mode is not None:
+        raise EntryError("mode", bad_mode)
     description = raw.get("description")
     if description is not None and not isinstance(description, str):
         raise EntryError("description", "must be a string")
@@ -213,6 +221,7 @@ def validate_hook_spec(raw: object) -> JsonHookSpec:
         timeout_ms=timeout_ms,
         on_error=on_error,
         description=description,
+        mode=mode,
         compiled_matcher=compiled,
         worker=worker,
         guard=guard,
@@ -380,6 +389,7 @@ def _to_hook(jf: JsonFile, index: int, spec: JsonHookSpec, resolved: str) -> Hoo
         matcher=spec.matcher,
         compiled_matcher=spec.compiled_matcher,
         on_error=spec.on_error,  # type: ignore[arg-type]
+        mode=spec.mode,
         env=spec.env,
         description=spec.description,
         explicit_id=spec.id,

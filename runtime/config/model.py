@@ -26,6 +26,10 @@ HELD_BACK_CHOICES: Final[tuple[HeldBack, ...]] = ("ask", "deny", "warn")
 #: every other scope (:mod:`.system_tier`).
 Scope = Literal["system", "global", "workspace", "extra", "api"]
 OnError = Literal["warn", "block", "allow"]
+#: Whether a hook's decision is applied (``enforce``) or only computed, shown and audited as
+#: ``would_block`` (``observe``): docs/design.md, "Observe mode".
+Mode = Literal["enforce", "observe"]
+MODES: Final[tuple[Mode, ...]] = ("enforce", "observe")
 
 #: blitz default (HK-02).
 TOML_DEFAULT_TIMEOUT_S: Final = 30.0
@@ -119,6 +123,8 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
     on_error: OnError = "warn"
     #: JSON: extra environment applied last.
     env: tuple[tuple[str, str], ...] = ()
+    #: ``observe``: the decision is computed, not enforced (:data:`Mode`).
+    mode: Mode = "enforce"
     #: Command hooks: 0 runs a process per event; N >= 1 keeps warm worker processes (at most
     #: N, one request at a time each) that answer one line per event (docs/hook-protocol.md).
     worker: int = 0
@@ -150,6 +156,15 @@ class Hook(msgspec.Struct, frozen=True, kw_only=True):
             shown = ", ".join(f"{k}={v!r}" for k, v in h.params)
             return f"builtin: {h.name}" + (f" ({shown})" if shown else "")
         return f"python: {getattr(h.func, '__qualname__', repr(h.func))}"
+
+
+def mode_problem(value: object) -> str | None:
+    """Why ``value`` is not a hook's ``mode`` (:data:`MODES`), or None; both dialects and the
+    engine API say it the same way."""
+    if value in MODES:
+        return None
+    choices = " or ".join(f'"{m}"' for m in MODES)
+    return f"must be {choices}, not {value!r}"
 
 
 class _Clash:

@@ -32,6 +32,7 @@ from .model import (
     guard_handler,
     location_name,
     merged_params,
+    mode_problem,
     worker_pool,
 )
 from .suggest import TOML_FIELD_SYNONYMS, did_you_mean, event_synonyms
@@ -52,6 +53,7 @@ _FIELDS: Final = frozenset(
         "model",
         "timeout_seconds",
         "fail_closed",
+        "mode",
         "worker",
         "worker_pool",
         "builtin",
@@ -257,6 +259,10 @@ def _hook(
     fail_closed = raw.get("fail_closed", False)
     if not isinstance(fail_closed, bool):
         entry.error("fail_closed", f"must be true or false, not {_type_name(fail_closed)}")
+    mode = raw.get("mode", "enforce")
+    bad_mode = mode_problem(mode)
+    if bad_mode is not None:
+        entry.error("mode", bad_mode)
     explicit_id = _string(entry, raw, "id", nonempty=True)
     if explicit_id is not None and not _ID.match(explicit_id):
         entry.error("id", "must be letters, digits and _ . : - (starting with a letter or digit)")
@@ -283,6 +289,7 @@ def _hook(
         if_rule=if_text,
         compiled_if=if_rule,
         fail_closed=bool(fail_closed),
+        mode=mode,
         description=description,
         explicit_id=explicit_id,
         worker=worker,

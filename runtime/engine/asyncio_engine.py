@@ -48,7 +48,7 @@ from triohooks.actors.post_worker import WorkerReport
 from triohooks.combine.outcome import Outcome
 from triohooks.combine.pipeline import EventRun
 from triohooks.config.events import EventBase
-from triohooks.config.model import Hook, HookTable, PythonHandler
+from triohooks.config.model import Hook, HookTable, Mode, PythonHandler
 from triohooks.handlers.judge import JudgeReply
 from triohooks.handlers.python import raised_result, reply_result, timed_out_result
 from triohooks.handlers.replies import RunResult
@@ -543,6 +543,7 @@ class AsyncioHookEngine(Guards):
         name: str | None = None,
         match: str | None = None,
         timeout_s: float = 30.0,
+        mode: Mode = "enforce",
     ) -> Hook:
         """Register an asyncio coroutine function as a hook; it runs as a task on this loop,
         without crossing into Trio (a background one, of an event that runs its hooks in the
@@ -553,7 +554,7 @@ class AsyncioHookEngine(Guards):
         """
         handler = PythonHandler(self._guest.on_loop(func), asyncio_func=func)
         label = name or str(getattr(func, "__qualname__", "python-hook"))
-        return self._engine._add_python_hook(event, handler, label, match, timeout_s)
+        return self._engine._add_python_hook(event, handler, label, match, timeout_s, mode)
 
     def remove_hook(self, hook: Hook) -> None:
         self._engine.remove_hook(hook)

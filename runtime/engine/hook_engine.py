@@ -37,7 +37,15 @@ from triohooks.config.events import (
     canonical_event,
     event_from_payload,
 )
-from triohooks.config.model import ConfigError, Hook, HookTable, PythonHandler, PythonHookFunc
+from triohooks.config.model import (
+    ConfigError,
+    Hook,
+    HookTable,
+    Mode,
+    PythonHandler,
+    PythonHookFunc,
+    mode_problem,
+)
 from triohooks.handlers.builtin import builtin_runners
 from triohooks.handlers.http import HttpHookClient
 from triohooks.handlers.judge import Judge, judge_from_env
@@ -420,15 +428,18 @@ class HookEngine(Guards):
         name: str | None = None,
         match: str | None = None,
         timeout_s: float = 30.0,
+        mode: Mode = "enforce",
     ) -> Hook:
         """Register an async Python callable as a hook (runs before the config hooks, in order;
         after the system tier's, which nothing precedes).
 
         ``func(event_fields)`` returns a reply dict (TOML-dialect fields: ``decision``,
         ``reason``, ``updated_args``, ``additional_context`` ...), a string, or None.
+        ``mode="observe"``: its decisions are computed and audited, never enforced
+        (docs/configuration.md, ``mode``); any other value but ``"enforce"`` is a ValueError.
         """
         label = name or str(getattr(func, "__qualname__", "python-hook"))
-        return self._add_python_hook(event, PythonHandler(func), label, match, timeout_s)
+        return self._add_python_hook(event, PythonHandler(func), label, match, timeout_s, mode)
 
     def _add_python_hook(
         self,
@@ -437,10 +448,14 @@ class HookEngine(Guards):
         label: str,
         match: str | None,
         timeout_s: float,
+        mode: Mode = "enforce",
     ) -> Hook:
         """Register ``handler`` as an API hook (:meth:`add_hook`; the asyncio engine's too)."""
         from triohooks.match.globs import validate_go_glob
 
+        bad_mode = mode_problem(mode)
+        if bad_mode is not None:
+            raise ValueError(f"mode {bad_mode}")
         canon = canonical_event(event)
         if match:
             validate_go_glob(match)
@@ -456,6 +471,7 @@ class HookEngine(Guards):
             handler=handler,
             timeout_s=timeout_s,
             match=match,
+            mode=mode,
         )
         self._dispatcher.api_hooks.append(hook)
         return hook

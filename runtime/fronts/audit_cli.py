@@ -1,4 +1,5 @@
-"""``triohooks audit tail|search``: the audit log read back, filtered, for people and scripts.
+"""``triohooks audit tail|search|report``: the audit log read back, filtered, for people and
+scripts (``report``: :mod:`.audit_report`).
 
 Reads the JSONL files of the state directory's ``audit/`` (one per UTC day; docs/observability.md)
 with the reader ``list`` uses; never writes. ``tail`` prints the last N matching records,
@@ -27,25 +28,43 @@ _UNITS = {"s": "seconds", "m": "minutes", "h": "hours", "d": "days"}
 
 
 def add_audit_command(sub: Any) -> None:
-    p = sub.add_parser("audit", help="read the audit log: tail or search, with filters")
+    p = sub.add_parser("audit", help="read the audit log: tail, search or report, with filters")
     actions = p.add_subparsers(dest="action", required=True)
     for name, text in (
         ("tail", "the last records that match (default 20)"),
         ("search", "every record that matches, oldest first"),
+        ("report", "observe-mode would-blocks summed up by guard, day and command"),
     ):
         a = actions.add_parser(name, help=text)
         if name == "tail":
             a.add_argument("-n", type=int, default=20, help="how many records (default 20)")
         a.add_argument("--event", action="append", default=[], help="only this event (repeat)")
         a.add_argument("--hook", action="append", default=[], help="only this hook id (repeat)")
-        a.add_argument(
-            "--decision", action="append", default=[], help="only this decision: block, error ..."
-        )
+        if name == "report":
+            a.set_defaults(decision=[])
+            a.add_argument(
+                "--file",
+                type=Path,
+                action="append",
+                default=[],
+                help="read this audit file instead of the state directory's (repeat)",
+            )
+        else:
+            a.add_argument(
+                "--decision",
+                action="append",
+                default=[],
+                help="only this decision: block, error, would_block ...",
+            )
         a.add_argument("--session", help="only this session id")
         a.add_argument("--since", help="ISO time or date (UTC), or an age: 30m, 2h, 7d")
         a.add_argument("--days", type=int, default=7, help="how many days of files (default 7)")
         a.add_argument("--state-dir", type=Path, default=None, help="default: the platform's")
-        a.add_argument("--json", action="store_true", help="each record as its JSON line")
+        a.add_argument(
+            "--json",
+            action="store_true",
+            help="the summary as one JSON object" if name == "report" else "each record as JSON",
+        )
 
 
 def parse_since(text: str, now: datetime) -> datetime:
@@ -106,6 +125,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     if args.since_time is not None:  # enough days of files to reach back to it
         days = max(days, (now.date() - args.since_time.astimezone(UTC).date()).days + 1)
     directory = (args.state_dir or state_dir()) / "audit"
+    if args.action == "report":
+        from .audit_report import cmd_report
+
+        return cmd_report(args, directory, days, lambda records: matching(records, args))
     found: Iterable[AuditRecord] = matching(read_records(directory, days=days), args)
     if args.action == "tail":
         found = deque(found, maxlen=max(0, args.n))

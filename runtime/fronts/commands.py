@@ -77,6 +77,12 @@ def cmd_validate(args: argparse.Namespace) -> int:
         print(f"{ok}no hooks configured; {where_hooks_go(table)}")
     if table.untrusted and trust is not None:
         print(held_back_message(trust, None, len(table.untrusted)))
+    observing = [h.id for h in table.hooks if h.mode == "observe"]
+    if observing and not table.errors:
+        print(
+            f"{len(observing)} hook(s) in observe mode (decisions audited as would_block, "
+            f"not enforced; `triohooks audit report` sums them up): {', '.join(observing)}"
+        )
     for line in tier_lines(table):
         print(line)
     return EXIT_USAGE if problems else EXIT_OK
@@ -116,6 +122,7 @@ def _hook_view(hook: Hook, *, trusted: bool, failures: list[tuple[str, str]]) ->
         "if": hook.if_rule,
         "fail_closed": hook.fail_closed if hook.dialect != "json" else None,
         "on_error": hook.on_error if hook.dialect == "json" else None,
+        "mode": hook.mode,
         "timeout_s": hook.timeout_s,
         "worker_pool": hook.worker or None,
         "scope": hook.scope,
@@ -176,6 +183,8 @@ def cmd_list(args: argparse.Namespace) -> int:
                 flags.append("fail_closed")
             if v["on_error"]:
                 flags.append(f"on_error={v['on_error']}")
+            if v["mode"] == "observe":
+                flags.append("mode=observe (decisions audited as would_block, not enforced)")
             flags.append(f"timeout={v['timeout_s']:g}s")
             if v["worker_pool"]:
                 flags.append(f"worker(pool={v['worker_pool']})")

@@ -44,6 +44,7 @@ from triohooks.config.model import (
     JSON_MAX_TIMEOUT_MS,
     JSON_MIN_TIMEOUT_MS,
     MAX_WORKER_POOL,
+    MODES,
     Hook,
     HookTable,
 )
@@ -223,6 +224,15 @@ def _hook_schema(*, id_required: bool) -> dict[str, Any]:
                 "default": JSON_DEFAULT_TIMEOUT_MS,
             },
             "on_error": {"type": "string", "enum": ["warn", "block", "allow"], "default": "warn"},
+            "mode": {
+                "type": "string",
+                "enum": list(MODES),
+                "default": "enforce",
+                "description": (
+                    "observe: the hook's decisions are computed and audited as would_block, "
+                    "never enforced (roll a guard out before it blocks)"
+                ),
+            },
             "description": {"type": "string"},
         },
     }

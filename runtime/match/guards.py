@@ -38,7 +38,14 @@ from typing import Any, Final, Literal, NamedTuple
 import msgspec
 
 from . import shell_globs
-from .ifrules import SHELL_KEYS, CallScripts, call_kinds, call_paths, call_scripts
+from .ifrules import (
+    SHELL_KEYS,
+    CallScripts,
+    call_kinds,
+    call_paths,
+    call_scripts,
+    script_texts,
+)
 from .tools import canonical_tool, tool_names
 
 OnUncertain = Literal["block", "warn", "allow"]
@@ -371,20 +378,8 @@ def _ancestors_or_self(path: str) -> set[str]:
 
 
 def _script_texts(args: Mapping[str, Any], scripts: CallScripts) -> list[str]:
-    """The call's scripts as text, as :func:`~.ifrules.call_scripts` found them (an argv is
-    joined as a shell would read it back)."""
-    if not scripts.parsed:
-        return []
-    import shlex
-
-    out: list[str] = []
-    for key in SHELL_KEYS:
-        value = args.get(key)
-        if isinstance(value, str):
-            out.append(value)
-        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
-            out.append(shlex.join(value))
-    return out
+    """The call's scripts as text, as :func:`~.ifrules.call_scripts` found them."""
+    return script_texts(args) if scripts.parsed else []
 
 
 def _long_option(word: str, known: Sequence[str]) -> str | None:

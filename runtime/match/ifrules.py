@@ -452,6 +452,21 @@ class CallScripts(msgspec.Struct, frozen=True, gc=False):
     powershell: bool = False
 
 
+def script_texts(args: Mapping[str, Any]) -> list[str]:
+    """The scripts a call's arguments carry under :data:`SHELL_KEYS`, as text: a string as it
+    is, an argv joined as a shell would read it back."""
+    import shlex
+
+    out: list[str] = []
+    for key in SHELL_KEYS:
+        value = args.get(key)
+        if isinstance(value, str):
+            out.append(value)
+        elif isinstance(value, list | tuple) and value and all(isinstance(v, str) for v in value):
+            out.append(shlex.join(value))
+    return out
+
+
 @functools.cache
 def _readers() -> tuple[
     Callable[[str], ParsedScript], Callable[[str], ParsedScript], Callable[[Any], ParsedScript]
