@@ -293,6 +293,7 @@ async def test_another_hooks_ask_wins(tmp_path: Path, first: bool) -> None:
     outcome = await _pre_tool(tmp_path, config, "ls")
     assert not outcome.blocked and outcome.decision == "ask"
     assert "approve_read_only" not in (outcome.reason or "")
+    assert not any(run.approved for run in outcome.runs)  # the approval did not stand
 
 
 #: Each agent's pre-tool event and its shell call.

@@ -1,9 +1,9 @@
 """The Outcome of one event, and how the hooks' replies combine into it (docs/design.md §5, §7).
 
 Owns the decision rules: the first block wins and stops the chain; the first ``decision`` and
-any ``continue`` count, but an ``allow`` gives way to a later ``ask`` (the more restrictive
-answer, as in the agents' own merge); contexts join with newlines; every ``system_message`` is
-kept; rewrites chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``:
+any ``continue`` count; a guard's approval stands only where no enforced hook asks, before or
+after it (:func:`approved`); contexts join with newlines; every ``system_message`` is kept;
+rewrites chain (TOML ``updated_args``: the first hook's win; JSON ``patch.arguments``:
 shallow merge); failures follow ``fail_closed`` (TOML) or ``on_error`` (JSON). Pure logic: it
 must not run anything or do I/O. It never mutates the dicts it is given (rewrites build new
 ones), so the caller's arguments and the hooks' decoded replies need no copying.
@@ -110,6 +110,10 @@ class Combiner:
             self.outcome.error = fields.get("error")
         #: Set once a hook stopped the chain; later hooks must not run.
         self.stopped = False
+        #: An enforced hook asked: no guard's approval stands in this event (:func:`approved`).
+        self._asked = False
+        #: The reason of the first guard's approval folded (None: none was).
+        self._approval: str | None = None
 
     # -- inputs the next hook sees ------------------------------------------------------------
     @property
@@ -135,8 +139,9 @@ class Combiner:
                 input_tokens=result.input_tokens,
                 output_tokens=result.output_tokens,
                 truncated=result.truncated,
-                # An observing guard's proof approves nothing (observe mode changes nothing).
-                approved=result.approved and hook.mode != "observe",
+                # An observing guard's proof approves nothing (observe mode changes nothing),
+                # and none stands beside an enforced hook's ask.
+                approved=result.approved and hook.mode != "observe" and not self._asked,
             )
         )
         if hook.mode == "observe":
@@ -220,10 +225,16 @@ class Combiner:
         if decision in ("block", "deny"):
             self._block(hook, r.reason or "blocked by hook", r.user_message)
             return
-        if decision and (o.decision is None or (o.decision == "allow" and decision == "ask")):
-            # An allow (a hook's, approve_read_only's) never outranks another hook's ask.
-            if o.decision is not None:
-                o.reason = None  # the allow's reason goes with it
+        if decision == "ask" and not self._asked:
+            # A guard's approval never outranks another hook's ask, in either order.
+            self._asked = True
+            o.runs = [msgspec.structs.replace(run, approved=False) for run in o.runs]
+        if r.approved:
+            # Not the first decision said: a later hook's ask must still be the answer. It is
+            # the event's allow at the end if it stands and no hook said anything (finish).
+            if self._approval is None:
+                self._approval = r.reason or "approved"
+        elif decision and o.decision is None:
             o.decision = decision
             if r.reason and o.reason is None:
                 o.reason = r.reason
@@ -287,15 +298,19 @@ class Combiner:
         self.outcome.warnings.append(text)
 
     def finish(self) -> Outcome:
+        o = self.outcome
         if self._contexts:
-            self.outcome.additional_context = self._joined()
-        return self.outcome
+            o.additional_context = self._joined()
+        if o.decision is None and not o.blocked and any(run.approved for run in o.runs):
+            o.decision, o.reason = "allow", o.reason or self._approval
+        return o
 
 
 def approved(outcome: Outcome) -> bool:
     """Whether the event's answer is an approval an agent may take as its own allow (the call
-    runs without its permission prompt): the decision is ``allow`` (no block, no ask) and a
-    built-in guard proved the call (``approve_read_only``). A hook's ``allow`` alone is not one:
+    runs without its permission prompt): the decision is ``allow`` (no block), a built-in guard
+    proved the call (``approve_read_only``) and the fold let that stand (no enforced hook
+    asked, before or after it: :meth:`Combiner.add`). A hook's ``allow`` alone is not one:
     it is that hook's no-objection, which must not switch off the agent's own prompts."""
     return (
         outcome.decision == "allow"
