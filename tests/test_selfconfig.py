@@ -311,6 +311,23 @@ async def test_workspace_remove_turns_off_the_global_hook_of_that_id(dirs) -> No
 
 
 # -- list / get --------------------------------------------------------------------------------
+async def test_list_hooks_shows_the_system_tier_and_observe_mode(
+    dirs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A system-tier hook is counted and shown with its scope; an observing hook says so."""
+    system = tmp_path / "system"
+    system.mkdir(mode=0o755)
+    write_toml_hooks(system, '[[hooks.pre_tool]]\nid = "org"\ncommand = "true"\n')
+    monkeypatch.setenv("TRIOHOOKS_SYSTEM_DIR", str(system))
+    write_toml_hooks(dirs[1], '[[hooks.pre_tool]]\nid = "o1"\nmode = "observe"\ncommand = "true"\n')
+    listing = await tools(dirs).call("list_hooks", {})
+    assert listing["counts"] == {"system": 1, "global": 1, "workspace": 0, "extra": 0}
+    assert [(h["id"], h["scope"], h["mode"]) for h in listing["hooks"]] == [
+        ("org", "system", "enforce"),
+        ("o1", "global", "observe"),
+    ]
+
+
 async def test_list_hooks_shows_scopes_matchers_sources_and_counts(dirs) -> None:
     write_toml_hooks(dirs[1], '[[hooks.pre_tool]]\nid = "t1"\nmatch = "bash"\ncommand = "true"\n')
     gjson = write_json_hooks(dirs[1], [bash_hook("g1", "true", description="global one")])
@@ -319,7 +336,7 @@ async def test_list_hooks_shows_scopes_matchers_sources_and_counts(dirs) -> None
     listing = await tools(dirs).call("list_hooks", {})
     assert listing["global_path"] == str(gjson)
     assert listing["workspace_path"] == str(ws_file(dirs))
-    assert listing["counts"] == {"global": 2, "workspace": 1, "extra": 0}
+    assert listing["counts"] == {"system": 0, "global": 2, "workspace": 1, "extra": 0}
     assert listing["workspace_trust"] == "trusted"
     by_id = {h["id"]: h for h in listing["hooks"]}
     assert list(by_id) == ["t1", "g1", "block-git"]
@@ -496,7 +513,7 @@ def test_cli_set_get_list_remove(dirs, tmp_path: Path, capsys: pytest.CaptureFix
 
     assert cli(dirs, "list", "--json") == 0
     listing = json.loads(capsys.readouterr().out)
-    assert listing["counts"] == {"global": 0, "workspace": 1, "extra": 0}
+    assert listing["counts"] == {"system": 0, "global": 0, "workspace": 1, "extra": 0}
     assert cli(dirs, "list") == 0
     text = capsys.readouterr().out
     assert "block-git  [workspace json] pre_tool_use" in text and "match_regex=" in text

@@ -98,13 +98,15 @@ class HookView(msgspec.Struct, frozen=True, kw_only=True):
     runs: str
     #: False for workspace hooks held back because the workspace is not trusted.
     trusted: bool
+    #: ``enforce``, or ``observe``: its decision is computed, warned and audited, not enforced.
+    mode: str = "enforce"
 
 
 class HookList(msgspec.Struct, frozen=True, kw_only=True):
     hooks: list[HookView]
     global_path: str
     workspace_path: str | None
-    #: Effective (trusted) hooks per scope: global, workspace, extra.
+    #: Effective (trusted) hooks per scope: system, global, workspace, extra.
     counts: dict[str, int]
     #: none / new / trusted / changed / declined (null without a workspace).
     workspace_trust: str | None
@@ -427,6 +429,7 @@ def _view(hook: Hook, *, trusted: bool) -> HookView:
         source=hook.source,
         runs=hook.runs,
         trusted=trusted,
+        mode=hook.mode,
     )
 
 
@@ -487,7 +490,7 @@ class HooksTools:
     async def list_hooks(self) -> HookList:
         """The effective hooks, paths and counts. A checkpoint; cancellable."""
         table = await self._table()
-        counts = {"global": 0, "workspace": 0, "extra": 0}
+        counts = {"system": 0, "global": 0, "workspace": 0, "extra": 0}
         for hook in table.hooks:
             if hook.scope in counts:
                 counts[hook.scope] += 1
