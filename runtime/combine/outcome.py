@@ -158,7 +158,7 @@ class Combiner:
             self._block(hook, result.reason or "blocked by hook", result.user_message)
             return
         if result.outcome == "mutate":
-            if self._advisory(hook) or result.patch is None:
+            if advisory(hook) or result.patch is None:
                 self._warn(f"hook {hook.name}: a mutate is ignored for {hook.config_event}")
             else:
                 self._patch(hook, result.patch)
@@ -196,22 +196,17 @@ class Combiner:
         else:
             self._warn(f"hook {hook.name} failed: {why}")
 
-    def _advisory(self, hook: Hook) -> bool:
-        """A JSON-dialect hook on one of that dialect's advisory events (``turn_end`` ...)."""
-        return hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
-
     def _block(self, hook: Hook, reason: str, user_message: str | None) -> None:
         """The hook blocks: the chain stops. On an event that cannot block (or the JSON
         dialect's advisory ones) the block is ignored with a warning and later hooks run."""
         o = self.outcome
-        if self._advisory(hook) or not self.info.can_block:
+        if advisory(hook) or not self.info.can_block:
             self._warn(f"hook {hook.name}: a block is ignored for {hook.config_event}: {reason}")
             return
         self.stopped = True
         o.blocked = True
         o.reason = reason
-        # Blocks win over any earlier decision; a stop "block" means "go on", a permission's "deny".
-        o.decision = {"stop": "continue", "permission_request": "deny"}.get(self.event, "block")
+        o.decision = block_decision(self.event)  # blocks win over any earlier decision
         if self.event == "stop":
             o.continue_ = True
         if user_message:
@@ -306,6 +301,18 @@ class Combiner:
         return o
 
 
+def advisory(hook: Hook) -> bool:
+    """A JSON-dialect hook on one of that dialect's advisory events (``turn_end`` ...): its
+    blocks and mutations are ignored (with a warning)."""
+    return hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
+
+
+def block_decision(event: str) -> str:
+    """The Outcome's decision for a block of ``event``: a stop's "block" means "go on", a
+    permission request's is its "deny"."""
+    return {"stop": "continue", "permission_request": "deny"}.get(event, "block")
+
+
 def approved(outcome: Outcome) -> bool:
     """Whether the event's answer is an approval an agent may take as its own allow (the call
     runs without its permission prompt): the decision is ``allow`` (no block), a built-in guard
@@ -349,10 +356,10 @@ def stops(hook: Hook, event: str, result: RunResult) -> str | None:
     makes the agent go on); None when nothing would, or on an event (or a JSON advisory one)
     where the fold ignores a block."""
     blocks = result.outcome == "block" or result.decision in ("block", "deny")
-    advisory = hook.dialect == "json" and hook.config_event in ADVISORY_JSON_EVENTS
-    if blocks and EVENTS[event].can_block and not advisory:
-        return {"stop": "continue", "permission_request": "deny"}.get(event, "block")
-    if event == "stop" and result.continue_ and not advisory:
+    ignored = advisory(hook)
+    if blocks and EVENTS[event].can_block and not ignored:
+        return block_decision(event)
+    if event == "stop" and result.continue_ and not ignored:
         return "continue"
     if result.decision == "ask" and event in ASKS:
         return "ask"
